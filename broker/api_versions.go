@@ -1,0 +1,40 @@
+package broker
+
+// ApiVersions v0–v4. v3 added client software name/version and flexible
+// encoding (the response header stays v0, KIP-511); v4 is identical to v3.
+// An unsupported request version gets the v0 body with UNSUPPORTED_VERSION so
+// the client retries at a version we know.
+
+import (
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
+	for _, k := range protocol.SupportedKeys() {
+		vr, _ := protocol.Supported(k)
+		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: vr.Min, MaxVersion: vr.Max})
+	}
+	return out
+}
+
+func (b *Broker) handleApiVersions(_ *reqCtx, req *kmsg.ApiVersionsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ApiKeys = apiKeys()
+	if req.Version >= 3 && (req.ClientSoftwareName == "" || req.ClientSoftwareVersion == "") {
+		// Kafka validates these strings from v3 and answers INVALID_REQUEST.
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	return resp
+}
+
+// apiVersionsUnsupported answers an ApiVersions request of a version we do not know.
+func (b *Broker) apiVersionsUnsupported() kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = apiKeys()
+	return resp
+}

@@ -1,0 +1,203 @@
+// Package broker serves the Kafka protocol: listeners and connections, one
+// handler per API, and the replica manager (a partition is a log plus its
+// high watermark and producer state). It maps requests decoded by protocol
+// onto storage logs and controller metadata.
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// Broker is one kbroker node. Start it with Start, stop it with Close.
+type Broker struct {
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	store controller.Store
+	dirs  []*storage.Dir
+
+	// closing is closed when shutdown starts: listeners stop, parked fetches return.
+	closing chan struct{}
+
+	mu struct {
+		sync.RWMutex
+		topics map[string]*topic
+		byID   map[[16]byte]*topic
+	}
+
+	pids producerIDs
+
+	lnMu      sync.Mutex
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup // accept loops and connections
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens the broker's metadata and every log under cfg.LogDirs. A log dir
+// already locked by another process is an error (storage.ErrLocked).
+func New(cfg Config) (*Broker, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{}), conns: map[*conn]struct{}{}}
+	b.mu.topics = map[string]*topic{}
+	b.mu.byID = map[[16]byte]*topic{}
+	b.pids.b = b
+
+	ok := false
+	defer func() {
+		if !ok {
+			b.closeStorage()
+		}
+	}()
+	for _, d := range cfg.LogDirs {
+		dir, err := storage.OpenDir(d, b.logConfigFor, b.log)
+		if err != nil {
+			return nil, fmt.Errorf("opening log dir %s: %w", d, err)
+		}
+		b.dirs = append(b.dirs, dir)
+	}
+	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID)
+	if err != nil {
+		return nil, err
+	}
+	b.store = store
+	if err := b.loadTopics(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return b, nil
+}
+
+// Start binds every listener and serves connections until Close.
+// It returns once the listeners accept connections.
+func (b *Broker) Start() error {
+	for _, l := range b.cfg.Listeners {
+		ln, err := net.Listen("tcp", l.Addr())
+		if err != nil {
+			b.Close()
+			return fmt.Errorf("listening on %s: %w", l, err)
+		}
+		b.lnMu.Lock()
+		b.listeners = append(b.listeners, ln)
+		b.lnMu.Unlock()
+		b.log.Info("listening", "listener", l.String(), "addr", ln.Addr().String())
+		b.wg.Add(1)
+		go b.acceptLoop(ln)
+	}
+	return nil
+}
+
+// Addrs returns the bound listener addresses (useful with port 0).
+func (b *Broker) Addrs() []net.Addr {
+	b.lnMu.Lock()
+	defer b.lnMu.Unlock()
+	var out []net.Addr
+	for _, ln := range b.listeners {
+		out = append(out, ln.Addr())
+	}
+	return out
+}
+
+func (b *Broker) acceptLoop(ln net.Listener) {
+	defer b.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-b.closing:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			b.log.Error("accept failed; listener stopped", "addr", ln.Addr().String(), "err", err)
+			return
+		}
+		c := newConn(b, nc)
+		b.lnMu.Lock()
+		select {
+		case <-b.closing:
+			b.lnMu.Unlock()
+			nc.Close()
+			return
+		default:
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.lnMu.Unlock()
+		go func() {
+			defer b.wg.Done()
+			c.serve()
+			b.lnMu.Lock()
+			delete(b.conns, c)
+			b.lnMu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, lets in-flight requests finish, then flushes and
+// closes every log. It is safe to call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.closing)
+		b.lnMu.Lock()
+		for _, ln := range b.listeners {
+			ln.Close()
+		}
+		for c := range b.conns {
+			c.stopReading()
+		}
+		b.lnMu.Unlock()
+		b.wg.Wait()
+		b.closeErr = b.closeStorage()
+		b.log.Info("broker stopped")
+	})
+	return b.closeErr
+}
+
+func (b *Broker) closeStorage() error {
+	var errs []error
+	b.mu.Lock()
+	for _, t := range b.mu.topics {
+		for _, p := range t.partitions {
+			p.close()
+		}
+	}
+	b.mu.Unlock()
+	if err := b.writeHighWatermarks(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, d := range b.dirs {
+		if err := d.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.dirs = nil
+	if b.store != nil {
+		errs = append(errs, b.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func portOf(a net.Addr) int {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.Port
+	}
+	return 0
+}

@@ -1,0 +1,265 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the broker's configuration. Every field maps to a Kafka property
+// name in the props table below; that table is the one place names are mapped.
+type Config struct {
+	NodeID                   int32
+	Listeners                []Listener
+	AdvertisedListeners      []Listener
+	LogDirs                  []string
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
+	LogSegmentBytes          int64
+	LogRollMs                int64
+	LogIndexIntervalBytes    int32
+	MessageMaxBytes          int32
+	SocketRequestMaxBytes    int32
+	LogFlushIntervalMessages int64
+	LogFlushIntervalMs       int64
+	LogRetentionMs           int64
+	LogRetentionBytes        int64
+	LogCleanupPolicy         string
+	MinInsyncReplicas        int32
+	CompressionType          string
+	ClusterID                string
+
+	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
+	Props map[string]string
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Listener is one listener endpoint, e.g. PLAINTEXT://127.0.0.1:9092.
+type Listener struct {
+	Name string
+	Host string
+	Port int32
+}
+
+func (l Listener) String() string { return fmt.Sprintf("%s://%s", l.Name, hostPort(l.Host, l.Port)) }
+
+// Addr is the host:port to bind or dial.
+func (l Listener) Addr() string { return hostPort(l.Host, l.Port) }
+
+func hostPort(h string, p int32) string {
+	if strings.Contains(h, ":") {
+		return fmt.Sprintf("[%s]:%d", h, p)
+	}
+	return fmt.Sprintf("%s:%d", h, p)
+}
+
+// DefaultLogDir is where a broker started without log.dirs keeps its data.
+func DefaultLogDir() string { return filepath.Join(os.TempDir(), "kbroker-logs") }
+
+// prop maps one Kafka property to a Config field.
+type prop struct {
+	def   string
+	apply func(c *Config, v string) error
+}
+
+func intProp(set func(c *Config, v int64), min, max int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < min || n > max {
+			return fmt.Errorf("%d out of range [%d, %d]", n, min, max)
+		}
+		set(c, n)
+		return nil
+	}
+}
+
+func boolProp(set func(c *Config, v bool)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			set(c, true)
+		case "false":
+			set(c, false)
+		default:
+			return fmt.Errorf("not a boolean: %q", v)
+		}
+		return nil
+	}
+}
+
+// props is the table of every Kafka property the broker honours, with Kafka's defaults.
+var props = map[string]prop{
+	"node.id":   {"0", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
+	"broker.id": {"", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
+	"listeners": {"PLAINTEXT://127.0.0.1:9092", func(c *Config, v string) (err error) {
+		c.Listeners, err = parseListeners(v)
+		return err
+	}},
+	"advertised.listeners": {"", func(c *Config, v string) (err error) {
+		c.AdvertisedListeners, err = parseListeners(v)
+		return err
+	}},
+	"log.dirs": {"", func(c *Config, v string) error {
+		c.LogDirs = splitList(v)
+		return nil
+	}},
+	"log.dir": {"", func(c *Config, v string) error {
+		if len(c.LogDirs) == 0 {
+			c.LogDirs = splitList(v)
+		}
+		return nil
+	}},
+	"num.partitions":              {"1", intProp(func(c *Config, v int64) { c.NumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"default.replication.factor":  {"1", intProp(func(c *Config, v int64) { c.DefaultReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"auto.create.topics.enable":   {"true", boolProp(func(c *Config, v bool) { c.AutoCreateTopics = v })},
+	"log.segment.bytes":           {"1073741824", intProp(func(c *Config, v int64) { c.LogSegmentBytes = v }, 14, math.MaxInt32)},
+	"log.roll.hours":              {"168", intProp(func(c *Config, v int64) { c.LogRollMs = v * 3600_000 }, 1, math.MaxInt32)},
+	"log.roll.ms":                 {"", intProp(func(c *Config, v int64) { c.LogRollMs = v }, 1, math.MaxInt64)},
+	"log.index.interval.bytes":    {"4096", intProp(func(c *Config, v int64) { c.LogIndexIntervalBytes = int32(v) }, 0, math.MaxInt32)},
+	"message.max.bytes":           {"1048588", intProp(func(c *Config, v int64) { c.MessageMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"socket.request.max.bytes":    {"104857600", intProp(func(c *Config, v int64) { c.SocketRequestMaxBytes = int32(v) }, 1, math.MaxInt32)},
+	"log.flush.interval.messages": {"9223372036854775807", intProp(func(c *Config, v int64) { c.LogFlushIntervalMessages = v }, 1, math.MaxInt64)},
+	"log.flush.interval.ms":       {"", intProp(func(c *Config, v int64) { c.LogFlushIntervalMs = v }, 0, math.MaxInt64)},
+	"log.retention.hours":         {"168", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 3600_000 }, -1, math.MaxInt32)},
+	"log.retention.minutes":       {"", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 60_000 }, -1, math.MaxInt32)},
+	"log.retention.ms":            {"", intProp(func(c *Config, v int64) { c.LogRetentionMs = v }, -1, math.MaxInt64)},
+	"log.retention.bytes":         {"-1", intProp(func(c *Config, v int64) { c.LogRetentionBytes = v }, -1, math.MaxInt64)},
+	"log.cleanup.policy": {"delete", func(c *Config, v string) error {
+		for _, p := range splitList(v) {
+			if p != "delete" && p != "compact" {
+				return fmt.Errorf("unknown cleanup policy %q", p)
+			}
+		}
+		c.LogCleanupPolicy = v
+		return nil
+	}},
+	"min.insync.replicas": {"1", intProp(func(c *Config, v int64) { c.MinInsyncReplicas = int32(v) }, 1, math.MaxInt32)},
+	"compression.type": {"producer", func(c *Config, v string) error {
+		switch v {
+		case "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
+			c.CompressionType = v
+			return nil
+		}
+		return fmt.Errorf("unknown compression type %q", v)
+	}},
+	"cluster.id": {"", func(c *Config, v string) error {
+		c.ClusterID = v
+		return nil
+	}},
+}
+
+// brokerConfigValue is the value DescribeConfigs reports for a broker property.
+func (c Config) brokerConfigValue(key string) (string, bool) {
+	if v, ok := c.Props[key]; ok {
+		return v, true
+	}
+	return props[key].def, false
+}
+
+// order makes later, more specific properties win: log.roll.ms over
+// log.roll.hours, log.retention.ms over minutes over hours, broker.id over node.id.
+var order = []string{"log.roll.hours", "log.roll.ms", "log.retention.hours", "log.retention.minutes", "log.retention.ms", "node.id", "broker.id", "log.dirs", "log.dir"}
+
+// ParseConfig builds a Config from Kafka properties. Keys the broker does not
+// know are returned in unknown (the caller logs and ignores them); a malformed
+// value is an error naming its key.
+func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		for i, o := range order {
+			if o == k {
+				return i + 1
+			}
+		}
+		return 0
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		v, set := p[k]
+		if !set {
+			v = props[k].def
+		}
+		if v == "" && !set {
+			continue
+		}
+		if err := props[k].apply(&cfg, v); err != nil {
+			return Config{}, nil, fmt.Errorf("config %s: %w", k, err)
+		}
+	}
+	for k := range p {
+		if _, ok := props[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	cfg.Props = make(map[string]string, len(p))
+	for k, v := range p {
+		if _, ok := props[k]; ok {
+			cfg.Props[k] = v
+		}
+	}
+	if len(cfg.LogDirs) == 0 {
+		cfg.LogDirs = []string{DefaultLogDir()}
+	}
+	if cfg.LogFlushIntervalMs == 0 {
+		cfg.LogFlushIntervalMs = math.MaxInt64
+	}
+	if len(cfg.AdvertisedListeners) == 0 {
+		cfg.AdvertisedListeners = cfg.Listeners
+	}
+	if len(cfg.Listeners) == 0 {
+		return Config{}, nil, fmt.Errorf("config listeners: no listener")
+	}
+	return cfg, unknown, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func parseListeners(v string) ([]Listener, error) {
+	var out []Listener
+	for _, s := range splitList(v) {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme == "" {
+			return nil, fmt.Errorf("listener %q is not NAME://host:port", s)
+		}
+		port, err := strconv.ParseInt(u.Port(), 10, 32)
+		if err != nil || port < 0 || port > 65535 {
+			return nil, fmt.Errorf("listener %q has no valid port", s)
+		}
+		name := strings.ToUpper(u.Scheme)
+		if name != "PLAINTEXT" {
+			return nil, fmt.Errorf("listener %q: only PLAINTEXT is supported", s)
+		}
+		out = append(out, Listener{Name: name, Host: u.Hostname(), Port: int32(port)})
+	}
+	return out, nil
+}

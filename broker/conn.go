@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn serves one client connection. A reader goroutine decodes frames into
+// a bounded queue; serve handles them one at a time and writes responses, so
+// responses leave in request order even when the client pipelines.
+type conn struct {
+	b    *Broker
+	nc   net.Conn
+	addr string
+
+	stopOnce sync.Once
+	// gone is closed when the connection should stop: shutdown or peer closed.
+	gone chan struct{}
+}
+
+// queued is one decoded request, or the error that ended the read loop.
+type queued struct {
+	req protocol.Request
+	err error
+}
+
+// maxPipelined bounds how many decoded requests wait per connection.
+const maxPipelined = 32
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	return &conn{b: b, nc: nc, addr: nc.RemoteAddr().String(), gone: make(chan struct{})}
+}
+
+// stopReading makes the read loop end at the next frame boundary; requests
+// already read are still answered.
+func (c *conn) stopReading() {
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) serve() {
+	defer c.nc.Close()
+	q := make(chan queued, maxPipelined)
+	done := make(chan struct{})
+	go c.readLoop(q, done)
+	defer func() {
+		close(done)
+		// Unblock and drain the reader so it exits.
+		_ = c.nc.SetReadDeadline(time.Now())
+		for range q {
+		}
+	}()
+
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	for item := range q {
+		if item.err != nil {
+			c.logReadError(item.err)
+			_ = w.Flush()
+			return
+		}
+		if item.req.Body == nil && item.req.Header.APIKey != int16(kmsg.ApiVersions) {
+			// Kafka closes the connection on an unsupported version of any API
+			// but ApiVersions, which is answered so the client can retry lower.
+			c.b.log.Warn("closing connection: unsupported api version", "client", c.addr,
+				"api", kmsg.NameForKey(item.req.Header.APIKey), "version", item.req.Header.APIVersion)
+			_ = w.Flush()
+			return
+		}
+		resp := c.handle(item.req)
+		if resp != nil {
+			buf = protocol.AppendResponse(buf[:0], item.req.Header.CorrelationID, resp)
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+		if len(q) == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+	}
+	_ = w.Flush()
+}
+
+func (c *conn) readLoop(q chan<- queued, done <-chan struct{}) {
+	defer close(q)
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		frame, err := protocol.ReadFrame(r, c.b.cfg.SocketRequestMaxBytes, nil)
+		var item queued
+		if err != nil {
+			item.err = err
+		} else {
+			item.req, item.err = protocol.ParseRequest(frame)
+		}
+		select {
+		case q <- item:
+		case <-done:
+			return
+		}
+		if item.err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
+		return // peer closed or shutdown: nothing to say
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.b.log.Warn("closing connection: truncated frame", "client", c.addr, "err", err)
+	default:
+		c.b.log.Warn("closing connection: bad request", "client", c.addr, "err", err)
+	}
+}
+
+// reqCtx is what a handler knows about the request beyond its body.
+type reqCtx struct {
+	hdr  protocol.RequestHeader
+	conn *conn
+}
+
+// handle answers one request; a nil response means none is sent (acks=0).
+func (c *conn) handle(req protocol.Request) kmsg.Response {
+	ctx := &reqCtx{hdr: req.Header, conn: c}
+	if req.Body == nil {
+		return c.b.apiVersionsUnsupported()
+	}
+	switch r := req.Body.(type) {
+	case *kmsg.ApiVersionsRequest:
+		return c.b.handleApiVersions(ctx, r)
+	case *kmsg.MetadataRequest:
+		return c.b.handleMetadata(ctx, r)
+	case *kmsg.ProduceRequest:
+		return c.b.handleProduce(ctx, r)
+	case *kmsg.FetchRequest:
+		return c.b.handleFetch(ctx, r)
+	case *kmsg.ListOffsetsRequest:
+		return c.b.handleListOffsets(ctx, r)
+	case *kmsg.CreateTopicsRequest:
+		return c.b.handleCreateTopics(ctx, r)
+	case *kmsg.DeleteTopicsRequest:
+		return c.b.handleDeleteTopics(ctx, r)
+	case *kmsg.InitProducerIDRequest:
+		return c.b.handleInitProducerID(ctx, r)
+	case *kmsg.DescribeConfigsRequest:
+		return c.b.handleDescribeConfigs(ctx, r)
+	case *kmsg.DescribeClusterRequest:
+		return c.b.handleDescribeCluster(ctx, r)
+	}
+	c.b.log.Error("no handler for supported api", "api", kmsg.NameForKey(req.Header.APIKey))
+	return nil
+}

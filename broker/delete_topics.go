@@ -1,0 +1,57 @@
+package broker
+
+// DeleteTopics v0–v6. v4 flexible; v5 ErrorMessage; v6 topics by name or id.
+// Deletion removes the topic from metadata and its partitions' data from disk
+// before answering.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleDeleteTopics(_ *reqCtx, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	type target struct {
+		name *string
+		id   [16]byte
+	}
+	var targets []target
+	if req.Version >= 6 {
+		for _, rt := range req.Topics {
+			targets = append(targets, target{rt.Topic, rt.TopicID})
+		}
+	} else {
+		for i := range req.TopicNames {
+			targets = append(targets, target{name: &req.TopicNames[i]})
+		}
+	}
+	for _, tg := range targets {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = tg.name, tg.id
+		var kerrv *kerr.Error
+		switch {
+		case tg.name == nil || *tg.name == "":
+			if t := b.topicByID(tg.id); t == nil {
+				kerrv = kerr.UnknownTopicID
+			} else {
+				name := t.meta.Name
+				st.Topic = &name
+				kerrv = b.deleteTopic(name)
+			}
+		case isInternal(*tg.name):
+			kerrv = kerr.TopicAuthorizationFailed
+		default:
+			if t := b.topicByName(*tg.name); t != nil {
+				st.TopicID = t.meta.ID
+			}
+			kerrv = b.deleteTopic(*tg.name)
+		}
+		if kerrv != nil {
+			st.ErrorCode = kerrv.Code
+			msg := kerrv.Message
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

@@ -1,0 +1,24 @@
+package broker
+
+// DescribeCluster v0–v1. v1 added EndpointType (1 = brokers).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleDescribeCluster(_ *reqCtx, req *kmsg.DescribeClusterRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp
+	}
+	resp.EndpointType = 1
+	resp.ClusterID = b.store.ClusterID()
+	resp.ControllerID = b.cfg.NodeID
+	resp.ClusterAuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOps)
+	for _, be := range b.brokerEndpoints() {
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: be.NodeID, Host: be.Host, Port: be.Port})
+	}
+	return resp
+}

@@ -1,0 +1,134 @@
+package broker
+
+// DescribeConfigs v0–v4 (read-only here). v1 config sources and synonyms;
+// v3 config types and documentation; v4 flexible. Topic resources report
+// every topic config with its effective value; broker resources report the
+// broker properties kbroker honours.
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleDescribeConfigs(_ *reqCtx, req *kmsg.DescribeConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType = rr.ResourceType
+		sr.ResourceName = rr.ResourceName
+		want := func(name string) bool {
+			if rr.ConfigNames == nil {
+				return true
+			}
+			for _, n := range rr.ConfigNames {
+				if n == name {
+					return true
+				}
+			}
+			return false
+		}
+		var kerrv *kerr.Error
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			kerrv = b.describeTopicConfigs(req, rr.ResourceName, want, &sr)
+		case kmsg.ConfigResourceTypeBroker:
+			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
+				kerrv = kerr.InvalidRequest
+				break
+			}
+			b.describeBrokerConfigs(req, want, &sr)
+		default:
+			kerrv = kerr.InvalidRequest
+		}
+		if kerrv != nil {
+			sr.ErrorCode = kerrv.Code
+			msg := kerrv.Message
+			sr.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp
+}
+
+func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) *kerr.Error {
+	if err := validTopicName(name); err != nil {
+		return kerr.InvalidTopicException
+	}
+	t := b.topicByName(name)
+	if t == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	rc := resolveTopicConfig(b.cfg, t.meta.Configs)
+	for _, d := range topicConfigs {
+		if !want(d.name) {
+			continue
+		}
+		v := rc.values[d.name]
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name = d.name
+		c.Value = &v
+		c.Source = kmsg.ConfigSource(configSource(rc, d))
+		if c.Source == kmsg.ConfigSourceDefaultConfig {
+			if _, set := b.cfg.brokerConfigValue(d.brokerProp); set {
+				c.Source = kmsg.ConfigSourceStaticBrokerConfig
+			}
+		}
+		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+		c.ConfigType = d.typ
+		if req.IncludeDocumentation {
+			doc := d.doc
+			c.Documentation = &doc
+		}
+		if req.IncludeSynonyms {
+			if ov, ok := rc.overrides[d.name]; ok {
+				ov := ov
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
+			}
+			if bv, set := b.cfg.brokerConfigValue(d.brokerProp); set {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.brokerProp, Value: &bv, Source: kmsg.ConfigSourceStaticBrokerConfig})
+			}
+			dv := d.def(defaultConfig())
+			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.brokerProp, Value: &dv, Source: kmsg.ConfigSourceDefaultConfig})
+		}
+		sr.Configs = append(sr.Configs, c)
+	}
+	return nil
+}
+
+func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !want(k) {
+			continue
+		}
+		v, set := b.cfg.brokerConfigValue(k)
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name = k
+		c.Value = &v
+		c.ReadOnly = true
+		c.Source = kmsg.ConfigSourceDefaultConfig
+		if set {
+			c.Source = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		c.IsDefault = !set
+		if req.IncludeSynonyms {
+			vv := v
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: k, Value: &vv, Source: c.Source}}
+		}
+		sr.Configs = append(sr.Configs, c)
+	}
+}
+
+// defaultConfig is the configuration with every property at Kafka's default.
+var defaultConfig = sync.OnceValue(func() Config {
+	c, _, _ := ParseConfig(nil)
+	return c
+})

@@ -1,0 +1,126 @@
+package broker
+
+// Metadata v0–v12. v1 added null topics (= all), IsInternal, ControllerID;
+// v2 ClusterID; v4 AllowAutoTopicCreation (before v4 auto-creation follows the
+// broker config alone); v5 OfflineReplicas; v7 LeaderEpoch; v8 authorized
+// operations; v9 flexible; v10 topic ids; v11 dropped cluster authorized
+// operations; v12 allows lookup by topic id with a null name.
+
+import (
+	"os"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// brokerEndpoints is the broker list every metadata answer carries: this node,
+// at its first advertised listener.
+func (b *Broker) brokerEndpoints() []kmsg.MetadataResponseBroker {
+	l := b.cfg.AdvertisedListeners[0]
+	host := l.Host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		} else {
+			host = "localhost"
+		}
+	}
+	port := l.Port
+	if port == 0 {
+		// Bound to an ephemeral port: advertise what was actually bound.
+		if addrs := b.Addrs(); len(addrs) > 0 {
+			port = int32(portOf(addrs[0]))
+		}
+	}
+	return []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: host, Port: port}}
+}
+
+func (b *Broker) handleMetadata(_ *reqCtx, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Brokers = b.brokerEndpoints()
+	cid := b.store.ClusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = b.cfg.NodeID
+	resp.AuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOps)
+
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		b.mu.RLock()
+		names := make([]string, 0, len(b.mu.topics))
+		for n := range b.mu.topics {
+			names = append(names, n)
+		}
+		b.mu.RUnlock()
+		sort.Strings(names)
+		for _, n := range names {
+			if t := b.topicByName(n); t != nil {
+				resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
+			}
+		}
+		return resp
+	}
+	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
+			t := b.topicByID(rt.TopicID)
+			if t == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
+			continue
+		}
+		name := *rt.Topic
+		t := b.topicByName(name)
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic
+			mt.IsInternal = isInternal(name)
+			switch {
+			case validTopicName(name) != nil:
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case !autoCreate || isInternal(name):
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				var kerrv *kerr.Error
+				t, kerrv, _ = b.createTopic(name, -1, -1, nil, false)
+				if kerrv == kerr.TopicAlreadyExists {
+					t, kerrv = b.topicByName(name), nil
+				}
+				if kerrv != nil || t == nil {
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
+			}
+			if t == nil {
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		}
+		resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
+	}
+	return resp
+}
+
+func (b *Broker) metadataTopic(req *kmsg.MetadataRequest, t *topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.meta.Name
+	mt.Topic = &name
+	mt.TopicID = t.meta.ID
+	mt.IsInternal = isInternal(name)
+	mt.AuthorizedOperations = authorizedOps(req.IncludeTopicAuthorizedOperations, topicOps)
+	for _, p := range t.partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.index
+		mp.Leader = b.cfg.NodeID
+		mp.LeaderEpoch = p.leaderEpoch
+		mp.Replicas = []int32{b.cfg.NodeID}
+		mp.ISR = []int32{b.cfg.NodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

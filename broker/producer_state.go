@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// producerBatchesKept is how many recent batches per producer are remembered
+// to recognise retries, as Kafka (max.in.flight.requests.per.connection ≤ 5).
+const producerBatchesKept = 5
+
+// batchMeta identifies one appended batch of an idempotent producer.
+type batchMeta struct {
+	firstSeq, lastSeq int32
+	baseOffset        int64
+}
+
+// producerState is the idempotence state of one producer id in one partition.
+// Invariant: batches holds at most producerBatchesKept entries, oldest first,
+// all of the current epoch.
+type producerState struct {
+	epoch   int16
+	batches []batchMeta
+}
+
+// producerStates maps producer id to its state.
+type producerStates map[int64]*producerState
+
+func lastSeqOf(h records.Header) int32 {
+	s := int64(h.BaseSequence) + int64(h.LastOffsetDelta)
+	if s > 1<<31-1 {
+		s -= 1 << 31
+	}
+	return int32(s)
+}
+
+// check decides what to do with a batch from an idempotent producer: write it
+// (ok false, err nil), answer with the offset of the identical earlier batch
+// (ok true), or reject it with a Kafka error.
+func (ps producerStates) check(h records.Header) (dupOffset int64, ok bool, err *kerr.Error) {
+	st := ps[h.ProducerID]
+	if st == nil {
+		return 0, false, nil // unknown producer: any sequence starts it (as Kafka)
+	}
+	if h.ProducerEpoch < st.epoch {
+		return 0, false, kerr.InvalidProducerEpoch
+	}
+	if h.ProducerEpoch > st.epoch {
+		if h.BaseSequence != 0 {
+			return 0, false, kerr.OutOfOrderSequenceNumber
+		}
+		return 0, false, nil
+	}
+	last := lastSeqOf(h)
+	for _, b := range st.batches {
+		if b.firstSeq == h.BaseSequence && b.lastSeq == last {
+			return b.baseOffset, true, nil
+		}
+	}
+	if n := len(st.batches); n > 0 {
+		want := st.batches[n-1].lastSeq + 1
+		if want < 0 {
+			want = 0
+		}
+		if h.BaseSequence != want {
+			return 0, false, kerr.OutOfOrderSequenceNumber
+		}
+	}
+	return 0, false, nil
+}
+
+// update records an appended batch.
+func (ps producerStates) update(h records.Header, baseOffset int64) {
+	st := ps[h.ProducerID]
+	if st == nil || h.ProducerEpoch != st.epoch {
+		st = &producerState{epoch: h.ProducerEpoch}
+		ps[h.ProducerID] = st
+	}
+	if len(st.batches) == producerBatchesKept {
+		st.batches = append(st.batches[:0], st.batches[1:]...)
+	}
+	st.batches = append(st.batches, batchMeta{firstSeq: h.BaseSequence, lastSeq: lastSeqOf(h), baseOffset: baseOffset})
+}
+
+// rebuildChunk is how much log is read at a time when rebuilding.
+const rebuildChunk = 1 << 20
+
+// rebuild replays the batch headers of the whole log. Producer-state
+// snapshots (to bound this scan) belong to the transactions work.
+func (ps producerStates) rebuild(log *storage.Log) error {
+	off, end := log.LogStartOffset(), log.LogEndOffset()
+	for off < end {
+		data, err := log.Read(off, rebuildChunk, end, true)
+		if err != nil {
+			return fmt.Errorf("reading at offset %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		for len(data) > 0 {
+			h, err := records.ParseHeader(data)
+			if err != nil || h.TotalSize() > len(data) {
+				return fmt.Errorf("bad batch at offset %d: %v", off, err)
+			}
+			if h.ProducerID >= 0 && !h.IsControl() {
+				ps.update(h, h.BaseOffset)
+			}
+			off = h.NextOffset()
+			data = data[h.TotalSize():]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// topic is a topic this broker serves. Invariant: len(partitions) == meta.Partitions.
+type topic struct {
+	meta       controller.Topic
+	partitions []*partition
+	// maxMessageBytes is the topic's max.message.bytes, resolved at open.
+	maxMessageBytes int
+}
+
+// maxTopicNameLen is Kafka's limit (249, so that "<name>-<partition>" fits a file name).
+const maxTopicNameLen = 249
+
+// validTopicName returns nil or the reason the name is illegal, as Kafka's Topic.validate.
+func validTopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("topic name is empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name %q is not allowed", name)
+	case len(name) > maxTopicNameLen:
+		return fmt.Errorf("topic name is longer than %d characters", maxTopicNameLen)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q contains %q; legal characters are ASCII alphanumerics, '.', '_' and '-'", name, c)
+		}
+	}
+	return nil
+}
+
+// isInternal reports Kafka's internal topics, hidden unless asked for.
+func isInternal(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}
+
+// logConfigFor is the storage config of one partition: broker defaults, then topic overrides.
+func (b *Broker) logConfigFor(topicName string, _ int32) storage.Config {
+	var overrides map[string]string
+	if b.store != nil {
+		if t, ok := b.store.Topic(topicName); ok {
+			overrides = t.Configs
+		}
+	}
+	return b.logConfig(overrides)
+}
+
+func (b *Broker) logConfig(overrides map[string]string) storage.Config {
+	tc := resolveTopicConfig(b.cfg, overrides)
+	return storage.Config{
+		SegmentBytes:          tc.int64("segment.bytes"),
+		SegmentMs:             tc.int64("segment.ms"),
+		IndexIntervalBytes:    int32(tc.int64("index.interval.bytes")),
+		FlushIntervalMessages: tc.int64("flush.messages"),
+		FlushIntervalMs:       tc.int64("flush.ms"),
+		Now:                   b.now,
+		Logger:                b.log,
+	}
+}
+
+// loadTopics opens a partition for every topic in the metadata store,
+// creating missing logs, and removes logs of topics that no longer exist.
+func (b *Broker) loadTopics() error {
+	known := map[storage.TopicPartition]bool{}
+	for _, meta := range b.store.Topics() {
+		t, err := b.openTopic(meta)
+		if err != nil {
+			return err
+		}
+		for _, p := range t.partitions {
+			known[storage.TopicPartition{Topic: meta.Name, Partition: p.index}] = true
+		}
+		b.mu.topics[meta.Name] = t
+		b.mu.byID[meta.ID] = t
+	}
+	for _, d := range b.dirs {
+		for tp := range d.Logs() {
+			if !known[tp] {
+				b.log.Warn("removing log of a deleted topic", "topic", tp.Topic, "partition", tp.Partition)
+				if err := d.Remove(tp); err != nil {
+					return fmt.Errorf("removing stray log %s-%d: %w", tp.Topic, tp.Partition, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// openTopic finds or creates the logs of every partition of meta.
+func (b *Broker) openTopic(meta controller.Topic) (*topic, error) {
+	t := &topic{meta: meta, maxMessageBytes: int(resolveTopicConfig(b.cfg, meta.Configs).int64("max.message.bytes"))}
+	for i := int32(0); i < meta.Partitions; i++ {
+		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
+		var (
+			log *storage.Log
+			dir *storage.Dir
+		)
+		for _, d := range b.dirs {
+			if l := d.Log(tp); l != nil {
+				log, dir = l, d
+				break
+			}
+		}
+		if log == nil {
+			dir = b.leastLoadedDir()
+			var err error
+			if log, err = dir.Create(tp, b.logConfig(meta.Configs)); err != nil {
+				for _, p := range t.partitions {
+					p.close()
+				}
+				return nil, fmt.Errorf("creating log for %s-%d: %w", meta.Name, i, err)
+			}
+		}
+		p, err := newPartition(t, i, log, dir, b.log)
+		if err != nil {
+			return nil, err
+		}
+		t.partitions = append(t.partitions, p)
+	}
+	return t, nil
+}
+
+// leastLoadedDir is the log dir with the fewest partitions, where new ones go.
+func (b *Broker) leastLoadedDir() *storage.Dir {
+	best := b.dirs[0]
+	for _, d := range b.dirs[1:] {
+		if len(d.Logs()) < len(best.Logs()) {
+			best = d
+		}
+	}
+	return best
+}
+
+// topicByName returns the topic or nil.
+func (b *Broker) topicByName(name string) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.mu.topics[name]
+}
+
+// topicByID returns the topic or nil.
+func (b *Broker) topicByID(id [16]byte) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.mu.byID[id]
+}
+
+// partitionOf returns the partition or nil.
+func (b *Broker) partitionOf(name string, idx int32) *partition {
+	t := b.topicByName(name)
+	if t == nil || idx < 0 || idx >= int32(len(t.partitions)) {
+		return nil
+	}
+	return t.partitions[idx]
+}
+
+// createTopic validates and creates a topic. It returns a Kafka error and a
+// message for the client; validateOnly checks without creating.
+func (b *Broker) createTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*topic, *kerr.Error, string) {
+	if err := validTopicName(name); err != nil {
+		return nil, kerr.InvalidTopicException, err.Error()
+	}
+	if partitions == -1 {
+		partitions = b.cfg.NumPartitions
+	}
+	if rf == -1 {
+		rf = b.cfg.DefaultReplicationFactor
+	}
+	if partitions <= 0 {
+		return nil, kerr.InvalidPartitions, "number of partitions must be larger than 0"
+	}
+	if rf <= 0 {
+		return nil, kerr.InvalidReplicationFactor, "replication factor must be larger than 0"
+	}
+	if rf > 1 {
+		return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor %d is larger than the 1 available broker", rf)
+	}
+	if err := validateTopicConfigs(configs); err != nil {
+		return nil, kerr.InvalidConfig, err.Error()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.mu.topics[name]; ok {
+		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("topic '%s' already exists", name)
+	}
+	if validateOnly {
+		return nil, nil, ""
+	}
+	meta := controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: configs}
+	if err := b.store.CreateTopic(meta); err != nil {
+		b.log.Error("create topic failed", "topic", name, "err", err)
+		return nil, kerr.KafkaStorageError, err.Error()
+	}
+	t, err := b.openTopic(meta)
+	if err != nil {
+		b.log.Error("create topic failed", "topic", name, "err", err)
+		_ = b.store.DeleteTopic(name)
+		return nil, kerr.KafkaStorageError, err.Error()
+	}
+	b.mu.topics[name] = t
+	b.mu.byID[meta.ID] = t
+	b.log.Info("created topic", "topic", name, "partitions", partitions, "id", fmtUUID(meta.ID))
+	return t, nil, ""
+}
+
+// deleteTopic removes a topic from the metadata store and its data from disk.
+func (b *Broker) deleteTopic(name string) *kerr.Error {
+	b.mu.Lock()
+	t, ok := b.mu.topics[name]
+	if !ok {
+		b.mu.Unlock()
+		return kerr.UnknownTopicOrPartition
+	}
+	if err := b.store.DeleteTopic(name); err != nil {
+		b.mu.Unlock()
+		b.log.Error("delete topic failed", "topic", name, "err", err)
+		return kerr.KafkaStorageError
+	}
+	delete(b.mu.topics, name)
+	delete(b.mu.byID, t.meta.ID)
+	b.mu.Unlock()
+	for _, p := range t.partitions {
+		p.close()
+		tp := storage.TopicPartition{Topic: name, Partition: p.index}
+		if err := p.dir.Remove(tp); err != nil && !errors.Is(err, os.ErrNotExist) {
+			b.log.Error("removing partition data", "topic", name, "partition", p.index, "err", err)
+		}
+	}
+	b.log.Info("deleted topic", "topic", name)
+	return nil
+}
+
+// writeHighWatermarks checkpoints every partition's HW into its log dir.
+func (b *Broker) writeHighWatermarks() error {
+	per := map[*storage.Dir]map[storage.TopicPartition]int64{}
+	b.mu.RLock()
+	for _, t := range b.mu.topics {
+		for _, p := range t.partitions {
+			if per[p.dir] == nil {
+				per[p.dir] = map[storage.TopicPartition]int64{}
+			}
+			per[p.dir][storage.TopicPartition{Topic: t.meta.Name, Partition: p.index}] = p.highWatermark()
+		}
+	}
+	b.mu.RUnlock()
+	var errs []error
+	for d, hw := range per {
+		errs = append(errs, d.WriteHighWatermarks(hw))
+	}
+	return errors.Join(errs...)
+}
+
+func fmtUUID(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}

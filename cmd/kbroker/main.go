@@ -1,0 +1,108 @@
+// Command kbroker runs a Kafka-compatible broker:
+//
+//	kbroker [server.properties] [--override key=value]...
+//
+// the same shape as kafka-server-start.sh. With no arguments it serves
+// PLAINTEXT on 127.0.0.1:9092 with its data under broker.DefaultLogDir().
+// SIGTERM or SIGINT stops it gracefully: listeners close, in-flight requests
+// finish, every log is flushed and closed, and it exits 0.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/kbroker/kbroker/broker"
+)
+
+func main() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := run(os.Args[1:], logger); err != nil {
+		logger.Error("kbroker failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+const usage = "usage: kbroker [server.properties] [--override key=value]..."
+
+// parseArgs returns the merged properties: file first, overrides on top.
+func parseArgs(args []string) (map[string]string, error) {
+	p := map[string]string{}
+	var overrides [][2]string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-h" || a == "--help":
+			return nil, errors.New(usage)
+		case a == "--override" || a == "-override":
+			if i+1 == len(args) {
+				return nil, fmt.Errorf("--override needs key=value\n%s", usage)
+			}
+			i++
+			k, v, ok := strings.Cut(args[i], "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("--override %q is not key=value", args[i])
+			}
+			overrides = append(overrides, [2]string{strings.TrimSpace(k), v})
+		case strings.HasPrefix(a, "--override="):
+			k, v, ok := strings.Cut(strings.TrimPrefix(a, "--override="), "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("%q is not --override=key=value", a)
+			}
+			overrides = append(overrides, [2]string{strings.TrimSpace(k), v})
+		case strings.HasPrefix(a, "-"):
+			return nil, fmt.Errorf("unknown flag %q\n%s", a, usage)
+		default:
+			f, err := os.Open(a)
+			if err != nil {
+				return nil, fmt.Errorf("reading config file: %w", err)
+			}
+			fp, err := parseProperties(f)
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("parsing %s: %w", a, err)
+			}
+			for k, v := range fp {
+				p[k] = v
+			}
+		}
+	}
+	for _, kv := range overrides {
+		p[kv[0]] = kv[1]
+	}
+	return p, nil
+}
+
+func run(args []string, logger *slog.Logger) error {
+	p, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	cfg, unknown, err := broker.ParseConfig(p)
+	if err != nil {
+		return err
+	}
+	for _, k := range unknown {
+		logger.Warn("ignoring unknown config key", "key", k)
+	}
+	cfg.Logger = logger
+	b, err := broker.New(cfg)
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	if err := b.Start(); err != nil {
+		return err
+	}
+	logger.Info("kbroker started", "node.id", cfg.NodeID, "log.dirs", strings.Join(cfg.LogDirs, ","))
+	sig := <-sigs
+	logger.Info("shutting down", "signal", sig.String())
+	return b.Close()
+}

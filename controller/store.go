@@ -1,0 +1,212 @@
+// Package controller owns cluster metadata: which topics exist, their ids,
+// partition counts and config overrides, and the cluster id. A single node
+// keeps it in a small file under log.dirs (FileStore); a cluster will keep it
+// in ZooKeeper behind the same Store interface.
+package controller
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+// ErrTopicExists reports a CreateTopic for a name already taken.
+var ErrTopicExists = errors.New("topic already exists")
+
+// ErrUnknownTopic reports an operation on a topic that does not exist.
+var ErrUnknownTopic = errors.New("unknown topic")
+
+// Topic is the metadata of one topic.
+type Topic struct {
+	Name              string            `json:"name"`
+	ID                [16]byte          `json:"id"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+// Store is the metadata store. Implementations are safe for concurrent use.
+type Store interface {
+	ClusterID() string
+	Topics() []Topic
+	Topic(name string) (Topic, bool)
+	CreateTopic(t Topic) error
+	DeleteTopic(name string) error
+	// NextProducerIDBlock reserves n producer ids and returns the first.
+	// Ids are never handed out twice, across restarts too.
+	NextProducerIDBlock(n int64) (int64, error)
+	Close() error
+}
+
+// FileStore is a Store kept in one JSON file, rewritten atomically
+// (temp file, fsync, rename) on every change.
+type FileStore struct {
+	path string
+	mu   struct {
+		sync.Mutex
+		state fileState
+	}
+}
+
+type fileState struct {
+	ClusterID      string           `json:"cluster_id"`
+	Topics         map[string]Topic `json:"topics"`
+	NextProducerID int64            `json:"next_producer_id"`
+}
+
+// MetadataFile is the name of the FileStore's file inside the first log dir.
+const MetadataFile = "kbroker-metadata.json"
+
+// OpenFileStore loads or creates the store at dir/MetadataFile. clusterID is
+// used only when the store is new; an empty one generates a random id.
+func OpenFileStore(dir, clusterID string) (*FileStore, error) {
+	s := &FileStore{path: filepath.Join(dir, MetadataFile)}
+	b, err := os.ReadFile(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if clusterID == "" {
+			clusterID = NewClusterID()
+		}
+		s.mu.state = fileState{ClusterID: clusterID, Topics: map[string]Topic{}}
+		if err := s.saveLocked(); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("reading metadata: %w", err)
+	default:
+		if err := json.Unmarshal(b, &s.mu.state); err != nil {
+			return nil, fmt.Errorf("metadata file %s is corrupt: %w", s.path, err)
+		}
+		if s.mu.state.Topics == nil {
+			s.mu.state.Topics = map[string]Topic{}
+		}
+	}
+	return s, nil
+}
+
+// NewClusterID returns a random id in Kafka's format (22 characters of URL-safe base64).
+func NewClusterID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// NewTopicID returns a random, non-zero topic id.
+func NewTopicID() [16]byte {
+	var b [16]byte
+	for b == ([16]byte{}) {
+		_, _ = rand.Read(b[:])
+	}
+	return b
+}
+
+// ClusterID implements Store.
+func (s *FileStore) ClusterID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.state.ClusterID
+}
+
+// Topics implements Store; the result is sorted by name.
+func (s *FileStore) Topics() []Topic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Topic, 0, len(s.mu.state.Topics))
+	for _, t := range s.mu.state.Topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Topic implements Store.
+func (s *FileStore) Topic(name string) (Topic, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.mu.state.Topics[name]
+	return t, ok
+}
+
+// CreateTopic implements Store.
+func (s *FileStore) CreateTopic(t Topic) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mu.state.Topics[t.Name]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
+	}
+	s.mu.state.Topics[t.Name] = t
+	if err := s.saveLocked(); err != nil {
+		delete(s.mu.state.Topics, t.Name)
+		return err
+	}
+	return nil
+}
+
+// DeleteTopic implements Store.
+func (s *FileStore) DeleteTopic(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.mu.state.Topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	delete(s.mu.state.Topics, name)
+	if err := s.saveLocked(); err != nil {
+		s.mu.state.Topics[name] = t
+		return err
+	}
+	return nil
+}
+
+// NextProducerIDBlock implements Store.
+func (s *FileStore) NextProducerIDBlock(n int64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := s.mu.state.NextProducerID
+	s.mu.state.NextProducerID += n
+	if err := s.saveLocked(); err != nil {
+		s.mu.state.NextProducerID = first
+		return 0, err
+	}
+	return first, nil
+}
+
+// Close implements Store.
+func (s *FileStore) Close() error { return nil }
+
+func (s *FileStore) saveLocked() error {
+	b, err := json.MarshalIndent(&s.mu.state, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding metadata: %w", err)
+	}
+	tmp := s.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing metadata: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("writing metadata: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("syncing metadata: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing metadata: %w", err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("replacing metadata: %w", err)
+	}
+	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

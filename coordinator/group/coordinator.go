@@ -1,0 +1,326 @@
+// Package group is the classic (pre-KIP-848) consumer group coordinator of
+// Apache Kafka written as a deterministic state machine.
+//
+// A Coordinator does no I/O, starts no goroutines, takes no locks and reads
+// no clock: every input (a decoded kmsg request, a Tick, a replayed
+// __consumer_offsets record) carries the current time, and every output is a
+// value the caller acts on:
+//
+//   - Reply: a response to send for the pending request identified by Token.
+//     JoinGroup and SyncGroup are answered only when the rebalance allows, so
+//     a call may return replies for requests parked by earlier calls of other
+//     members, and may return none for its own request.
+//   - Record: a key/value (nil value = tombstone) for the __consumer_offsets
+//     partition of the group, encoded with Kafka's own schemas.
+//
+// Contract with the caller (the broker):
+//
+//   - Calls are serialised; the Coordinator is not safe for concurrent use.
+//   - Records returned by a call must be appended to __consumer_offsets before
+//     the Replies of that same call are sent, as Kafka answers commits and
+//     SyncGroup only after the append.
+//   - Every token passed to a request method receives exactly one Reply,
+//     possibly from a later call (including Tick). Tokens are compared by
+//     nothing; they are only handed back.
+//   - Tick must be called at or after NextDeadline; early or extra Ticks are
+//     harmless.
+//   - After Replay of a partition, Loaded(now) starts the session timers of
+//     the members that were loaded.
+//
+// Semantics follow Kafka's GroupCoordinator/GroupMetadata (classic protocol):
+// states Empty, PreparingRebalance, CompletingRebalance, Stable, Dead; member
+// ids required from JoinGroup v4 (KIP-394); static membership (KIP-345);
+// group.initial.rebalance.delay.ms; pending-sync timeouts; KIP-211 offset
+// expiration.
+package group
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config holds the coordinator settings, named after Kafka's broker
+// properties (group.min.session.timeout.ms etc.). The zero value is not
+// valid; start from DefaultConfig.
+type Config struct {
+	// GroupMinSessionTimeoutMs is group.min.session.timeout.ms: the
+	// smallest session timeout a JoinGroup may ask for.
+	GroupMinSessionTimeoutMs int32
+	// GroupMaxSessionTimeoutMs is group.max.session.timeout.ms.
+	GroupMaxSessionTimeoutMs int32
+	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms: how
+	// long the first rebalance of an Empty group waits for more members.
+	GroupInitialRebalanceDelayMs int32
+	// GroupMaxSize is group.max.size: the most members a group may hold.
+	GroupMaxSize int32
+	// OffsetsRetentionMs is offsets.retention.minutes in milliseconds.
+	OffsetsRetentionMs int64
+	// OffsetsRetentionCheckIntervalMs is
+	// offsets.retention.check.interval.ms: how often Tick expires offsets.
+	OffsetsRetentionCheckIntervalMs int64
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes: commits with
+	// longer metadata get OFFSET_METADATA_TOO_LARGE.
+	OffsetMetadataMaxBytes int32
+	// NewMemberID makes the member id handed to a joining member. Nil
+	// means Kafka's scheme: clientID + "-" + a random UUID.
+	NewMemberID func(clientID string) string
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		GroupMinSessionTimeoutMs:        6000,
+		GroupMaxSessionTimeoutMs:        1800000,
+		GroupInitialRebalanceDelayMs:    3000,
+		GroupMaxSize:                    math.MaxInt32,
+		OffsetsRetentionMs:              7 * 24 * 60 * 60 * 1000,
+		OffsetsRetentionCheckIntervalMs: 600000,
+		OffsetMetadataMaxBytes:          4096,
+	}
+}
+
+// Validate reports the first setting that Kafka would refuse.
+func (c Config) Validate() error {
+	switch {
+	case c.GroupMinSessionTimeoutMs < 0:
+		return errors.New("group.min.session.timeout.ms must be >= 0")
+	case c.GroupMaxSessionTimeoutMs < c.GroupMinSessionTimeoutMs:
+		return errors.New("group.max.session.timeout.ms must be >= group.min.session.timeout.ms")
+	case c.GroupInitialRebalanceDelayMs < 0:
+		return errors.New("group.initial.rebalance.delay.ms must be >= 0")
+	case c.GroupMaxSize < 1:
+		return errors.New("group.max.size must be >= 1")
+	case c.OffsetsRetentionMs < 1:
+		return errors.New("offsets.retention.minutes must be >= 1")
+	case c.OffsetsRetentionCheckIntervalMs < 1:
+		return errors.New("offsets.retention.check.interval.ms must be >= 1")
+	case c.OffsetMetadataMaxBytes < 0:
+		return errors.New("offset.metadata.max.bytes must be >= 0")
+	}
+	return nil
+}
+
+// newMemberJoinTimeout is Kafka's GroupCoordinator.NewMemberJoinTimeoutMs:
+// a member added by JoinGroup is removed if it has not completed a join
+// within this time, whatever its session timeout.
+const newMemberJoinTimeout = 5 * time.Minute
+
+// Client identifies the sender of a request: the client.id of the request
+// header and the client host as Kafka prints it ("/" + IP address).
+type Client struct {
+	ID   string
+	Host string
+}
+
+// Reply is a response to send now for the request that was passed in with
+// Token. Resp has its Version set to the version of that request.
+type Reply struct {
+	Token any
+	Resp  kmsg.Response
+}
+
+// Record is one record for __consumer_offsets. Group names the group it
+// belongs to, so the caller can pick the partition with PartitionFor; Value
+// nil is a tombstone.
+type Record struct {
+	Group string
+	Key   []byte
+	Value []byte
+}
+
+// out accumulates what one input produces.
+type out struct {
+	replies []Reply
+	records []Record
+}
+
+func (o *out) reply(token any, resp kmsg.Response) {
+	o.replies = append(o.replies, Reply{Token: token, Resp: resp})
+}
+
+// Coordinator holds the classic groups and committed offsets of the
+// __consumer_offsets partitions this broker leads. See the package comment
+// for the calling contract.
+type Coordinator struct {
+	cfg    Config
+	groups map[string]*group
+	// nextRetentionCheck is when Tick next expires offsets; zero until the
+	// first input that carries a clock.
+	nextRetentionCheck time.Time
+	// memberSeq orders members by the time they were added.
+	memberSeq uint64
+}
+
+// New returns an empty Coordinator, or an error if cfg is invalid.
+func New(cfg Config) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Coordinator{cfg: cfg, groups: make(map[string]*group)}, nil
+}
+
+// Handle dispatches a decoded request to its method. It returns an error,
+// and no replies, for a request kind or version this coordinator does not
+// serve; the broker should have refused those already.
+func (c *Coordinator) Handle(now time.Time, token any, client Client, req kmsg.Request) ([]Reply, []Record, error) {
+	var r []Reply
+	var rec []Record
+	ok := func(max int16) bool {
+		v := req.GetVersion()
+		return v >= 0 && v <= max
+	}
+	switch req := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		if !ok(9) {
+			break
+		}
+		r, rec = c.JoinGroup(now, token, client, req)
+		return r, rec, nil
+	case *kmsg.SyncGroupRequest:
+		if !ok(5) {
+			break
+		}
+		r, rec = c.SyncGroup(now, token, req)
+		return r, rec, nil
+	case *kmsg.HeartbeatRequest:
+		if !ok(4) {
+			break
+		}
+		r, rec = c.Heartbeat(now, token, req)
+		return r, rec, nil
+	case *kmsg.LeaveGroupRequest:
+		if !ok(5) {
+			break
+		}
+		r, rec = c.LeaveGroup(now, token, req)
+		return r, rec, nil
+	case *kmsg.OffsetCommitRequest:
+		if !ok(9) {
+			break
+		}
+		r, rec = c.OffsetCommit(now, token, req)
+		return r, rec, nil
+	case *kmsg.OffsetFetchRequest:
+		if !ok(9) {
+			break
+		}
+		r, rec = c.OffsetFetch(now, token, req)
+		return r, rec, nil
+	case *kmsg.DescribeGroupsRequest:
+		if !ok(5) {
+			break
+		}
+		r, rec = c.DescribeGroups(now, token, req)
+		return r, rec, nil
+	case *kmsg.ListGroupsRequest:
+		if !ok(5) {
+			break
+		}
+		r, rec = c.ListGroups(now, token, req)
+		return r, rec, nil
+	case *kmsg.DeleteGroupsRequest:
+		if !ok(2) {
+			break
+		}
+		r, rec = c.DeleteGroups(now, token, req)
+		return r, rec, nil
+	case *kmsg.OffsetDeleteRequest:
+		if !ok(0) {
+			break
+		}
+		r, rec = c.OffsetDelete(now, token, req)
+		return r, rec, nil
+	}
+	return nil, nil, fmt.Errorf("group coordinator: unsupported request key %d version %d", req.Key(), req.GetVersion())
+}
+
+// begin is called at the start of every input that carries a clock.
+func (c *Coordinator) begin(now time.Time) {
+	if c.nextRetentionCheck.IsZero() {
+		c.nextRetentionCheck = now.Add(ms64(c.cfg.OffsetsRetentionCheckIntervalMs))
+	}
+}
+
+// Loaded starts the session timers of members restored by Replay, as Kafka
+// does when it finishes loading a partition. Calling it again only affects
+// members not yet timed.
+func (c *Coordinator) Loaded(now time.Time) {
+	c.begin(now)
+	for _, g := range c.groups {
+		for _, m := range g.members {
+			if m.deadline.IsZero() {
+				m.deadline = now.Add(ms(m.sessionTimeoutMs))
+			}
+		}
+	}
+}
+
+// NextDeadline returns the earliest time at which Tick has work to do, or
+// the zero time if nothing is scheduled.
+func (c *Coordinator) NextDeadline() time.Time {
+	next := c.nextRetentionCheck
+	for _, g := range c.groups {
+		if d := g.nextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	return next
+}
+
+// Tick performs everything due at now: session expiry of members and of
+// pending (MEMBER_ID_REQUIRED) members, completion of joins whose rebalance
+// timeout or initial delay passed, pending-sync timeouts, and offset
+// expiration every OffsetsRetentionCheckIntervalMs.
+func (c *Coordinator) Tick(now time.Time) ([]Reply, []Record) {
+	c.Loaded(now) // also times members that were replayed but not yet timed
+	var o out
+	for _, id := range sortedKeys(c.groups) {
+		g := c.groups[id]
+		// Process this group's due events in time order; each event moves
+		// its own deadline, so the loop ends.
+		for i := 0; i < 10000; i++ {
+			d := g.nextDeadline()
+			if d.IsZero() || d.After(now) {
+				break
+			}
+			c.fire(&o, g, d)
+		}
+		c.maybeForget(g)
+	}
+	if !now.Before(c.nextRetentionCheck) {
+		c.expireOffsets(&o, now)
+		c.nextRetentionCheck = now.Add(ms64(c.cfg.OffsetsRetentionCheckIntervalMs))
+	}
+	return o.replies, o.records
+}
+
+// newMemberID returns a fresh member id for clientID.
+func (c *Coordinator) newMemberID(clientID string) string {
+	if c.cfg.NewMemberID != nil {
+		return c.cfg.NewMemberID(clientID)
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// maybeForget drops a group that holds nothing: no members, no pending
+// members, no offsets, and no generation ever persisted. Such a group was
+// only created by a request that then failed, and Kafka would remove it at
+// its next cleanup without writing anything.
+func (c *Coordinator) maybeForget(g *group) {
+	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
+		len(g.offsets) == 0 && g.generation == 0 && !g.metadataStored {
+		delete(c.groups, g.id)
+	}
+}
+
+func ms(v int32) time.Duration   { return time.Duration(v) * time.Millisecond }
+func ms64(v int64) time.Duration { return time.Duration(v) * time.Millisecond }

@@ -1,0 +1,42 @@
+package protocol
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// VersionRange is an inclusive range of API versions.
+type VersionRange struct{ Min, Max int16 }
+
+// supported is the table ApiVersions advertises. Invariant: every key here has
+// a handler in the broker that answers every version in its range; nothing
+// is advertised that does not work.
+var supported = map[int16]VersionRange{
+	int16(kmsg.Produce):         {3, 11},
+	int16(kmsg.Fetch):           {4, 16},
+	int16(kmsg.ListOffsets):     {1, 8},
+	int16(kmsg.Metadata):        {0, 12},
+	int16(kmsg.ApiVersions):     {0, 4},
+	int16(kmsg.CreateTopics):    {0, 7},
+	int16(kmsg.DeleteTopics):    {0, 6},
+	int16(kmsg.InitProducerID):  {0, 5},
+	int16(kmsg.DescribeConfigs): {0, 4},
+	int16(kmsg.DescribeCluster): {0, 1},
+}
+
+// Supported returns the version range the broker supports for key.
+func Supported(key int16) (VersionRange, bool) {
+	vr, ok := supported[key]
+	return vr, ok
+}
+
+// SupportedKeys returns the supported keys in ascending order.
+func SupportedKeys() []int16 {
+	keys := make([]int16, 0, len(supported))
+	for k := range supported {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}

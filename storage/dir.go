@@ -1,0 +1,380 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Files in a log dir besides partition directories and checkpoints.
+const (
+	LockFile          = ".lock"
+	CleanShutdownFile = ".kafka_cleanshutdown"
+)
+
+// maxFlushTick bounds the flusher's period.
+const maxFlushTick = time.Second
+
+// testHookFlushPass, if set before OpenDir, runs after each pass of the
+// background flusher.
+var testHookFlushPass func()
+
+// Dir is one log dir: the partition logs in it, its checkpoint files and
+// its lock. While a Dir is open it holds an exclusive flock on ".lock", and
+// ".kafka_cleanshutdown" is absent; Close writes it back after every log
+// was flushed and closed.
+type Dir struct {
+	path   string
+	logger *slog.Logger
+	cfgFor func(topic string, partition int32) Config
+	lock   *os.File
+
+	ckMu sync.Mutex // serialises checkpoint file writes
+
+	mu struct {
+		sync.Mutex
+		logs   map[TopicPartition]*Log
+		hw     map[TopicPartition]int64
+		closed bool
+	}
+
+	// The flusher goroutine, owned by Dir: stopped by closing stop, done
+	// closed when it exits; wake makes it recompute its period.
+	stop, done, wake chan struct{}
+}
+
+// OpenDir opens the log dir at path (creating it), locks it, reads its
+// checkpoints, opens every partition directory in it — recovering each from
+// its checkpointed recovery point unless the previous Close was clean — and
+// starts the background flusher. cfgFor gives each partition's Config (nil
+// means defaults); a Config without a Logger gets logger.
+func OpenDir(path string, cfgFor func(topic string, partition int32) Config, logger *slog.Logger) (*Dir, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if cfgFor == nil {
+		cfgFor = func(string, int32) Config { return Config{} }
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("open log dir: %w", err)
+	}
+	lock, err := lockDir(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{path: path, logger: logger.With("log_dir", path), cfgFor: cfgFor, lock: lock,
+		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	d.mu.logs = map[TopicPartition]*Log{}
+	if err := d.load(); err != nil {
+		for _, l := range d.mu.logs {
+			l.Close()
+		}
+		unlockDir(lock)
+		return nil, fmt.Errorf("open log dir %s: %w", path, err)
+	}
+	go d.flushLoop()
+	return d, nil
+}
+
+// lockDir takes the exclusive lock of the log dir at path.
+func lockDir(path string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(path, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock log dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock log dir %s: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("lock log dir %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func unlockDir(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readCheckpointOrWarn reads an offset checkpoint, treating an unreadable
+// one as empty as Kafka does for recovery points and log start offsets.
+func (d *Dir) readCheckpointOrWarn(name string) map[TopicPartition]int64 {
+	m, err := ReadOffsetCheckpoint(filepath.Join(d.path, name))
+	if err != nil {
+		d.logger.Warn("ignoring unreadable checkpoint", "file", name, "err", err)
+		return map[TopicPartition]int64{}
+	}
+	return m
+}
+
+// load opens the partition logs; see OpenDir.
+func (d *Dir) load() error {
+	marker := filepath.Join(d.path, CleanShutdownFile)
+	_, err := os.Stat(marker)
+	clean := err == nil
+	recovery := d.readCheckpointOrWarn(RecoveryPointCheckpointFile)
+	starts := d.readCheckpointOrWarn(LogStartOffsetCheckpointFile)
+	d.mu.hw = d.readCheckpointOrWarn(ReplicationCheckpointFile)
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		tp, err := ParseTopicPartition(e.Name())
+		if err != nil {
+			d.logger.Warn("skipping directory that is not a partition", "dir", e.Name())
+			continue
+		}
+		l, err := Open(filepath.Join(d.path, e.Name()), d.configFor(tp, d.cfgFor(tp.Topic, tp.Partition)), recovery[tp], clean)
+		if err != nil {
+			return err
+		}
+		d.mu.logs[tp] = l
+		if s, ok := starts[tp]; ok && s > l.LogStartOffset() {
+			if err := l.SetLogStartOffset(s); err != nil {
+				d.logger.Warn("ignoring checkpointed log start offset", "partition", tp.String(), "err", err)
+			}
+		}
+	}
+	if clean {
+		if err := os.Remove(marker); err != nil {
+			return fmt.Errorf("remove clean shutdown marker: %w", err)
+		}
+		return syncDir(d.path)
+	}
+	return nil
+}
+
+// configFor fills in the dir's logger for a partition.
+func (d *Dir) configFor(tp TopicPartition, cfg Config) Config {
+	if cfg.Logger == nil {
+		cfg.Logger = d.logger.With("partition", tp.String())
+	}
+	return cfg
+}
+
+// Path is the log dir's path.
+func (d *Dir) Path() string { return d.path }
+
+// Logs returns a copy of the map of open logs.
+func (d *Dir) Logs() map[TopicPartition]*Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[TopicPartition]*Log, len(d.mu.logs))
+	for tp, l := range d.mu.logs {
+		out[tp] = l
+	}
+	return out
+}
+
+// Log returns the log of tp, or nil.
+func (d *Dir) Log(tp TopicPartition) *Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.logs[tp]
+}
+
+// Create creates an empty log for tp. It fails with ErrExists if tp is open
+// or its directory exists.
+func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
+	if _, err := ParseTopicPartition(tp.String()); err != nil || tp.Topic == "" {
+		return nil, fmt.Errorf("create %v: invalid topic partition", tp)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.closed {
+		return nil, fmt.Errorf("create %s: log dir closed", tp)
+	}
+	path := filepath.Join(d.path, tp.String())
+	if _, ok := d.mu.logs[tp]; ok {
+		return nil, fmt.Errorf("create %s: %w", tp, ErrExists)
+	}
+	if _, err := os.Stat(path); err == nil {
+		return nil, fmt.Errorf("create %s: directory %s: %w", tp, path, ErrExists)
+	}
+	l, err := Open(path, d.configFor(tp, cfg), 0, true)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", tp, err)
+	}
+	if err := syncDir(d.path); err != nil {
+		l.Delete()
+		return nil, fmt.Errorf("create %s: %w", tp, err)
+	}
+	d.mu.logs[tp] = l
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return l, nil
+}
+
+// Remove closes tp's log and deletes its directory.
+func (d *Dir) Remove(tp TopicPartition) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.mu.logs[tp]
+	if !ok {
+		return fmt.Errorf("remove %s: no such log", tp)
+	}
+	delete(d.mu.logs, tp)
+	delete(d.mu.hw, tp)
+	if err := l.Delete(); err != nil {
+		return fmt.Errorf("remove %s: %w", tp, err)
+	}
+	return syncDir(d.path)
+}
+
+// WriteHighWatermarks replaces replication-offset-checkpoint with hw.
+func (d *Dir) WriteHighWatermarks(hw map[TopicPartition]int64) error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	if err := WriteOffsetCheckpoint(filepath.Join(d.path, ReplicationCheckpointFile), hw); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.hw = make(map[TopicPartition]int64, len(hw))
+	for tp, o := range hw {
+		d.mu.hw[tp] = o
+	}
+	return nil
+}
+
+// HighWatermarks returns a copy of the high watermarks last read from or
+// written to replication-offset-checkpoint.
+func (d *Dir) HighWatermarks() map[TopicPartition]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[TopicPartition]int64, len(d.mu.hw))
+	for tp, o := range d.mu.hw {
+		out[tp] = o
+	}
+	return out
+}
+
+// Checkpoint writes every log's recovery point and log start offset to
+// recovery-point-offset-checkpoint and log-start-offset-checkpoint.
+func (d *Dir) Checkpoint() error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	rp, starts := map[TopicPartition]int64{}, map[TopicPartition]int64{}
+	for tp, l := range d.Logs() {
+		rp[tp] = l.RecoveryPoint()
+		starts[tp] = l.LogStartOffset()
+	}
+	err := WriteOffsetCheckpoint(filepath.Join(d.path, RecoveryPointCheckpointFile), rp)
+	return errors.Join(err, WriteOffsetCheckpoint(filepath.Join(d.path, LogStartOffsetCheckpointFile), starts))
+}
+
+// Close stops the flusher, flushes and closes every log, writes the
+// checkpoints and, if all of that succeeded, the clean shutdown marker, then
+// releases the lock.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	if d.mu.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.mu.closed = true
+	d.mu.Unlock()
+	close(d.stop)
+	<-d.done
+
+	var errs []error
+	for _, l := range d.Logs() {
+		errs = append(errs, l.Close())
+	}
+	errs = append(errs, d.Checkpoint())
+	if errors.Join(errs...) == nil {
+		errs = append(errs, writeFileAtomic(filepath.Join(d.path, CleanShutdownFile), nil))
+	}
+	errs = append(errs, unlockDir(d.lock))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close log dir %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// flushTick is the flusher's period: the smallest finite FlushIntervalMs of
+// the open logs, clamped to [1ms, 1s]; zero if no log has one.
+func (d *Dir) flushTick() time.Duration {
+	tick := time.Duration(0)
+	for _, l := range d.Logs() {
+		ms := l.cfg.FlushIntervalMs
+		if ms == math.MaxInt64 {
+			continue
+		}
+		t := min(max(time.Duration(ms)*time.Millisecond, time.Millisecond), maxFlushTick)
+		if tick == 0 || t < tick {
+			tick = t
+		}
+	}
+	return tick
+}
+
+// flushLoop is the flusher goroutine.
+func (d *Dir) flushLoop() {
+	defer close(d.done)
+	for {
+		var tick <-chan time.Time
+		var timer *time.Timer
+		if p := d.flushTick(); p > 0 {
+			timer = time.NewTimer(p)
+			tick = timer.C
+		}
+		select {
+		case <-d.stop:
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-d.wake:
+			if timer != nil {
+				timer.Stop()
+			}
+		case <-tick:
+			d.flushStale()
+		}
+	}
+}
+
+// flushStale fsyncs every log whose oldest unflushed append is at least its
+// FlushIntervalMs old, then checkpoints the recovery points if any was.
+func (d *Dir) flushStale() {
+	flushed := false
+	for tp, l := range d.Logs() {
+		ms := l.cfg.FlushIntervalMs
+		since := l.unflushedSince()
+		if ms == math.MaxInt64 || since.IsZero() || l.cfg.Now().Sub(since) < time.Duration(ms)*time.Millisecond {
+			continue
+		}
+		if err := l.Flush(); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				d.logger.Error("background flush failed", "partition", tp.String(), "err", err)
+			}
+			continue
+		}
+		flushed = true
+	}
+	if flushed {
+		if err := d.Checkpoint(); err != nil {
+			d.logger.Error("checkpoint after flush failed", "err", err)
+		}
+	}
+	if h := testHookFlushPass; h != nil {
+		h()
+	}
+}

@@ -1,0 +1,303 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+)
+
+// Flush fsyncs every segment written since the last flush (log and index
+// files) and advances the recovery point to the log end offset.
+func (l *Log) Flush() error { return l.flushTo(math.MaxInt64) }
+
+// flushTo fsyncs the dirty segments holding offsets below upTo (all dirty
+// segments if upTo reaches the log end) and raises the recovery point to
+// upTo. The fsyncs run without mu, so appends and reads continue.
+func (l *Log) flushTo(upTo int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	all := upTo >= l.mu.leo
+	upTo = min(upTo, l.mu.leo)
+	var dirty []*segment
+	for _, s := range l.mu.segments {
+		if s.dirty && (all || s.base < upTo) {
+			s.dirty = false
+			dirty = append(dirty, s)
+		}
+	}
+	dirDirty := l.mu.dirDirty
+	l.mu.dirDirty = false
+	pending, since := int64(0), time.Time{}
+	if all {
+		pending, since = l.mu.unflushedRecords, l.mu.unflushedSince
+		l.mu.unflushedRecords, l.mu.unflushedSince = 0, time.Time{}
+	}
+	l.mu.Unlock()
+
+	var err error
+	for i, s := range dirty {
+		if err = s.sync(); err != nil {
+			dirty = dirty[i:]
+			break
+		}
+	}
+	if err == nil && dirDirty {
+		err = syncDir(l.dir)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		for _, s := range dirty {
+			s.dirty = true
+		}
+		l.mu.dirDirty = l.mu.dirDirty || dirDirty
+		l.mu.unflushedRecords += pending
+		if !since.IsZero() && (l.mu.unflushedSince.IsZero() || since.Before(l.mu.unflushedSince)) {
+			l.mu.unflushedSince = since
+		}
+		return fmt.Errorf("flush log %s: %w", l.dir, err)
+	}
+	l.mu.recoveryPoint = max(l.mu.recoveryPoint, upTo)
+	return nil
+}
+
+// unflushedSince is when the oldest unflushed append happened; zero if none.
+func (l *Log) unflushedSince() time.Time {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.unflushedSince
+}
+
+// TruncateTo removes every record at and after offset, which must be a
+// batch boundary or the log end offset; truncating below the log start
+// offset empties the log and restarts it at offset. Leader epochs starting
+// at or after the new log end are dropped. Used by followers (KIP-101).
+func (l *Log) TruncateTo(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	switch {
+	case offset > l.mu.leo || offset < 0:
+		return fmt.Errorf("truncate log %s to %d: beyond [0, %d]", l.dir, offset, l.mu.leo)
+	case offset == l.mu.leo:
+		return nil
+	case offset < l.mu.logStart:
+		return l.truncateFullyLocked(offset)
+	}
+	i := l.segmentIndex(offset)
+	s := l.mu.segments[i]
+	pos, h, found, err := findBatch(s.view(), offset)
+	if err != nil {
+		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
+	}
+	if found && h.BaseOffset != offset {
+		return fmt.Errorf("truncate log %s to %d: inside batch [%d, %d]", l.dir, offset, h.BaseOffset, h.LastOffset())
+	}
+	if !found && offset != s.next {
+		return fmt.Errorf("truncate log %s to %d: not a batch boundary of segment %d", l.dir, offset, s.base)
+	}
+	l.mu.gen++
+	for _, later := range l.mu.segments[i+1:] {
+		if err := later.remove(); err != nil {
+			return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
+		}
+	}
+	l.mu.segments = l.mu.segments[: i+1 : i+1]
+	if err := l.truncateSegmentLocked(s, pos); err != nil {
+		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
+	}
+	if s.size == 0 {
+		s.next = offset
+	}
+	if s.next != offset {
+		return fmt.Errorf("truncate log %s to %d: segment ends at %d after truncation", l.dir, offset, s.next)
+	}
+	l.mu.leo = offset
+	return l.afterTruncateLocked()
+}
+
+// truncateSegmentLocked cuts s at file position pos (a batch boundary) and
+// recomputes its indexes and tracked state from what remains.
+func (l *Log) truncateSegmentLocked(s *segment, pos int64) error {
+	if err := s.log.Truncate(pos); err != nil {
+		return fmt.Errorf("truncate %s: %w", s, err)
+	}
+	keep := 0
+	for keep < len(s.index) && int64(s.index[keep].pos) < pos {
+		keep++
+	}
+	// Copies, so readers holding the old slices never see them overwritten.
+	s.index = append([]indexEntry(nil), s.index[:keep]...)
+	from, lastIndexed := int64(0), int64(-1)
+	if keep > 0 {
+		from, lastIndexed = int64(s.index[keep-1].pos), s.index[keep-1].offset
+	}
+	// The last kept time entry covers every batch up to lastIndexed; the
+	// scan below accounts for the batches after it.
+	n := 0
+	for n < len(s.times) && s.times[n].offset <= lastIndexed {
+		n++
+	}
+	s.times = append([]timeEntry(nil), s.times[:n]...)
+	s.maxTs, s.maxTsOffset = -1, -1
+	if n > 0 {
+		s.maxTs, s.maxTsOffset = s.times[n-1].ts, s.times[n-1].offset
+	}
+	s.next, s.bytesSinceIndex = s.base, 0
+	tail, err := s.scan(from, pos, s.base, false, l.cfg.IndexIntervalBytes)
+	if err != nil {
+		return err
+	}
+	if tail != nil {
+		return tail
+	}
+	s.dirty = true
+	return s.writeIndexes()
+}
+
+// truncateFullyLocked removes every segment and restarts the log, empty, at offset.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	l.mu.gen++
+	for _, s := range l.mu.segments {
+		if err := s.remove(); err != nil {
+			return fmt.Errorf("truncate log %s fully: %w", l.dir, err)
+		}
+	}
+	l.mu.segments = nil
+	s, _, _, err := openSegment(l.dir, offset, true)
+	if err != nil {
+		return fmt.Errorf("truncate log %s fully: %w", l.dir, err)
+	}
+	s.dirty = true
+	l.mu.dirDirty = true
+	l.mu.segments = []*segment{s}
+	l.mu.logStart, l.mu.leo = offset, offset
+	l.mu.epochs.entries = nil
+	if err := l.mu.epochs.persist(); err != nil {
+		return err
+	}
+	l.mu.recoveryPoint = offset
+	return nil
+}
+
+// afterTruncateLocked fixes the recovery point and epoch cache after the
+// log end moved back.
+func (l *Log) afterTruncateLocked() error {
+	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.leo)
+	l.mu.dirDirty = true
+	if l.mu.epochs.truncateFromEnd(l.mu.leo) {
+		if err := l.mu.epochs.persist(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetLogStartOffset raises the log start offset to offset (DeleteRecords,
+// or a value restored from log-start-offset-checkpoint). Lower values are
+// ignored; values beyond the log end are an error. Segments wholly below the
+// new start are deleted and the epoch cache is trimmed as Kafka's
+// truncateFromStart.
+func (l *Log) SetLogStartOffset(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if offset > l.mu.leo {
+		return fmt.Errorf("log %s: start offset %d beyond log end %d", l.dir, offset, l.mu.leo)
+	}
+	if offset <= l.mu.logStart {
+		return nil
+	}
+	l.mu.logStart = offset
+	segs := l.mu.segments
+	drop := 0
+	for drop < len(segs)-1 && segs[drop+1].base <= offset {
+		drop++
+	}
+	if drop > 0 {
+		l.mu.gen++
+		for _, s := range segs[:drop] {
+			if err := s.remove(); err != nil {
+				return err
+			}
+		}
+		l.mu.segments = append([]*segment(nil), segs[drop:]...)
+		l.mu.dirDirty = true
+	}
+	if l.mu.epochs.truncateFromStart(offset) {
+		return l.mu.epochs.persist()
+	}
+	return nil
+}
+
+// Close seals the active segment's time index, fsyncs everything unflushed
+// and closes the files. Further calls return nil; other methods return
+// ErrClosed.
+func (l *Log) Close() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
+	var errs []error
+	if n := len(l.mu.segments); n > 0 {
+		errs = append(errs, l.mu.segments[n-1].seal())
+	}
+	for _, s := range l.mu.segments {
+		if s.dirty {
+			errs = append(errs, s.sync())
+		}
+	}
+	if l.mu.dirDirty {
+		errs = append(errs, syncDir(l.dir))
+	}
+	for _, s := range l.mu.segments {
+		errs = append(errs, s.close())
+	}
+	l.mu.closed = true
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close log %s: %w", l.dir, err)
+	}
+	l.mu.recoveryPoint = l.mu.leo
+	return nil
+}
+
+// Delete closes the log without flushing and removes its directory.
+func (l *Log) Delete() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	if !l.mu.closed {
+		for _, s := range l.mu.segments {
+			errs = append(errs, s.close())
+		}
+		l.mu.closed = true
+	}
+	if err := os.RemoveAll(l.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete log %s: %w", l.dir, err)
+	}
+	return nil
+}

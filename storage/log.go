@@ -1,0 +1,496 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/protocol/records"
+)
+
+// Log is one partition's log: its segments, indexes and leader-epoch cache.
+//
+// Appends, rolls, truncation and flushes are serialised; readers take the
+// read lock only to copy a segment view and read files with pread, so they
+// never wait on disk writes. A reader whose view was invalidated by a
+// truncation (generation change) retries.
+type Log struct {
+	dir    string
+	cfg    Config
+	logger *slog.Logger
+
+	// flushMu serialises fsyncs with operations that close files
+	// (TruncateTo, Close, Delete). Taken before mu.
+	flushMu sync.Mutex
+
+	mu struct {
+		sync.RWMutex
+		// segments are sorted by base offset; the last is active.
+		// Invariant: len(segments) >= 1 unless closed.
+		segments []*segment
+		// Invariant: segments[0].base <= logStart <= leo.
+		logStart int64
+		// leo is the log end offset. Invariant: leo == active.next.
+		leo int64
+		// recoveryPoint: every batch below it is fsynced. Invariant: <= leo.
+		recoveryPoint int64
+		// gen changes whenever bytes a reader may have viewed are removed.
+		gen    uint64
+		closed bool
+		// dirDirty: segment files were created since the last flush, so the
+		// directory needs an fsync.
+		dirDirty bool
+		// unflushedRecords counts records appended since the last flush
+		// began; unflushedSince is when the first of them was appended.
+		unflushedRecords int64
+		unflushedSince   time.Time
+		epochs           epochCache
+	}
+}
+
+// AppendInfo describes a successful Append.
+type AppendInfo struct {
+	FirstOffset int64 // offset assigned to the first record
+	LastOffset  int64 // offset assigned to the last record
+	// MaxTimestamp is the largest batch max timestamp, -1 if none;
+	// OffsetOfMaxTimestamp is the last offset of the batch holding it
+	// (Kafka's shallow offset), -1 if none.
+	MaxTimestamp         int64
+	OffsetOfMaxTimestamp int64
+	Bytes                int   // bytes written
+	Records              int64 // offsets assigned
+}
+
+// Open opens the log in dir, creating dir if absent. Unless cleanShutdown,
+// every segment from the one holding recoveryPoint onwards is validated
+// batch by batch and cut at the first invalid batch (later segments are
+// deleted). Index files that are missing or inconsistent are rebuilt in
+// every case. A dir with no segments gets an empty segment at offset 0.
+func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir)}
+	if err := l.load(recoveryPoint, cleanShutdown); err != nil {
+		for _, s := range l.mu.segments {
+			s.close()
+		}
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if !cleanShutdown {
+		if err := l.Flush(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
+	}
+	return l, nil
+}
+
+// segmentBases lists the base offsets of dir's .log files, sorted, and
+// removes index files that have no .log file.
+func (l *Log) segmentBases() ([]int64, error) {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := map[int64]bool{}
+	var bases []int64
+	for _, e := range ents {
+		if b, ok := parseSegmentName(e.Name(), logSuffix); ok && e.Type().IsRegular() {
+			logs[b] = true
+			bases = append(bases, b)
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if b, ok := parseSegmentName(name, suf); ok && !logs[b] {
+				l.logger.Warn("removing index file without a segment", "file", name)
+				if err := os.Remove(segmentPath(l.dir, b, suf)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if strings.HasSuffix(name, ".tmp") {
+			// A checkpoint write interrupted before its rename.
+			_ = os.Remove(filepath.Join(l.dir, name))
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+// load opens the segments and recovers them; see Open.
+func (l *Log) load(recoveryPoint int64, clean bool) error {
+	bases, err := l.segmentBases()
+	if err != nil {
+		return err
+	}
+	if len(bases) == 0 {
+		s, _, _, err := openSegment(l.dir, 0, true)
+		if err != nil {
+			return err
+		}
+		l.mu.segments = []*segment{s}
+		bases = []int64{0}
+	} else {
+		recoverFrom := int64(math.MaxInt64)
+		if !clean {
+			recoverFrom = bases[0]
+			for _, b := range bases {
+				if b <= recoveryPoint {
+					recoverFrom = b
+				}
+			}
+		}
+		interval := l.cfg.IndexIntervalBytes
+		for i, base := range bases {
+			s, idxB, timeB, err := openSegment(l.dir, base, false)
+			if err != nil {
+				return err
+			}
+			l.mu.segments = append(l.mu.segments, s)
+			fileSize := s.size
+			last := i == len(bases)-1
+			var tail, rebuilt error
+			if base >= recoverFrom {
+				tail, err = s.rebuild(fileSize, true, interval)
+			} else {
+				nextBase := int64(math.MaxInt64)
+				if !last {
+					nextBase = bases[i+1]
+				}
+				rebuilt, tail, err = s.load(idxB, timeB, fileSize, nextBase, last, interval)
+			}
+			if err != nil {
+				return err
+			}
+			if rebuilt != nil {
+				l.logger.Warn("rebuilt segment indexes", "segment", s.String(), "reason", rebuilt)
+			}
+			if tail != nil {
+				l.logger.Warn("truncated invalid log tail", "segment", s.String(),
+					"position", s.size, "bytes_dropped", fileSize-s.size, "segments_dropped", len(bases)-1-i,
+					"log_end_offset", s.next, "reason", tail)
+				for _, b := range bases[i+1:] {
+					gone := &segment{base: b, dir: l.dir}
+					if err := gone.remove(); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			if !last && base >= recoverFrom && s.next > bases[i+1] {
+				return fmt.Errorf("segment %s holds offsets up to %d, past next segment %d", s, s.next-1, bases[i+1])
+			}
+		}
+	}
+	segs := l.mu.segments
+	active := segs[len(segs)-1]
+	l.mu.leo = active.next
+	l.mu.logStart = segs[0].base
+	if clean {
+		l.mu.recoveryPoint = l.mu.leo
+	} else {
+		// Recovered segments were marked dirty by their rebuild: their bytes
+		// may be only in the page cache. Open's Flush syncs them and moves
+		// the recovery point to the log end.
+		l.mu.recoveryPoint = min(max(recoveryPoint, segs[0].base), l.mu.leo)
+	}
+	if active.size > 0 {
+		active.rollStart = l.cfg.Now()
+	}
+	l.mu.epochs, err = loadEpochCache(l.dir)
+	if err != nil {
+		return err
+	}
+	changed := l.mu.epochs.truncateFromEnd(l.mu.leo)
+	changed = l.mu.epochs.truncateFromStart(l.mu.logStart) || changed
+	if changed {
+		if err := l.mu.epochs.persist(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segmentFor returns the segment that holds offset: the last with base <=
+// offset, or the first. Callers hold mu.
+func (l *Log) segmentFor(offset int64) *segment {
+	return l.mu.segments[l.segmentIndex(offset)]
+}
+
+// segmentIndex is the index in segments of segmentFor(offset).
+func (l *Log) segmentIndex(offset int64) int {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// appendBatch is one parsed batch of an Append.
+type appendBatch struct {
+	h   records.Header
+	pos int // position in the Append's buffer
+}
+
+// parseBatches splits b into v2 batches by their length fields.
+func parseBatches(b []byte) ([]appendBatch, error) {
+	var out []appendBatch
+	for pos := 0; pos < len(b); {
+		h, err := records.ParseHeader(b[pos:])
+		if err != nil {
+			return nil, fmt.Errorf("batch at byte %d: %w", pos, err)
+		}
+		if h.TotalSize() > len(b)-pos {
+			return nil, fmt.Errorf("batch at byte %d: %w", pos, records.ErrTruncated)
+		}
+		out = append(out, appendBatch{h: h, pos: pos})
+		pos += h.TotalSize()
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no batches")
+	}
+	return out, nil
+}
+
+// Append writes batches, the concatenation of one or more v2 record batches
+// already validated by the caller, at the log end. It rewrites each batch's
+// base offset (offsets are assigned densely from the log end offset) and
+// partition leader epoch in place; the CRC does not cover them. The bytes
+// reach the file in one write, so a process crash after Append returns
+// loses nothing; only fsync (Flush, FlushIntervalMessages, FlushIntervalMs,
+// roll) makes them survive power loss. On error nothing was appended —
+// except that if the write succeeded but the fsync demanded by
+// FlushIntervalMessages failed, Append returns the filled AppendInfo with an
+// error wrapping the fsync failure.
+func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	if len(batches) > math.MaxInt32 {
+		return AppendInfo{}, fmt.Errorf("append %d bytes: larger than a segment can hold", len(batches))
+	}
+	parsed, err := parseBatches(batches)
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("append: %w", err)
+	}
+	info, rolledTo, needFlush, err := l.appendLocked(batches, parsed, leaderEpoch)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if rolledTo >= 0 {
+		// As Kafka, make the segments before the new one durable so the
+		// recovery point advances past them.
+		if err := l.flushTo(rolledTo); err != nil {
+			l.logger.Error("fsync after segment roll failed", "err", err)
+		}
+	}
+	if needFlush {
+		if err := l.Flush(); err != nil {
+			return info, fmt.Errorf("append at %d: written but not flushed: %w", info.FirstOffset, err)
+		}
+	}
+	return info, nil
+}
+
+// appendLocked assigns offsets, rolls if needed and writes under mu.
+// rolledTo is the base of a segment rolled to, or -1.
+func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (info AppendInfo, rolledTo int64, needFlush bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rolledTo = -1
+	if l.mu.closed {
+		return info, rolledTo, false, ErrClosed
+	}
+	first := l.mu.leo
+	next := first
+	info = AppendInfo{FirstOffset: first, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, Bytes: len(b)}
+	for i := range parsed {
+		p := &parsed[i]
+		records.SetBaseOffset(b[p.pos:], next)
+		records.SetPartitionLeaderEpoch(b[p.pos:], leaderEpoch)
+		p.h.BaseOffset, p.h.PartitionLeaderEpoch = next, leaderEpoch
+		next = p.h.NextOffset()
+		if p.h.MaxTimestamp > info.MaxTimestamp {
+			info.MaxTimestamp, info.OffsetOfMaxTimestamp = p.h.MaxTimestamp, p.h.LastOffset()
+		}
+	}
+	info.LastOffset = next - 1
+	info.Records = next - first
+	now := l.cfg.Now()
+
+	s := l.mu.segments[len(l.mu.segments)-1]
+	if s.size > 0 && (s.size+int64(len(b)) > l.cfg.SegmentBytes ||
+		now.Sub(s.rollStart).Milliseconds() > l.cfg.SegmentMs || !s.canHold(info.LastOffset)) {
+		if s, err = l.rollLocked(); err != nil {
+			return info, rolledTo, false, fmt.Errorf("append at %d: %w", first, err)
+		}
+		rolledTo = s.base
+	}
+
+	epochsBefore := l.mu.epochs.entries
+	assigned := leaderEpoch > l.mu.epochs.latest() && l.mu.epochs.assign(leaderEpoch, first)
+	if assigned {
+		if err := l.mu.epochs.persist(); err != nil {
+			l.mu.epochs.entries = epochsBefore
+			return info, rolledTo, false, fmt.Errorf("append at %d: %w", first, err)
+		}
+	}
+	if err := l.writeLocked(s, b, parsed); err != nil {
+		if assigned {
+			l.mu.epochs.entries = epochsBefore
+			if perr := l.mu.epochs.persist(); perr != nil {
+				l.logger.Error("restoring leader-epoch-checkpoint after failed append", "err", perr)
+			}
+		}
+		return info, rolledTo, false, fmt.Errorf("append at %d: %w", first, err)
+	}
+	if s.rollStart.IsZero() {
+		s.rollStart = now
+	}
+	l.mu.leo = next
+	if l.mu.unflushedRecords == 0 {
+		l.mu.unflushedSince = now
+	}
+	l.mu.unflushedRecords += info.Records
+	return info, rolledTo, l.mu.unflushedRecords >= l.cfg.FlushIntervalMessages, nil
+}
+
+// writeLocked writes b at the end of s in one write and indexes it; on
+// failure it restores s and the files as they were.
+func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
+	saved := *s
+	start := s.size
+	idxN, tidxN := s.idx.n, s.tidx.n
+	undo := func() {
+		if err := s.log.Truncate(start); err != nil {
+			l.logger.Error("cannot remove partial write", "segment", s.String(), "position", start, "err", err)
+		}
+		_ = s.idx.truncate(idxN)
+		_ = s.tidx.truncate(tidxN)
+		idx, tidx := s.idx, s.tidx
+		*s = saved
+		s.idx, s.tidx = idx, tidx
+	}
+	if _, err := s.log.WriteAt(b, start); err != nil {
+		undo()
+		return fmt.Errorf("write %s: %w", s, err)
+	}
+	nIdx, nTimes := len(s.index), len(s.times)
+	for _, p := range parsed {
+		s.track(p.h, start+int64(p.pos), p.h.TotalSize(), l.cfg.IndexIntervalBytes)
+	}
+	err := s.idx.append(encodeOffsetEntries(nil, s.base, s.index[nIdx:]))
+	if err == nil {
+		err = s.tidx.append(encodeTimeEntries(nil, s.base, s.times[nTimes:]))
+	}
+	if err != nil {
+		undo()
+		return err
+	}
+	s.dirty = true
+	return nil
+}
+
+// rollLocked seals the active segment and starts a new one at the log end.
+func (l *Log) rollLocked() (*segment, error) {
+	old := l.mu.segments[len(l.mu.segments)-1]
+	if err := old.seal(); err != nil {
+		return nil, fmt.Errorf("roll: %w", err)
+	}
+	s, _, _, err := openSegment(l.dir, l.mu.leo, true)
+	if err != nil {
+		return nil, fmt.Errorf("roll: %w", err)
+	}
+	s.dirty = true
+	l.mu.dirDirty = true
+	l.mu.segments = append(l.mu.segments, s)
+	return s, nil
+}
+
+// Roll starts a new active segment at the log end offset if the active
+// segment is not empty, and makes the old one durable.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	if l.mu.segments[len(l.mu.segments)-1].size == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	s, err := l.rollLocked()
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.flushTo(s.base)
+}
+
+// LogStartOffset is the first offset that may be read.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStart
+}
+
+// LogEndOffset is the offset the next appended record will get (LEO).
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.leo
+}
+
+// RecoveryPoint is the offset below which every batch is fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.recoveryPoint
+}
+
+// Size is the total size of the segment files in bytes.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segments {
+		n += s.size
+	}
+	return n
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LeaderEpochs returns a copy of the leader epoch cache, oldest first.
+func (l *Log) LeaderEpochs() []EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return append([]EpochEntry(nil), l.mu.epochs.entries...)
+}
+
+// LatestEpoch is the newest leader epoch in the cache, or UndefinedEpoch.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.latest()
+}
+
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch (KIP-101) as Kafka's
+// LeaderEpochFileCache.endOffsetFor: for the latest epoch, the log end
+// offset; for an older one, the largest known epoch <= it and the start
+// offset of the next known epoch; (-1, -1) if unknown.
+func (l *Log) EndOffsetForEpoch(epoch int32) (epochOut int32, endOffset int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo)
+}
