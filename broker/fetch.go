@@ -108,6 +108,8 @@ func (b *Broker) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (to
 			sp.LastStableOffset = -1
 			sp.LogStartOffset = -1
 			sp.PreferredReadReplica = -1
+			// Never null: librdkafka rejects a null record set (size -1).
+			sp.RecordBatches = []byte{}
 			var kerrv *kerr.Error
 			switch {
 			case t == nil && req.Version >= 13:
@@ -163,6 +165,8 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 		b.log.Error("fetch read failed", "topic", p.t.meta.Name, "partition", p.index, "offset", rp.FetchOffset, "err", err)
 		return 0, kerr.KafkaStorageError
 	}
-	sp.RecordBatches = data
+	if data != nil {
+		sp.RecordBatches = data
+	}
 	return len(data), nil
 }

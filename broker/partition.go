@@ -70,8 +70,9 @@ func (p *partition) close() {
 
 // appendResult is what a produce learns from one append.
 type appendResult struct {
-	baseOffset int64
-	err        *kerr.Error
+	baseOffset    int64
+	logAppendTime int64
+	err           *kerr.Error
 }
 
 // errPartitionClosed reports an append to a deleted or shut-down partition.

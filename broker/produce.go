@@ -5,9 +5,17 @@ package broker
 // zstd (older versions get UNSUPPORTED_COMPRESSION_TYPE for it); v8 per-record
 // errors and ErrorMessage; v9 flexible; v10–v11 add tagged CurrentLeader and
 // nothing we must act on. acks=0 sends no response at all.
+//
+// Validation follows Kafka's order: unknown partition, batch size against
+// max.message.bytes (MESSAGE_TOO_LARGE), then records.ValidateProduce
+// (CORRUPT_MESSAGE for CRC and undecodable data, INVALID_RECORD for structure,
+// keys on compacted topics, INVALID_TIMESTAMP for timestamp bounds). Topics with
+// message.timestamp.type=LogAppendTime get the broker's time written into the
+// batch (maxTimestamp and the timestamp-type bit, CRC recomputed).
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +50,7 @@ func (b *Broker) handleProduce(ctx *reqCtx, req *kmsg.ProduceRequest) kmsg.Respo
 				kerrv = res.err
 				if kerrv == nil {
 					sp.BaseOffset = res.baseOffset
+					sp.LogAppendTime = res.logAppendTime
 					sp.LogStartOffset = p.log.LogStartOffset()
 				}
 			}
@@ -73,34 +82,37 @@ func (b *Broker) produceTo(ctx *reqCtx, version int16, p *partition, recs []byte
 	if len(recs) == 0 {
 		return bad(kerr.InvalidRecord, "produce requests must have at least one record batch per partition")
 	}
-	maxBytes := p.t.maxMessageBytes
-	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > maxBytes {
-		return bad(kerr.MessageTooLarge, "record batch is larger than max.message.bytes")
+	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > p.t.maxMessageBytes {
+		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), p.t.maxMessageBytes))
 	}
-	h, err := records.Validate(recs)
+	opts := p.t.validate
+	now := b.now().UnixMilli()
+	opts.NowMs = now
+	h, _, err := records.ValidateProduce(version, recs, opts)
 	switch {
-	case errors.Is(err, records.ErrUnsupportedMagic):
-		return bad(kerr.InvalidRecord, "produce requests are only allowed to contain record batches with magic version 2")
+	case errors.Is(err, records.ErrUnsupportedCompressionType):
+		return bad(kerr.UnsupportedCompressionType, err.Error())
+	case errors.Is(err, records.ErrInvalidTimestamp):
+		return bad(kerr.InvalidTimestamp, err.Error())
 	case errors.Is(err, records.ErrInvalidRecord):
 		return bad(kerr.InvalidRecord, err.Error())
 	case err != nil:
 		return bad(kerr.CorruptMessage, err.Error())
 	}
-	if h.TotalSize() != len(recs) {
-		return bad(kerr.InvalidRecord, "produce requests are only allowed to contain exactly one record batch per partition")
-	}
-	if h.Compression() == records.CodecZstd && version < 7 {
-		return bad(kerr.UnsupportedCompressionType, "zstd compression requires produce v7 or later")
-	}
-	if h.IsControl() {
-		return bad(kerr.InvalidRecord, "clients are not allowed to write control records")
-	}
 	if h.IsTransactional() {
 		return bad(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported by this broker yet")
+	}
+	// A trailing fragment too short to be a batch is ignored, as Kafka does.
+	recs = recs[:h.TotalSize()]
+	logAppendTime := int64(-1)
+	if opts.LogAppendTime {
+		logAppendTime = now
+		records.SetMaxTimestampLogAppendTime(recs, now)
 	}
 	res, err := p.append(recs, h)
 	if err != nil && !errors.Is(err, errPartitionClosed) {
 		b.log.Error("append failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
 	}
+	res.logAppendTime = logAppendTime
 	return res, ""
 }

@@ -162,8 +162,29 @@ func compareByPartition(t testing.TB, produced, consumed []*kgo.Record) {
 // record gets its partition and offset filled in.
 func produceSync(t testing.TB, cl *kgo.Client, rs []*kgo.Record) {
 	t.Helper()
-	if err := cl.ProduceSync(testCtx(t), rs...).FirstErr(); err != nil {
+	if err := produceBounded(t, cl, rs...); err != nil {
 		t.Fatalf("produce: %v", err)
+	}
+}
+
+// produceBounded is cl.ProduceSync with a hard deadline. franz-go keeps
+// retrying a record already sent by an idempotent producer even after its
+// context ends, so a broker that never answers would hang the test; after
+// opTimeout the test fails instead, and the client's Close at cleanup fails
+// the outstanding records, which ends the waiting goroutine.
+func produceBounded(t testing.TB, cl *kgo.Client, rs ...*kgo.Record) error {
+	t.Helper()
+	ctx := testCtx(t)
+	done := make(chan error, 1)
+	go func() { done <- cl.ProduceSync(ctx, rs...).FirstErr() }()
+	timer := time.NewTimer(opTimeout + 5*time.Second)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		t.Fatalf("produce of %d records not answered within %v", len(rs), opTimeout)
+		return nil
 	}
 }
 

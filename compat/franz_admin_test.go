@@ -149,7 +149,7 @@ func TestFranzAutoCreateDisabled(t *testing.T) {
 		t.Fatalf("Metadata for unknown topic with auto-create off = %+v, want error 3", resp.Topics)
 	}
 
-	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "no-such-topic", Value: []byte("x")}).FirstErr()
+	err = produceBounded(t, cl, &kgo.Record{Topic: "no-such-topic", Value: []byte("x")})
 	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("produce to unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
 	}

@@ -214,7 +214,7 @@ func TestFranzMessageTooLarge(t *testing.T) {
 	for i := range big {
 		big[i] = byte(i*7919 + i/251) // poorly compressible, never sent compressed anyway
 	}
-	err := prod.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: big}).FirstErr()
+	err := produceBounded(t, prod, &kgo.Record{Topic: topic, Value: big})
 	if !errors.Is(err, kerr.MessageTooLarge) {
 		t.Fatalf("producing 20000 bytes with message.max.bytes=10000: err = %v, want MESSAGE_TOO_LARGE", err)
 	}

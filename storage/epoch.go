@@ -101,15 +101,16 @@ func (c *epochCache) truncateFromEnd(end int64) bool {
 	return true
 }
 
-// truncateFromStart drops entries wholly below start (the new log start
-// offset) and moves the start of the epoch containing start up to it, as
-// Kafka's truncateFromStart. It reports whether the cache changed.
+// truncateFromStart applies a new log start offset as Kafka's
+// truncateFromStart: entries starting at or below start are removed and the
+// last of them is kept with its start moved to start. It reports whether
+// the cache changed.
 func (c *epochCache) truncateFromStart(start int64) bool {
 	i := 0
-	for i < len(c.entries) && c.entries[i].StartOffset < start {
+	for i < len(c.entries) && c.entries[i].StartOffset <= start {
 		i++
 	}
-	if i == 0 {
+	if i == 0 || (i == 1 && c.entries[0].StartOffset == start) {
 		return false
 	}
 	kept := append([]EpochEntry(nil), c.entries[i-1:]...)

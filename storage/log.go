@@ -225,13 +225,8 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	return nil
 }
 
-// segmentFor returns the segment that holds offset: the last with base <=
-// offset, or the first. Callers hold mu.
-func (l *Log) segmentFor(offset int64) *segment {
-	return l.mu.segments[l.segmentIndex(offset)]
-}
-
-// segmentIndex is the index in segments of segmentFor(offset).
+// segmentIndex is the index in segments of the segment that holds offset:
+// the last with base <= offset, or the first. Callers hold mu.
 func (l *Log) segmentIndex(offset int64) int {
 	segs := l.mu.segments
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })

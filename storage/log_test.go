@@ -318,3 +318,26 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
+
+func TestRollAndCorruptionError(t *testing.T) {
+	l, dir := openLog(t, Config{})
+	if err := l.Roll(); err != nil { // empty active segment: no-op
+		t.Fatal(err)
+	}
+	mustAppend(t, l, 0, batchOf(2, 1, 1))
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if l.RecoveryPoint() != 2 {
+		t.Errorf("recovery point %d after roll, want 2", l.RecoveryPoint())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "00000000000000000002.log")); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, 0, batchOf(1, 1, 1))
+	checkDense(t, readAll(t, l, 0), 0, 3)
+	var ce error = &CorruptionError{Segment: "x", Pos: 1, Err: ErrClosed}
+	if !errors.Is(ce, ErrClosed) {
+		t.Error("CorruptionError does not unwrap")
+	}
+}

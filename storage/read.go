@@ -128,14 +128,9 @@ func (l *Log) views() ([]segView, int64, error) {
 }
 
 // OffsetForTimestamp finds the first record at or after the log start
-// offset whose timestamp is >= ts, as ListOffsets with a timestamp does.
-// ok is false if there is none (the caller answers with the log end offset).
-//
-// The answer is at batch granularity: offset is the first offset of the
-// first batch whose max timestamp is >= ts, and timestamp is exact when that
-// batch's first record qualifies or it uses LogAppendTime, else the batch's
-// max timestamp.
-// TODO: use records.DecodeRecords, once it exists, to return the exact record.
+// offset whose timestamp is >= ts, as ListOffsets with a timestamp does
+// (Kafka's fetchOffsetByTimestamp). ok is false if there is none (the caller
+// answers with the log end offset) or the log is closed.
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
 	vs, start, err := l.views()
 	if err != nil {
@@ -145,18 +140,15 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		if v.maxTs < ts || v.size == 0 {
 			continue
 		}
-		// Every record up to after is older than ts.
+		// Every record up to timeFloorOffset is older than ts.
 		from := max(start, timeFloorOffset(v.times, ts)+1)
 		pos, h, found, err := findBatch(v, from)
+		hit := false
 		for found && err == nil {
 			if h.MaxTimestamp >= ts {
-				switch {
-				case h.LogAppendTime():
-					return max(h.BaseOffset, start), h.MaxTimestamp, true
-				case h.FirstTimestamp >= ts:
-					return max(h.BaseOffset, start), h.FirstTimestamp, true
+				if offset, timestamp, hit, err = firstRecordAtOrAfter(v, pos, h, ts, from); err != nil || hit {
+					break
 				}
-				return max(h.BaseOffset, start), h.MaxTimestamp, true
 			}
 			pos += int64(h.TotalSize())
 			if pos >= v.size {
@@ -168,16 +160,54 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 			l.logger.Error("timestamp lookup", "segment", v.base, "err", err)
 			return -1, -1, false
 		}
+		if hit {
+			return offset, timestamp, true
+		}
 	}
 	return -1, -1, false
 }
 
+// readBatchAt reads the whole batch whose header h is at pos and decodes it.
+func readBatchAt(v segView, pos int64, h records.Header) ([]records.Record, error) {
+	b := make([]byte, h.TotalSize())
+	if _, err := v.f.ReadAt(b, pos); err != nil {
+		return nil, fmt.Errorf("segment %d position %d: %w", v.base, pos, err)
+	}
+	_, recs, err := records.DecodeRecords(b)
+	if err != nil {
+		return nil, fmt.Errorf("segment %d position %d: %w", v.base, pos, err)
+	}
+	return recs, nil
+}
+
+// firstRecordAtOrAfter returns the first record of the batch (header h at
+// pos) with offset >= minOffset and timestamp >= ts; hit is false if none.
+func firstRecordAtOrAfter(v segView, pos int64, h records.Header, ts, minOffset int64) (offset, timestamp int64, hit bool, err error) {
+	recs, err := readBatchAt(v, pos, h)
+	if err != nil {
+		return -1, -1, false, err
+	}
+	for _, r := range recs {
+		off, rts := h.BaseOffset+int64(r.OffsetDelta), recordTimestamp(h, r)
+		if off >= minOffset && rts >= ts {
+			return off, rts, true, nil
+		}
+	}
+	return -1, -1, false, nil
+}
+
+// recordTimestamp is a record's timestamp: the batch's max timestamp under
+// LogAppendTime, else first timestamp plus the record's delta.
+func recordTimestamp(h records.Header, r records.Record) int64 {
+	if h.LogAppendTime() {
+		return h.MaxTimestamp
+	}
+	return h.FirstTimestamp + r.TimestampDelta
+}
+
 // MaxTimestamp returns the largest timestamp in the log and the offset of
-// its record, as ListOffsets with MAX_TIMESTAMP (-3); (-1, -1) if the log
-// has no timestamps. The offset is exact when the batch holding the maximum
-// uses LogAppendTime or has it as its first timestamp; otherwise it is the
-// batch's last offset (Kafka's "shallow" offset before KAFKA-16310).
-// TODO: use records.DecodeRecords to find the exact record.
+// the first record carrying it, as ListOffsets with MAX_TIMESTAMP (-3)
+// answers since KAFKA-16310; (-1, -1) if the log has no timestamps.
 func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 	vs, _, err := l.views()
 	if err != nil {
@@ -193,12 +223,15 @@ func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 		return -1, -1
 	}
 	v := vs[best]
-	_, h, found, err := findBatch(v, v.maxTsOffset)
-	if err != nil || !found || h.LastOffset() != v.maxTsOffset {
-		return v.maxTsOffset, v.maxTs
+	pos, h, found, err := findBatch(v, v.maxTsOffset)
+	if err == nil && found && h.LastOffset() == v.maxTsOffset {
+		var hit bool
+		if offset, _, hit, err = firstRecordAtOrAfter(v, pos, h, v.maxTs, h.BaseOffset); err == nil && hit {
+			return offset, v.maxTs
+		}
 	}
-	if h.LogAppendTime() || h.FirstTimestamp == h.MaxTimestamp {
-		return h.BaseOffset, v.maxTs
+	if err != nil {
+		l.logger.Error("max timestamp lookup", "segment", v.base, "err", err)
 	}
 	return v.maxTsOffset, v.maxTs
 }

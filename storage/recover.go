@@ -18,10 +18,12 @@ type CorruptionError struct {
 	Err     error  // what was wrong
 }
 
+// Error describes the segment, position and reason.
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("segment %s: invalid batch at position %d: %v", e.Segment, e.Pos, e.Err)
 }
 
+// Unwrap returns the reason, e.g. records.ErrTruncated or a *records.CorruptError.
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
 // scanBufSize is the read-ahead used when validating whole batches.

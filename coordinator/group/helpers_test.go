@@ -68,6 +68,14 @@ func (h *harness) tickToNextDeadline() {
 	h.collect(h.c.Tick(h.now))
 }
 
+// tickUntil ticks deadline by deadline until token is answered.
+func (h *harness) tickUntil(token any) {
+	h.t.Helper()
+	for i := 0; i < 100 && !h.answered(token); i++ {
+		h.tickToNextDeadline()
+	}
+}
+
 func (h *harness) handle(token any, req kmsg.Request) {
 	h.t.Helper()
 	rs, recs, err := h.c.Handle(h.now, token, Client{ID: "client", Host: "/127.0.0.1"}, req)
@@ -233,9 +241,7 @@ func (h *harness) stableGroup(n int) ([]string, int32) {
 	for i := range ids {
 		ids[i] = h.joinWithID(fmt.Sprintf("setup-join-%d", i), joinOpts{})
 	}
-	for i := 0; i < 100 && !h.answered("setup-join-0"); i++ {
-		h.tickToNextDeadline()
-	}
+	h.tickUntil("setup-join-0")
 	lead := h.joinResp("setup-join-0")
 	if lead.ErrorCode != 0 || lead.LeaderID != ids[0] {
 		h.t.Fatalf("setup: join error %d leader %q", lead.ErrorCode, lead.LeaderID)

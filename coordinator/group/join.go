@@ -366,8 +366,9 @@ func (c *Coordinator) completeJoin(o *out, g *group, now time.Time) {
 			}
 			if joined == nil {
 				// Only static members that have not rejoined: wait another
-				// rebalance timeout for them to rejoin or expire.
-				g.joinDeadline = now.Add(g.rebalanceTimeout())
+				// rebalance timeout for them to rejoin or expire (at least
+				// 1ms, so that Tick always makes progress).
+				g.joinDeadline = now.Add(max(g.rebalanceTimeout(), time.Millisecond))
 				return
 			}
 			g.leader = joined.id

@@ -99,6 +99,9 @@ func (c *Coordinator) validateCommit(g *group, generation int32, memberID string
 	switch {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable.Code
+	case generation < 0 && g.state == Empty:
+		// Admin clients and consumers without group management.
+		return 0
 	case generation >= 0 || memberID != "" || instanceID != nil:
 		if code := g.validateMember(memberID, instanceID); code != 0 {
 			return code

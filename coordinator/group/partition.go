@@ -19,8 +19,10 @@ func PartitionFor(group string, numPartitions int32) int32 {
 	return h % numPartitions
 }
 
-// javaStringHash is java.lang.String.hashCode. Invalid UTF-8 bytes count as
-// U+FFFD, as Java decodes them when the string is read off the wire.
+// javaStringHash is java.lang.String.hashCode of s decoded from UTF-8. Each
+// invalid UTF-8 byte counts as one U+FFFD; Java's decoder may fold some
+// malformed sequences into fewer replacement characters, so group ids that
+// are not valid UTF-8 can map differently than on a Kafka broker.
 func javaStringHash(s string) int32 {
 	var h int32
 	for _, r := range s {

@@ -1,36 +1,37 @@
 package records
 
 import (
+	"encoding/binary"
 	"errors"
 	"testing"
 )
 
 // addSeeds adds valid batches of every codec, plus truncations and a
-// corrupted copy of each, to f's seed corpus.
-func addSeeds(f *testing.F) {
+// corrupted copy of each, to f's seed corpus, through add.
+func addSeeds(f *testing.F, add func(b []byte)) {
 	for _, c := range allCodecs {
 		for _, n := range []int{1, 4} {
 			b, err := Build(producedSpec(c), sampleRecords(n))
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(b)
-			f.Add(b[:len(b)-1])
-			f.Add(b[:HeaderSize])
-			f.Add(b[:HeaderSize+(len(b)-HeaderSize)/2])
+			add(b)
+			add(b[:len(b)-1])
+			add(b[:HeaderSize])
+			add(b[:HeaderSize+(len(b)-HeaderSize)/2])
 			flipped := append([]byte(nil), b...)
 			flipped[len(flipped)-1] ^= 0x55
-			f.Add(flipped)
+			add(flipped)
 		}
 	}
 	for _, s := range malformedSections() {
-		f.Add(assemble(Header{NumRecords: s.num, LastOffsetDelta: s.last, ProducerID: -1}, s.section))
+		add(assemble(Header{NumRecords: s.num, LastOffsetDelta: s.last, ProducerID: -1}, s.section))
 	}
-	f.Add([]byte{})
+	add([]byte{})
 }
 
 func FuzzCheck(f *testing.F) {
-	addSeeds(f)
+	addSeeds(f, func(b []byte) { f.Add(b) })
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := Check(b)
 		if err != nil {
@@ -47,8 +48,11 @@ func FuzzCheck(f *testing.F) {
 }
 
 func FuzzDecodeRecords(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	addSeeds(f, func(b []byte) { f.Add(b, false); f.Add(b, true) })
+	f.Fuzz(func(t *testing.T, b []byte, fixCRC bool) {
+		if fixCRC {
+			b = fixupCRC(b)
+		}
 		h, recs, err := DecodeRecords(b)
 		if err != nil {
 			return
@@ -82,8 +86,11 @@ func FuzzDecodeRecords(f *testing.F) {
 }
 
 func FuzzValidate(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	addSeeds(f, func(b []byte) { f.Add(b, false); f.Add(b, true) })
+	f.Fuzz(func(t *testing.T, b []byte, fixCRC bool) {
+		if fixCRC {
+			b = fixupCRC(b)
+		}
 		h, sum, err := ValidateWith(b, ValidateOptions{Compacted: len(b)%2 == 0})
 		if err != nil {
 			if !IsCorrupt(err) && !errors.Is(err, ErrInvalidRecord) && !errors.Is(err, ErrInvalidTimestamp) {
@@ -108,4 +115,17 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("summary max timestamp %d below first record's", sum.MaxTimestamp)
 		}
 	})
+}
+
+// fixupCRC returns a copy of b whose leading batch has a valid CRC when its
+// batchLength fits in b, so that fuzzing reaches past the checksum.
+func fixupCRC(b []byte) []byte {
+	b = append([]byte(nil), b...)
+	if len(b) < HeaderSize {
+		return b
+	}
+	if n := int(int32(binary.BigEndian.Uint32(b[offLength:]))) + LogOverhead; n >= HeaderSize && n <= len(b) {
+		resum(b[:n])
+	}
+	return b
 }

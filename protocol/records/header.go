@@ -90,6 +90,7 @@ var ErrUnsupportedMagic = errors.New("unsupported record batch magic")
 // CorruptError reports a batch whose bytes are inconsistent: bad CRC, bad length, bad records.
 type CorruptError struct{ Reason string }
 
+// Error describes the inconsistency.
 func (e *CorruptError) Error() string { return "corrupt record batch: " + e.Reason }
 
 func corrupt(format string, args ...any) error {

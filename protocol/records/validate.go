@@ -43,6 +43,7 @@ type InvalidRecordError struct {
 	Err error
 }
 
+// Error gives the reason and up to three record failures, as Kafka's message does.
 func (e *InvalidRecordError) Error() string {
 	var sb strings.Builder
 	sb.WriteString(e.Reason)
