@@ -33,7 +33,8 @@ type Broker struct {
 		byID   map[[16]byte]*topic
 	}
 
-	pids producerIDs
+	pids   producerIDs
+	groups groups
 
 	lnMu      sync.Mutex
 	listeners []net.Listener
@@ -76,6 +77,9 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.store = store
 	if err := b.loadTopics(); err != nil {
+		return nil, err
+	}
+	if err := b.loadGroups(); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -165,6 +169,7 @@ func (b *Broker) Close() error {
 		}
 		b.lnMu.Unlock()
 		b.wg.Wait()
+		b.groups.close()
 		b.closeErr = b.closeStorage()
 		b.log.Info("broker stopped")
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func startTestBroker(t *testing.T, dir string, overrides map[string]string) *Bro
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = slog.New(slog.NewTextHandler(testLogOutput(), nil))
 	b, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,4 +87,12 @@ func TestProduceConsumeRestart(t *testing.T) {
 	if len(next) != 3 {
 		t.Fatalf("records in %d partitions, want 3", len(next))
 	}
+}
+
+// testLogOutput is where in-process brokers log: nowhere, unless KBROKER_TEST_LOG is set.
+func testLogOutput() io.Writer {
+	if os.Getenv("KBROKER_TEST_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
 }

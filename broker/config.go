@@ -37,6 +37,17 @@ type Config struct {
 	CompressionType          string
 	ClusterID                string
 
+	// Group coordinator and __consumer_offsets.
+	OffsetsTopicNumPartitions       int32
+	OffsetsTopicSegmentBytes        int64
+	GroupMinSessionTimeoutMs        int32
+	GroupMaxSessionTimeoutMs        int32
+	GroupInitialRebalanceDelayMs    int32
+	GroupMaxSize                    int32
+	OffsetsRetentionMs              int64
+	OffsetsRetentionCheckIntervalMs int64
+	OffsetMetadataMaxBytes          int32
+
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
 
@@ -155,6 +166,16 @@ var props = map[string]prop{
 		}
 		return fmt.Errorf("unknown compression type %q", v)
 	}},
+	"offsets.topic.num.partitions":        {"50", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.replication.factor":    {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"offsets.topic.segment.bytes":         {"104857600", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
+	"group.min.session.timeout.ms":        {"6000", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.session.timeout.ms":        {"1800000", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.initial.rebalance.delay.ms":    {"3000", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.size":                      {"2147483647", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
+	"offsets.retention.minutes":           {"10080", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
+	"offsets.retention.check.interval.ms": {"600000", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"offset.metadata.max.bytes":           {"4096", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
 	"cluster.id": {"", func(c *Config, v string) error {
 		c.ClusterID = v
 		return nil

@@ -74,12 +74,17 @@ func (c *conn) serve() {
 			_ = w.Flush()
 			return
 		}
-		resp := c.handle(item.req)
+		ctx := &reqCtx{hdr: item.req.Header, conn: c}
+		resp := c.handle(ctx, item.req)
 		if resp != nil {
 			buf = protocol.AppendResponse(buf[:0], item.req.Header.CorrelationID, resp)
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
+		}
+		if ctx.closeConn {
+			_ = w.Flush()
+			return
 		}
 		if len(q) == 0 {
 			if err := w.Flush(); err != nil {
@@ -130,11 +135,13 @@ func (c *conn) logReadError(err error) {
 type reqCtx struct {
 	hdr  protocol.RequestHeader
 	conn *conn
+	// closeConn is set by a handler that cannot answer: the connection is
+	// closed after this request, as Kafka does on an unanswerable request.
+	closeConn bool
 }
 
 // handle answers one request; a nil response means none is sent (acks=0).
-func (c *conn) handle(req protocol.Request) kmsg.Response {
-	ctx := &reqCtx{hdr: req.Header, conn: c}
+func (c *conn) handle(ctx *reqCtx, req protocol.Request) kmsg.Response {
 	if req.Body == nil {
 		return c.b.apiVersionsUnsupported()
 	}
@@ -159,6 +166,14 @@ func (c *conn) handle(req protocol.Request) kmsg.Response {
 		return c.b.handleDescribeConfigs(ctx, r)
 	case *kmsg.DescribeClusterRequest:
 		return c.b.handleDescribeCluster(ctx, r)
+	case *kmsg.FindCoordinatorRequest:
+		return c.b.handleFindCoordinator(ctx, r)
+	case *kmsg.OffsetCommitRequest:
+		return c.b.handleOffsetCommit(ctx, r)
+	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
+		*kmsg.OffsetFetchRequest, *kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest,
+		*kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest:
+		return c.b.handleGroupRequest(ctx, r)
 	}
 	c.b.log.Error("no handler for supported api", "api", kmsg.NameForKey(req.Header.APIKey))
 	return nil

@@ -44,6 +44,8 @@ func (b *Broker) handleProduce(ctx *reqCtx, req *kmsg.ProduceRequest) kmsg.Respo
 				kerrv = kerr.InvalidRequiredAcks
 			case p == nil:
 				kerrv = kerr.UnknownTopicOrPartition
+			case isInternal(rt.Topic):
+				kerrv = kerr.InvalidTopicException // clients may not write internal topics
 			default:
 				var res appendResult
 				res, msg = b.produceTo(ctx, req.Version, p, rp.Records)

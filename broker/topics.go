@@ -207,21 +207,41 @@ func (b *Broker) createTopic(name string, partitions int32, rf int16, configs ma
 	if validateOnly {
 		return nil, nil, ""
 	}
-	meta := controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: configs}
-	if err := b.store.CreateTopic(meta); err != nil {
-		b.log.Error("create topic failed", "topic", name, "err", err)
+	t, err := b.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: configs})
+	if err != nil {
 		return nil, kerr.KafkaStorageError, err.Error()
+	}
+	return t, nil, ""
+}
+
+// addTopicLocked records a validated topic in the metadata store and opens
+// its partitions. b.mu must be held.
+func (b *Broker) addTopicLocked(meta controller.Topic) (*topic, error) {
+	if err := b.store.CreateTopic(meta); err != nil {
+		b.log.Error("create topic failed", "topic", meta.Name, "err", err)
+		return nil, err
 	}
 	t, err := b.openTopic(meta)
 	if err != nil {
-		b.log.Error("create topic failed", "topic", name, "err", err)
-		_ = b.store.DeleteTopic(name)
-		return nil, kerr.KafkaStorageError, err.Error()
+		b.log.Error("create topic failed", "topic", meta.Name, "err", err)
+		_ = b.store.DeleteTopic(meta.Name)
+		return nil, err
 	}
-	b.mu.topics[name] = t
+	b.mu.topics[meta.Name] = t
 	b.mu.byID[meta.ID] = t
-	b.log.Info("created topic", "topic", name, "partitions", partitions, "id", fmtUUID(meta.ID))
-	return t, nil, ""
+	b.log.Info("created topic", "topic", meta.Name, "partitions", meta.Partitions, "id", fmtUUID(meta.ID))
+	return t, nil
+}
+
+// internalTopic returns the internal topic name, creating it with the given
+// partitions and configs if it does not exist yet.
+func (b *Broker) internalTopic(name string, partitions int32, configs map[string]string) (*topic, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.mu.topics[name]; ok {
+		return t, nil
+	}
+	return b.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: 1, Configs: configs})
 }
 
 // deleteTopic removes a topic from the metadata store and its data from disk.

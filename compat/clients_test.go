@@ -33,10 +33,12 @@ func newKgo(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// newAdmin returns a kadm client on its own franz-go client.
+// newAdmin returns a kadm client on its own franz-go client. kadm answers
+// Metadata from the client's cache for up to MetadataMinAge (5s by default);
+// tests that delete and re-create topics need fresh answers.
 func newAdmin(t testing.TB, addr string) *kadm.Client {
 	t.Helper()
-	return kadm.NewClient(newKgo(t, addr))
+	return kadm.NewClient(newKgo(t, addr, kgo.MetadataMinAge(10*time.Millisecond)))
 }
 
 // createTopic creates topic with the given partition count (replication

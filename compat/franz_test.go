@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"strconv"
 	"sync"
@@ -101,7 +102,8 @@ type ackLog struct {
 // and checks that every acknowledged record is present exactly once at its
 // acknowledged offset, unacknowledged records at most once, and offsets dense.
 func TestFranzKillMidStream(t *testing.T) {
-	b := startBroker(t, t.TempDir())
+	// 1 MiB segments, so that recovery crosses several segments.
+	b := startBroker(t, t.TempDir(), "log.segment.bytes=1048576")
 	const topic, partitions = "killed", 3
 	createTopic(t, newAdmin(t, b.Addr()), topic, partitions, nil)
 
@@ -111,6 +113,8 @@ func TestFranzKillMidStream(t *testing.T) {
 		kgo.MaxBufferedRecords(2000),
 	)
 	acks := &ackLog{acked: make(map[string]*kgo.Record), sent: make(map[string]bool)}
+	// About 1 KiB per record, so 5000 records fill several segments.
+	padding := []kgo.RecordHeader{{Key: "pad", Value: make([]byte, 1000)}}
 	enoughAcks := make(chan struct{})
 	var once sync.Once
 	ctx, cancel := context.WithCancel(context.Background())
@@ -120,7 +124,7 @@ func TestFranzKillMidStream(t *testing.T) {
 		defer wg.Done()
 		for i := 0; ctx.Err() == nil; i++ {
 			v := "rec-" + strconv.Itoa(i)
-			r := &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i % 17)), Value: []byte(v)}
+			r := &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i % 17)), Value: []byte(v), Headers: padding}
 			acks.mu.Lock()
 			acks.sent[v] = true
 			acks.mu.Unlock()
@@ -132,7 +136,7 @@ func TestFranzKillMidStream(t *testing.T) {
 				acks.acked[string(r.Value)] = r
 				n := len(acks.acked)
 				acks.mu.Unlock()
-				if n >= 3000 {
+				if n >= 5000 {
 					once.Do(func() { close(enoughAcks) })
 				}
 			})
@@ -148,7 +152,7 @@ func TestFranzKillMidStream(t *testing.T) {
 	case <-enoughAcks:
 	case <-time.After(opTimeout):
 		stopProducing()
-		t.Fatalf("fewer than 3000 records acknowledged within %v", opTimeout)
+		t.Fatalf("fewer than 5000 records acknowledged within %v", opTimeout)
 	}
 	b.Kill()
 	stopProducing()
@@ -200,6 +204,17 @@ func TestFranzKillMidStream(t *testing.T) {
 		}
 	}
 	t.Logf("acked %d, stored %d (%d unacknowledged records survived)", len(acked), total, total-len(acked))
+
+	// The restarted broker keeps appending right after the recovered end.
+	more := keyedRecords(topic, 0, 30)
+	produceSync(t, newKgo(t, b.Addr()), more)
+	for _, r := range more {
+		lo, _ := ends.Lookup(topic, r.Partition)
+		if r.Offset < lo.Offset {
+			t.Fatalf("record produced after restart got offset %d in partition %d, below the recovered end %d", r.Offset, r.Partition, lo.Offset)
+		}
+	}
+	checkDense(t, byPartition(consumeN(t, b.Addr(), topic, partitions, total+len(more))))
 }
 
 // TestFranzMessageTooLarge checks that a batch larger than message.max.bytes
@@ -208,11 +223,11 @@ func TestFranzMessageTooLarge(t *testing.T) {
 	b := startBroker(t, t.TempDir(), "message.max.bytes=10000")
 	const topic = "big"
 	createTopic(t, newAdmin(t, b.Addr()), topic, 1, nil)
-	prod := newKgo(t, b.Addr(), kgo.RecordRetries(3))
+	prod := newKgo(t, b.Addr(), kgo.RecordRetries(3), kgo.ProducerBatchCompression(kgo.NoCompression()))
 
 	big := make([]byte, 20000)
-	for i := range big {
-		big[i] = byte(i*7919 + i/251) // poorly compressible, never sent compressed anyway
+	if _, err := rand.Read(big); err != nil {
+		t.Fatalf("crypto/rand: %v", err)
 	}
 	err := produceBounded(t, prod, &kgo.Record{Topic: topic, Value: big})
 	if !errors.Is(err, kerr.MessageTooLarge) {

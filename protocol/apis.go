@@ -23,6 +23,17 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.InitProducerID):  {0, 5},
 	int16(kmsg.DescribeConfigs): {0, 4},
 	int16(kmsg.DescribeCluster): {0, 1},
+	int16(kmsg.FindCoordinator): {0, 6},
+	int16(kmsg.JoinGroup):       {0, 9},
+	int16(kmsg.SyncGroup):       {0, 5},
+	int16(kmsg.Heartbeat):       {0, 4},
+	int16(kmsg.LeaveGroup):      {0, 5},
+	int16(kmsg.OffsetCommit):    {0, 9},
+	int16(kmsg.OffsetFetch):     {0, 9},
+	int16(kmsg.DescribeGroups):  {0, 5},
+	int16(kmsg.ListGroups):      {0, 5},
+	int16(kmsg.DeleteGroups):    {0, 2},
+	int16(kmsg.OffsetDelete):    {0, 0},
 }
 
 // Supported returns the version range the broker supports for key.

@@ -18,6 +18,7 @@ const (
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
 	ReplicationCheckpointFile    = "replication-offset-checkpoint"
 	LeaderEpochCheckpointFile    = "leader-epoch-checkpoint"
+	CleanerCheckpointFile        = "cleaner-offset-checkpoint"
 )
 
 // checkpointVersion is the only version of Kafka's text checkpoint format.

@@ -124,6 +124,7 @@ func (d *Dir) load() error {
 	clean := err == nil
 	recovery := d.readCheckpointOrWarn(RecoveryPointCheckpointFile)
 	starts := d.readCheckpointOrWarn(LogStartOffsetCheckpointFile)
+	cleaned := d.readCheckpointOrWarn(CleanerCheckpointFile)
 	d.mu.hw = d.readCheckpointOrWarn(ReplicationCheckpointFile)
 	ents, err := os.ReadDir(d.path)
 	if err != nil {
@@ -147,6 +148,9 @@ func (d *Dir) load() error {
 			if err := l.SetLogStartOffset(s); err != nil {
 				d.logger.Warn("ignoring checkpointed log start offset", "partition", tp.String(), "err", err)
 			}
+		}
+		if o, ok := cleaned[tp]; ok {
+			l.setFirstDirty(o)
 		}
 	}
 	if clean {
@@ -265,17 +269,22 @@ func (d *Dir) HighWatermarks() map[TopicPartition]int64 {
 	return out
 }
 
-// Checkpoint writes every log's recovery point and log start offset to
-// recovery-point-offset-checkpoint and log-start-offset-checkpoint.
+// Checkpoint writes every log's recovery point, log start offset and
+// cleaner position to recovery-point-offset-checkpoint,
+// log-start-offset-checkpoint and cleaner-offset-checkpoint.
 func (d *Dir) Checkpoint() error {
 	d.ckMu.Lock()
 	defer d.ckMu.Unlock()
-	rp, starts := map[TopicPartition]int64{}, map[TopicPartition]int64{}
+	rp, starts, cleaned := map[TopicPartition]int64{}, map[TopicPartition]int64{}, map[TopicPartition]int64{}
 	for tp, l := range d.Logs() {
 		rp[tp] = l.RecoveryPoint()
 		starts[tp] = l.LogStartOffset()
+		if o := l.FirstDirtyOffset(); o > 0 {
+			cleaned[tp] = o
+		}
 	}
 	err := WriteOffsetCheckpoint(filepath.Join(d.path, RecoveryPointCheckpointFile), rp)
+	err = errors.Join(err, WriteOffsetCheckpoint(filepath.Join(d.path, CleanerCheckpointFile), cleaned))
 	return errors.Join(err, WriteOffsetCheckpoint(filepath.Join(d.path, LogStartOffsetCheckpointFile), starts))
 }
 
@@ -313,7 +322,7 @@ func (d *Dir) Close() error {
 func (d *Dir) flushTick() time.Duration {
 	tick := time.Duration(0)
 	for _, l := range d.Logs() {
-		ms := l.cfg.FlushIntervalMs
+		ms := l.config().FlushIntervalMs
 		if ms == math.MaxInt64 {
 			continue
 		}
@@ -356,9 +365,10 @@ func (d *Dir) flushLoop() {
 func (d *Dir) flushStale() {
 	flushed := false
 	for tp, l := range d.Logs() {
-		ms := l.cfg.FlushIntervalMs
+		cfg := l.config()
+		ms := cfg.FlushIntervalMs
 		since := l.unflushedSince()
-		if ms == math.MaxInt64 || since.IsZero() || l.cfg.Now().Sub(since) < time.Duration(ms)*time.Millisecond {
+		if ms == math.MaxInt64 || since.IsZero() || cfg.Now().Sub(since) < time.Duration(ms)*time.Millisecond {
 			continue
 		}
 		if err := l.Flush(); err != nil {

@@ -30,6 +30,10 @@ type Log struct {
 	// (TruncateTo, Close, Delete). Taken before mu.
 	flushMu sync.Mutex
 
+	// cleanMu serialises compaction and retention (Clean, ApplyRetention).
+	// Taken before flushMu.
+	cleanMu sync.Mutex
+
 	mu struct {
 		sync.RWMutex
 		// segments are sorted by base offset; the last is active.
@@ -52,6 +56,10 @@ type Log struct {
 		unflushedRecords int64
 		unflushedSince   time.Time
 		epochs           epochCache
+		// firstDirty is the cleaner's checkpoint: every segment below it was
+		// compacted against the keys of the segments below it.
+		// Invariant: a segment base offset or <= logStart.
+		firstDirty int64
 	}
 }
 
@@ -133,6 +141,9 @@ func (l *Log) segmentBases() ([]int64, error) {
 
 // load opens the segments and recovers them; see Open.
 func (l *Log) load(recoveryPoint int64, clean bool) error {
+	if err := l.completeSwaps(); err != nil {
+		return err
+	}
 	bases, err := l.segmentBases()
 	if err != nil {
 		return err
@@ -375,7 +386,7 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 		*s = saved
 		s.idx, s.tidx = idx, tidx
 	}
-	if _, err := s.log.WriteAt(b, start); err != nil {
+	if err := l.writeAt(s, b, start); err != nil {
 		undo()
 		return fmt.Errorf("write %s: %w", s, err)
 	}
@@ -393,6 +404,20 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 	}
 	s.dirty = true
 	return nil
+}
+
+// writeAt writes b at pos of s's log file, honouring Config.WriteFault.
+func (l *Log) writeAt(s *segment, b []byte, pos int64) error {
+	if l.cfg.WriteFault != nil {
+		if n, err := l.cfg.WriteFault(s.String(), len(b)); err != nil {
+			if n = min(max(n, 0), len(b)); n > 0 {
+				_, _ = s.log.WriteAt(b[:n], pos)
+			}
+			return err
+		}
+	}
+	_, err := s.log.WriteAt(b, pos)
+	return err
 }
 
 // rollLocked seals the active segment and starts a new one at the log end.

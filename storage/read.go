@@ -33,9 +33,17 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64, minOneBatch bool
 			return nil, nil
 		}
 		i := l.segmentIndex(offset)
+		// The segment holding offset may end below it (compaction leaves
+		// gaps) and compacted segments may be empty: look at up to two
+		// non-empty segments, the second of which starts above offset.
 		views := make([]segView, 0, 2)
-		for _, s := range l.mu.segments[i:min(i+2, len(l.mu.segments))] {
-			views = append(views, s.view())
+		for _, s := range l.mu.segments[i:] {
+			if s.size == 0 {
+				continue
+			}
+			if views = append(views, s.view()); len(views) == 2 {
+				break
+			}
 		}
 		l.mu.RUnlock()
 

@@ -13,7 +13,7 @@
 // batch on disk between the log start offset and the log end offset passed
 // validation on append or on recovery, so reads never return a corrupt batch.
 //
-// Lock order: Dir.mu, then Log.flushMu, then Log.mu.
+// Lock order: Dir.mu, then Log.cleanMu, then Log.flushMu, then Log.mu.
 package storage
 
 import (
@@ -94,6 +94,11 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives recovery and error reports; default slog.Default().
 	Logger *slog.Logger
+	// WriteFault, if set, is consulted before every segment write of n bytes
+	// to path: a non-nil error makes only the first written bytes (at most n)
+	// reach the file and the write fail with that error, as a full disk or an
+	// I/O error would. A test hook; nil in production.
+	WriteFault func(path string, n int) (written int, err error)
 }
 
 // withDefaults returns c with zero fields replaced by Kafka defaults, or an

@@ -1,0 +1,303 @@
+package broker
+
+// The group coordinator's home in the broker. One group.Coordinator serves
+// every group (a single node leads every __consumer_offsets partition); its
+// state is the compacted topic __consumer_offsets, where group G's records go
+// to partition abs(javaHashCode(G)) % offsets.topic.num.partitions. The
+// topic is created on first use, as Kafka does, and replayed at start-up.
+//
+// Requests are answered through tokens: each request handed to the
+// coordinator carries a channel that receives exactly one response, possibly
+// from a later call (a parked JoinGroup is answered when the rebalance
+// completes). Records a call returns are appended before any of its replies
+// is delivered, so an acknowledged commit is in the log.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/coordinator/group"
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// offsetsTopic is Kafka's internal topic of group state and committed offsets.
+const offsetsTopic = "__consumer_offsets"
+
+// groups owns the coordinator, its timer and its topic.
+type groups struct {
+	b *Broker
+
+	mu struct {
+		sync.Mutex
+		c      *group.Coordinator
+		topic  *topic
+		timer  *time.Timer
+		closed bool
+	}
+}
+
+// token is the reply slot of one request handed to the coordinator.
+type token chan kmsg.Response
+
+func (b *Broker) groupConfig() group.Config {
+	gc := group.DefaultConfig()
+	gc.GroupMinSessionTimeoutMs = b.cfg.GroupMinSessionTimeoutMs
+	gc.GroupMaxSessionTimeoutMs = b.cfg.GroupMaxSessionTimeoutMs
+	gc.GroupInitialRebalanceDelayMs = b.cfg.GroupInitialRebalanceDelayMs
+	gc.GroupMaxSize = b.cfg.GroupMaxSize
+	gc.OffsetsRetentionMs = b.cfg.OffsetsRetentionMs
+	gc.OffsetsRetentionCheckIntervalMs = b.cfg.OffsetsRetentionCheckIntervalMs
+	gc.OffsetMetadataMaxBytes = b.cfg.OffsetMetadataMaxBytes
+	return gc
+}
+
+// loadGroups replays __consumer_offsets if it exists; called from New.
+func (b *Broker) loadGroups() error {
+	b.groups.b = b
+	if b.topicByName(offsetsTopic) == nil {
+		return nil
+	}
+	_, err := b.groups.ensure()
+	return err
+}
+
+// ensure returns the loaded coordinator, creating __consumer_offsets first if needed.
+func (g *groups) ensure() (*group.Coordinator, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return nil, errors.New("broker is shutting down")
+	}
+	if g.mu.c != nil {
+		return g.mu.c, nil
+	}
+	b := g.b
+	t, err := b.internalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", offsetsTopic, err)
+	}
+	c, err := group.New(b.groupConfig())
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	n := 0
+	for _, p := range t.partitions {
+		err := replayPartition(p, func(key, value []byte) {
+			n++
+			if err := c.Replay(key, value); err != nil {
+				b.log.Warn("skipping bad __consumer_offsets record", "partition", p.index, "err", err)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.index, err)
+		}
+	}
+	c.Loaded(b.now())
+	g.mu.c, g.mu.topic = c, t
+	g.rearmLocked()
+	b.log.Info("loaded group coordinator", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
+	return c, nil
+}
+
+// replayPartition calls f for every record of the partition up to its HW.
+func replayPartition(p *partition, f func(key, value []byte)) error {
+	off, end := p.log.LogStartOffset(), p.highWatermark()
+	for off < end {
+		data, err := p.log.Read(off, rebuildChunk, end, true)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		for len(data) > 0 {
+			h, recs, err := records.DecodeRecords(data)
+			if err != nil {
+				return fmt.Errorf("batch at offset %d: %w", off, err)
+			}
+			if !h.IsControl() {
+				for _, r := range recs {
+					f(r.Key, r.Value)
+				}
+			}
+			off = h.NextOffset()
+			data = data[h.TotalSize():]
+		}
+	}
+	return nil
+}
+
+// close stops the timer and refuses further calls; parked requests are
+// released by the broker's closing channel.
+func (g *groups) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.mu.closed = true
+	if g.mu.timer != nil {
+		g.mu.timer.Stop()
+	}
+}
+
+// call runs f against the coordinator under its lock, persists the records it
+// returns, then delivers the replies.
+func (g *groups) call(f func(c *group.Coordinator, now time.Time) ([]group.Reply, []group.Record)) error {
+	if _, err := g.ensure(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return errors.New("broker is shutting down")
+	}
+	replies, recs := f(g.mu.c, g.b.now())
+	if err := g.persistLocked(recs); err != nil {
+		g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
+		for _, r := range replies {
+			failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
+		}
+		g.mu.c = nil // the next call replays the log, which lacks the failed records
+	}
+	for _, r := range replies {
+		if t, ok := r.Token.(token); ok {
+			select {
+			case t <- r.Resp:
+			default:
+			}
+		}
+	}
+	if g.mu.c != nil {
+		g.rearmLocked()
+	}
+	return nil
+}
+
+// persistLocked appends records to their groups' partitions, one batch per partition.
+func (g *groups) persistLocked(recs []group.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := int32(len(g.mu.topic.partitions))
+	byPart := map[int32][]records.Record{}
+	var order []int32
+	for _, r := range recs {
+		p := group.PartitionFor(r.Group, n)
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], records.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
+	}
+	now := g.b.now().UnixMilli()
+	for _, pi := range order {
+		batch, err := records.Build(records.BatchSpec{FirstTimestamp: now, MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, byPart[pi])
+		if err != nil {
+			return err
+		}
+		h, err := records.ParseHeader(batch)
+		if err != nil {
+			return err
+		}
+		if res, err := g.mu.topic.partitions[pi].append(batch, h); err != nil {
+			return err
+		} else if res.err != nil {
+			return fmt.Errorf("append to %s-%d: %s", offsetsTopic, pi, res.err.Message)
+		}
+	}
+	return nil
+}
+
+// rearmLocked schedules the next Tick at the coordinator's next deadline.
+func (g *groups) rearmLocked() {
+	next := g.mu.c.NextDeadline()
+	if next.IsZero() {
+		return
+	}
+	d := next.Sub(g.b.now())
+	if d < 0 {
+		d = 0
+	}
+	if g.mu.timer == nil {
+		g.mu.timer = time.AfterFunc(d, g.tick)
+		return
+	}
+	g.mu.timer.Reset(d)
+}
+
+func (g *groups) tick() {
+	err := g.call(func(c *group.Coordinator, now time.Time) ([]group.Reply, []group.Record) {
+		return c.Tick(now)
+	})
+	if err != nil {
+		g.b.log.Debug("group tick skipped", "err", err)
+	}
+}
+
+// handleGroupRequest hands a group API request to the coordinator and waits
+// for its answer (a JoinGroup may wait for the whole rebalance).
+func (b *Broker) handleGroupRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response {
+	tok := make(token, 1)
+	client := group.Client{ID: ctx.hdr.ClientID, Host: "/" + hostOf(ctx.conn.addr)}
+	var handleErr error
+	err := b.groups.call(func(c *group.Coordinator, now time.Time) ([]group.Reply, []group.Record) {
+		r, recs, err := c.Handle(now, tok, client, req)
+		handleErr = err
+		return r, recs
+	})
+	if err == nil {
+		err = handleErr
+	}
+	if err != nil {
+		b.log.Warn("closing connection: group request failed", "client", ctx.conn.addr, "api", kmsg.NameForKey(req.Key()), "err", err)
+		ctx.closeConn = true
+		return nil
+	}
+	select {
+	case resp := <-tok:
+		return resp
+	case <-b.closing:
+		ctx.closeConn = true
+		return nil
+	}
+}
+
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// failResponse sets code on a group response whose write failed.
+func failResponse(resp kmsg.Response, code int16) {
+	switch r := resp.(type) {
+	case *kmsg.JoinGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.SyncGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.HeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.LeaveGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.OffsetCommitResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+	case *kmsg.DeleteGroupsResponse:
+		for i := range r.Groups {
+			r.Groups[i].ErrorCode = code
+		}
+	case *kmsg.OffsetDeleteResponse:
+		r.ErrorCode = code
+	}
+}
