@@ -145,8 +145,13 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 	}
 	hw := p.highWatermark()
 	sp.HighWatermark = hw
-	sp.LastStableOffset = hw
+	sp.LastStableOffset = p.lastStableOffset()
 	sp.LogStartOffset = p.log.LogStartOffset()
+	readCommitted := req.IsolationLevel == 1
+	maxOffset := hw
+	if readCommitted {
+		maxOffset = sp.LastStableOffset
+	}
 	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > hw {
 		return 0, kerr.OffsetOutOfRange
 	}
@@ -157,7 +162,7 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 	if limit < 0 {
 		limit = 0
 	}
-	data, err := p.log.Read(rp.FetchOffset, limit, hw, first)
+	data, err := p.log.Read(rp.FetchOffset, limit, maxOffset, first)
 	switch {
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return 0, kerr.OffsetOutOfRange
@@ -167,6 +172,10 @@ func (b *Broker) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopic
 	}
 	if data != nil {
 		sp.RecordBatches = data
+	}
+	if readCommitted {
+		// Clients drop records of these producers from FirstOffset up to the abort marker.
+		sp.AbortedTransactions = p.abortedBetween(rp.FetchOffset, maxOffset)
 	}
 	return len(data), nil
 }

@@ -1,8 +1,7 @@
 package broker
 
 // ListOffsets v1–v8. v1 single offset plus timestamp; v2 isolation level
-// (read_committed latest = last stable offset, equal to the HW until
-// transactions exist); v4 CurrentLeaderEpoch and LeaderEpoch; v6 flexible;
+// (read_committed latest = the last stable offset); v4 CurrentLeaderEpoch and LeaderEpoch; v6 flexible;
 // v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4), the log start offset here
 // since there is no tiered storage.
 
@@ -30,7 +29,7 @@ func (b *Broker) handleListOffsets(_ *reqCtx, req *kmsg.ListOffsetsRequest) kmsg
 			sp.Timestamp = -1
 			sp.Offset = -1
 			sp.LeaderEpoch = -1
-			if kerrv := b.listOffset(req.Version, rt.Topic, rp, &sp); kerrv != nil {
+			if kerrv := b.listOffset(req.Version, req.IsolationLevel, rt.Topic, rp, &sp); kerrv != nil {
 				sp.ErrorCode = kerrv.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -40,7 +39,7 @@ func (b *Broker) handleListOffsets(_ *reqCtx, req *kmsg.ListOffsetsRequest) kmsg
 	return resp
 }
 
-func (b *Broker) listOffset(version int16, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
+func (b *Broker) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
 	p := b.partitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
@@ -54,6 +53,9 @@ func (b *Broker) listOffset(version int16, topicName string, rp kmsg.ListOffsets
 		}
 	}
 	switch ts := rp.Timestamp; {
+	case ts == listLatest && isolation == 1:
+		sp.Offset = p.lastStableOffset()
+		sp.LeaderEpoch = p.leaderEpoch
 	case ts == listLatest:
 		sp.Offset = p.highWatermark()
 		sp.LeaderEpoch = p.leaderEpoch

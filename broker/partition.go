@@ -10,6 +10,7 @@ import (
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // partition is one partition this broker leads: its log, high watermark and
@@ -26,11 +27,14 @@ type partition struct {
 
 	// hw is the high watermark. Invariant: logStart <= hw <= LEO.
 	hw atomic.Int64
+	// lso is the last stable offset. Invariant: lso <= hw.
+	lso atomic.Int64
 
 	mu struct {
 		sync.Mutex
 		closed    bool
 		producers producerStates
+		txns      partitionTxns
 		// arrived is closed and replaced on every append and on close, to wake parked fetches.
 		arrived chan struct{}
 	}
@@ -41,11 +45,92 @@ func newPartition(t *topic, index int32, log *storage.Log, dir *storage.Dir, log
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
-	if err := p.mu.producers.rebuild(log); err != nil {
+	if err := p.rebuildState(); err != nil {
 		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.meta.Name, index, err)
 	}
+	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
 	_ = logger
 	return p, nil
+}
+
+// rebuildChunk is how much log is read at a time when rebuilding.
+const rebuildChunk = 1 << 20
+
+// rebuildState replays the batches of the whole log into the producer and
+// transaction state. Producer-state snapshots, to bound this scan, are future work.
+func (p *partition) rebuildState() error {
+	off, end := p.log.LogStartOffset(), p.log.LogEndOffset()
+	for off < end {
+		data, err := p.log.Read(off, rebuildChunk, end, true)
+		if err != nil {
+			return fmt.Errorf("reading at offset %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		for len(data) > 0 {
+			h, err := records.ParseHeader(data)
+			if err != nil || h.TotalSize() > len(data) {
+				return fmt.Errorf("bad batch at offset %d: %v", off, err)
+			}
+			var ct records.ControlType
+			if h.IsControl() {
+				if ct, err = records.ControlTypeOf(data[:h.TotalSize()]); err != nil {
+					return fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
+				}
+				p.mu.producers.observeMarker(h)
+			} else if h.ProducerID >= 0 {
+				p.mu.producers.update(h, h.BaseOffset)
+			}
+			p.mu.txns.observe(h, h.BaseOffset, h.LastOffset(), ct)
+			off = h.NextOffset()
+			data = data[h.TotalSize():]
+		}
+	}
+	return nil
+}
+
+func (p *partition) lastStableOffset() int64 { return p.lso.Load() }
+
+// abortedBetween lists aborted transactions with data in [from, to), for read_committed fetches.
+func (p *partition) abortedBetween(from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.txns.abortedBetween(from, to)
+}
+
+// appendMarker writes a transaction marker (control batch) for a producer.
+func (p *partition) appendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
+	batch, err := records.BuildControlBatch(producerID, epoch, ct, coordinatorEpoch, nowMs)
+	if err != nil {
+		return err
+	}
+	h, err := records.ParseHeader(batch)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return errPartitionClosed
+	}
+	info, err := p.log.Append(batch, p.leaderEpoch)
+	if err != nil {
+		return err
+	}
+	p.mu.producers.observeMarker(h)
+	p.advanceLocked(h, info, ct)
+	return nil
+}
+
+// advanceLocked moves the HW and LSO past an appended batch and wakes fetches.
+func (p *partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
+	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
+	hw := info.LastOffset + 1
+	p.hw.Store(hw)
+	p.lso.Store(p.mu.txns.lastStable(hw))
+	close(p.mu.arrived)
+	p.mu.arrived = make(chan struct{})
 }
 
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
@@ -101,8 +186,6 @@ func (p *partition) append(batch []byte, h records.Header) (appendResult, error)
 	if h.ProducerID >= 0 {
 		p.mu.producers.update(h, info.FirstOffset)
 	}
-	p.hw.Store(info.LastOffset + 1)
-	close(p.mu.arrived)
-	p.mu.arrived = make(chan struct{})
+	p.advanceLocked(h, info, 0)
 	return appendResult{baseOffset: info.FirstOffset}, nil
 }

@@ -1,10 +1,7 @@
 package broker
 
 import (
-	"fmt"
-
 	"github.com/kbroker/kbroker/protocol/records"
-	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -85,32 +82,10 @@ func (ps producerStates) update(h records.Header, baseOffset int64) {
 	st.batches = append(st.batches, batchMeta{firstSeq: h.BaseSequence, lastSeq: lastSeqOf(h), baseOffset: baseOffset})
 }
 
-// rebuildChunk is how much log is read at a time when rebuilding.
-const rebuildChunk = 1 << 20
-
-// rebuild replays the batch headers of the whole log. Producer-state
-// snapshots (to bound this scan) belong to the transactions work.
-func (ps producerStates) rebuild(log *storage.Log) error {
-	off, end := log.LogStartOffset(), log.LogEndOffset()
-	for off < end {
-		data, err := log.Read(off, rebuildChunk, end, true)
-		if err != nil {
-			return fmt.Errorf("reading at offset %d: %w", off, err)
-		}
-		if len(data) == 0 {
-			return nil
-		}
-		for len(data) > 0 {
-			h, err := records.ParseHeader(data)
-			if err != nil || h.TotalSize() > len(data) {
-				return fmt.Errorf("bad batch at offset %d: %v", off, err)
-			}
-			if h.ProducerID >= 0 && !h.IsControl() {
-				ps.update(h, h.BaseOffset)
-			}
-			off = h.NextOffset()
-			data = data[h.TotalSize():]
-		}
+// observeMarker applies a transaction marker: a marker at a newer epoch
+// (the coordinator fenced the producer) starts that epoch afresh.
+func (ps producerStates) observeMarker(h records.Header) {
+	if st := ps[h.ProducerID]; st == nil || h.ProducerEpoch > st.epoch {
+		ps[h.ProducerID] = &producerState{epoch: h.ProducerEpoch}
 	}
-	return nil
 }
