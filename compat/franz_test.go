@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,6 +88,21 @@ func TestFranzRestart(t *testing.T) {
 			t.Fatalf("end offset of partition %d = %+v, want %d", p, lo, len(rs))
 		}
 	}
+}
+
+// TestFranzSIGINT checks that SIGINT is a graceful shutdown too (exit code
+// 0) and that the data is there after a restart.
+func TestFranzSIGINT(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	const topic = "sigint"
+	createTopic(t, newAdmin(t, b.Addr()), topic, 2, nil)
+	rs := keyedRecords(topic, 0, 100)
+	prod := newKgo(t, b.Addr())
+	produceSync(t, prod, rs)
+	prod.Close()
+	b.StopWith(syscall.SIGINT)
+	b.Restart()
+	compareByPartition(t, rs, consumeN(t, b.Addr(), topic, 2, len(rs)))
 }
 
 // ackLog records, under a mutex, which records of a produce stream were

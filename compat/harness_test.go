@@ -34,6 +34,7 @@ var (
 	buildErr error
 )
 
+// TestMain builds kbroker once (or takes KBROKER_BIN) and runs the tests.
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -226,11 +227,17 @@ func (p *brokerProc) running() bool {
 // exited with code 0 within brokerStopTimeout.
 func (p *brokerProc) Stop() {
 	p.t.Helper()
+	p.StopWith(syscall.SIGTERM)
+}
+
+// StopWith is Stop with another signal (SIGINT is graceful too).
+func (p *brokerProc) StopWith(sig os.Signal) {
+	p.t.Helper()
 	if !p.running() {
 		p.t.Fatalf("Stop: kbroker is not running (exit: %v)", p.err)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		p.t.Fatalf("SIGTERM: %v", err)
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("%v: %v", sig, err)
 	}
 	timer := time.NewTimer(brokerStopTimeout)
 	defer timer.Stop()
@@ -238,10 +245,10 @@ func (p *brokerProc) Stop() {
 	case <-p.done:
 	case <-timer.C:
 		p.killAndWait()
-		p.t.Fatalf("kbroker did not exit within %v of SIGTERM", brokerStopTimeout)
+		p.t.Fatalf("kbroker did not exit within %v of %v", brokerStopTimeout, sig)
 	}
 	if p.err != nil {
-		p.t.Fatalf("kbroker exited after SIGTERM with %v, want exit code 0", p.err)
+		p.t.Fatalf("kbroker exited after %v with %v, want exit code 0", sig, p.err)
 	}
 }
 

@@ -3,6 +3,7 @@ package compat
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,9 +12,9 @@ import (
 
 // saramaConfig is what a current sarama user configures: a modern protocol
 // version, acks=all, successes returned to the SyncProducer.
-func saramaConfig(codec sarama.CompressionCodec, idempotent bool) *sarama.Config {
+func saramaConfig(version sarama.KafkaVersion, codec sarama.CompressionCodec, idempotent bool) *sarama.Config {
 	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_0_0_0
+	cfg.Version = version
 	cfg.ClientID = "kbroker-compat"
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
@@ -42,24 +43,30 @@ func TestSaramaCodecs(t *testing.T) {
 // saramaCodecs is TestSaramaCodecs against any broker at addr.
 func saramaCodecs(t *testing.T, addr string) {
 	adm := newAdmin(t, addr)
+	modern := sarama.V3_0_0_0
 	cases := []struct {
 		name       string
+		version    sarama.KafkaVersion
 		codec      sarama.CompressionCodec
 		idempotent bool
 	}{
-		{"none", sarama.CompressionNone, false},
-		{"gzip", sarama.CompressionGZIP, false},
-		{"snappy", sarama.CompressionSnappy, false},
-		{"lz4", sarama.CompressionLZ4, false},
-		{"zstd", sarama.CompressionZSTD, false},
-		{"zstd-idempotent", sarama.CompressionZSTD, true},
+		{"none", modern, sarama.CompressionNone, false},
+		{"gzip", modern, sarama.CompressionGZIP, false},
+		{"snappy", modern, sarama.CompressionSnappy, false},
+		{"lz4", modern, sarama.CompressionLZ4, false},
+		{"zstd", modern, sarama.CompressionZSTD, false},
+		{"zstd-idempotent", modern, sarama.CompressionZSTD, true},
+		// Older protocol versions, as older sarama configs request them
+		// (Produce v5/v7, Fetch v6/v10); Kafka 4 still serves these.
+		{"v1.0-gzip", sarama.V1_0_0_0, sarama.CompressionGZIP, false},
+		{"v2.1-zstd", sarama.V2_1_0_0, sarama.CompressionZSTD, false},
 	}
 	const partitions, n = 3, 300
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			topic := "sarama-" + c.name
+			topic := "sarama-" + strings.ReplaceAll(c.name, ".", "_")
 			createTopic(t, adm, topic, partitions, nil)
-			cfg := saramaConfig(c.codec, c.idempotent)
+			cfg := saramaConfig(c.version, c.codec, c.idempotent)
 			prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
 			if err != nil {
 				t.Fatalf("NewSyncProducer: %v", err)
@@ -75,12 +82,12 @@ func saramaCodecs(t *testing.T, addr string) {
 					Headers: []sarama.RecordHeader{{Key: []byte("seq"), Value: fmt.Appendf(nil, "%d", i)}},
 				}
 			}
-			// Half in one SendMessages call (batched and compressed together),
-			// half one by one.
-			if err := prod.SendMessages(msgs[:n/2]); err != nil {
+			// Most in one SendMessages call (batched and compressed
+			// together), the rest one by one.
+			if err := prod.SendMessages(msgs[:n-30]); err != nil {
 				t.Fatalf("SendMessages: %v", err)
 			}
-			for _, m := range msgs[n/2:] {
+			for _, m := range msgs[n-30:] {
 				if _, _, err := prod.SendMessage(m); err != nil {
 					t.Fatalf("SendMessage: %v", err)
 				}

@@ -44,15 +44,23 @@ go build ./...
 step "go vet ./..."
 go vet ./...
 
+# Both test steps run even if the first fails, so one run reports every
+# failure; the script fails if either did.
+failed=()
+
 # The race detector needs cgo; compat tests drive a separate broker process,
 # so they gain nothing from it and run without.
 mapfile -t unit_pkgs < <(go list ./... | grep -v '/compat$' || true)
 if [ "${#unit_pkgs[@]}" -gt 0 ]; then
 	step "go test -race (${#unit_pkgs[@]} packages)"
-	CGO_ENABLED=1 go test -race -count=1 -timeout 20m "${unit_pkgs[@]}"
+	CGO_ENABLED=1 go test -race -count=1 -timeout 20m "${unit_pkgs[@]}" || failed+=("unit tests")
 fi
 
 step "go test ./compat/ (real clients against real kbroker processes)"
-go test -count=1 -timeout 20m ./compat/
+go test -count=1 -timeout 20m ./compat/ || failed+=("compat tests")
 
+if [ "${#failed[@]}" -gt 0 ]; then
+	step "FAILED: ${failed[*]}"
+	exit 1
+fi
 step "all tests passed"
