@@ -35,6 +35,8 @@ type Broker struct {
 
 	pids   producerIDs
 	groups groups
+	// tasks are the retention and cleaner goroutines (log_tasks.go).
+	tasks logTasks
 
 	lnMu      sync.Mutex
 	listeners []net.Listener
@@ -102,6 +104,7 @@ func (b *Broker) Start() error {
 		b.wg.Add(1)
 		go b.acceptLoop(ln)
 	}
+	b.startLogTasks()
 	return nil
 }
 
@@ -169,6 +172,7 @@ func (b *Broker) Close() error {
 		}
 		b.lnMu.Unlock()
 		b.wg.Wait()
+		b.stopLogTasks()
 		b.groups.close()
 		b.closeErr = b.closeStorage()
 		b.log.Info("broker stopped")

@@ -37,6 +37,11 @@ type Config struct {
 	CompressionType          string
 	ClusterID                string
 
+	// Log retention and compaction tasks (broker/log_tasks.go).
+	LogRetentionCheckIntervalMs int64
+	LogCleanerEnable            bool
+	LogCleanerBackoffMs         int64
+
 	// Group coordinator and __consumer_offsets.
 	OffsetsTopicNumPartitions       int32
 	OffsetsTopicSegmentBytes        int64
@@ -47,6 +52,10 @@ type Config struct {
 	OffsetsRetentionMs              int64
 	OffsetsRetentionCheckIntervalMs int64
 	OffsetMetadataMaxBytes          int32
+	// KIP-848 consumer groups.
+	GroupConsumerHeartbeatIntervalMs int32
+	GroupConsumerSessionTimeoutMs    int32
+	GroupConsumerAssignors           string
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
@@ -166,16 +175,30 @@ var props = map[string]prop{
 		}
 		return fmt.Errorf("unknown compression type %q", v)
 	}},
-	"offsets.topic.num.partitions":        {"50", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
-	"offsets.topic.replication.factor":    {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
-	"offsets.topic.segment.bytes":         {"104857600", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
-	"group.min.session.timeout.ms":        {"6000", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
-	"group.max.session.timeout.ms":        {"1800000", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
-	"group.initial.rebalance.delay.ms":    {"3000", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
-	"group.max.size":                      {"2147483647", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
-	"offsets.retention.minutes":           {"10080", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
-	"offsets.retention.check.interval.ms": {"600000", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
-	"offset.metadata.max.bytes":           {"4096", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"offsets.topic.num.partitions":         {"50", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.replication.factor":     {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"offsets.topic.segment.bytes":          {"104857600", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
+	"group.min.session.timeout.ms":         {"6000", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.session.timeout.ms":         {"1800000", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.initial.rebalance.delay.ms":     {"3000", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.size":                       {"2147483647", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
+	"offsets.retention.minutes":            {"10080", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
+	"offsets.retention.check.interval.ms":  {"600000", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"offset.metadata.max.bytes":            {"4096", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"log.retention.check.interval.ms":      {"300000", intProp(func(c *Config, v int64) { c.LogRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"log.cleaner.enable":                   {"true", boolProp(func(c *Config, v bool) { c.LogCleanerEnable = v })},
+	"log.cleaner.backoff.ms":               {"15000", intProp(func(c *Config, v int64) { c.LogCleanerBackoffMs = v }, 0, math.MaxInt64)},
+	"group.consumer.heartbeat.interval.ms": {"5000", intProp(func(c *Config, v int64) { c.GroupConsumerHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.session.timeout.ms":    {"45000", intProp(func(c *Config, v int64) { c.GroupConsumerSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.assignors": {"uniform,range", func(c *Config, v string) error {
+		for _, a := range splitList(v) {
+			if a != "uniform" && a != "range" {
+				return fmt.Errorf("unknown assignor %q (uniform, range)", a)
+			}
+		}
+		c.GroupConsumerAssignors = v
+		return nil
+	}},
 	"cluster.id": {"", func(c *Config, v string) error {
 		c.ClusterID = v
 		return nil

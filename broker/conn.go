@@ -166,13 +166,30 @@ func (c *conn) handle(ctx *reqCtx, req protocol.Request) kmsg.Response {
 		return c.b.handleDescribeConfigs(ctx, r)
 	case *kmsg.DescribeClusterRequest:
 		return c.b.handleDescribeCluster(ctx, r)
+	case *kmsg.DeleteRecordsRequest:
+		return c.b.handleDeleteRecords(ctx, r)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return c.b.handleOffsetForLeaderEpoch(ctx, r)
+	case *kmsg.AlterConfigsRequest:
+		return c.b.handleAlterConfigs(ctx, r)
+	case *kmsg.DescribeLogDirsRequest:
+		return c.b.handleDescribeLogDirs(ctx, r)
+	case *kmsg.CreatePartitionsRequest:
+		return c.b.handleCreatePartitions(ctx, r)
+	case *kmsg.ElectLeadersRequest:
+		return c.b.handleElectLeaders(ctx, r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.b.handleIncrementalAlterConfigs(ctx, r)
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return c.b.handleDescribeTopicPartitions(ctx, r)
 	case *kmsg.FindCoordinatorRequest:
 		return c.b.handleFindCoordinator(ctx, r)
 	case *kmsg.OffsetCommitRequest:
 		return c.b.handleOffsetCommit(ctx, r)
 	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
 		*kmsg.OffsetFetchRequest, *kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest,
-		*kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest:
+		*kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest,
+		*kmsg.ConsumerGroupHeartbeatRequest, *kmsg.ConsumerGroupDescribeRequest:
 		return c.b.handleGroupRequest(ctx, r)
 	}
 	c.b.log.Error("no handler for supported api", "api", kmsg.NameForKey(req.Header.APIKey))

@@ -34,6 +34,7 @@ func (b *Broker) handleCreateTopics(_ *reqCtx, req *kmsg.CreateTopicsRequest) km
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.topicsChanged()
 	return resp
 }
 

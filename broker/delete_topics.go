@@ -53,5 +53,6 @@ func (b *Broker) handleDeleteTopics(_ *reqCtx, req *kmsg.DeleteTopicsRequest) km
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.topicsChanged()
 	return resp
 }

@@ -1,10 +1,13 @@
 package broker
 
-// The group coordinator's home in the broker. One group.Coordinator serves
-// every group (a single node leads every __consumer_offsets partition); its
-// state is the compacted topic __consumer_offsets, where group G's records go
-// to partition abs(javaHashCode(G)) % offsets.topic.num.partitions. The
-// topic is created on first use, as Kafka does, and replayed at start-up.
+// The group coordinators' home in the broker. One group.Coordinator (classic
+// protocol, and every group's committed offsets) and one consumer.Coordinator
+// (KIP-848 membership) serve every group, since a single node leads every
+// __consumer_offsets partition. Their state is that compacted topic, where
+// group G's records go to partition abs(javaHashCode(G)) %
+// offsets.topic.num.partitions; both replay every record and skip the other's
+// key versions. The topic is created on first use, as Kafka does, and replayed
+// at start-up. A group id belongs to one protocol at a time (consumer_groups.go).
 //
 // Requests are answered through tokens: each request handed to the
 // coordinator carries a channel that receives exactly one response, possibly
@@ -19,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,6 +39,7 @@ type groups struct {
 	mu struct {
 		sync.Mutex
 		c      *group.Coordinator
+		cc     *consumer.Coordinator
 		topic  *topic
 		timer  *time.Timer
 		closed bool
@@ -89,6 +94,12 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	ccfg := b.consumerGroupConfig()
+	ccfg.ClassicGroupHasMembers = c.HasMembers
+	cc, err := consumer.New(ccfg, consumer.TopicsFunc(b.topicInfos))
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	n := 0
 	for _, p := range t.partitions {
@@ -97,13 +108,18 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 			if err := c.Replay(key, value); err != nil {
 				b.log.Warn("skipping bad __consumer_offsets record", "partition", p.index, "err", err)
 			}
+			if err := cc.Replay(key, value); err != nil {
+				b.log.Warn("skipping bad __consumer_offsets record", "partition", p.index, "err", err)
+			}
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.index, err)
 		}
 	}
-	c.Loaded(b.now())
-	g.mu.c, g.mu.topic = c, t
+	now := b.now()
+	c.Loaded(now)
+	cc.Loaded(now)
+	g.mu.c, g.mu.cc, g.mu.topic = c, cc, t
 	g.rearmLocked()
 	b.log.Info("loaded group coordinator", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
 	return c, nil
@@ -148,9 +164,15 @@ func (g *groups) close() {
 	}
 }
 
-// call runs f against the coordinator under its lock, persists the records it
+// coords are the two coordinators a call may use.
+type coords struct {
+	classic  *group.Coordinator
+	consumer *consumer.Coordinator
+}
+
+// call runs f against the coordinators under their lock, persists the records it
 // returns, then delivers the replies.
-func (g *groups) call(f func(c *group.Coordinator, now time.Time) ([]group.Reply, []group.Record)) error {
+func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
 	if _, err := g.ensure(); err != nil {
 		return err
 	}
@@ -159,13 +181,13 @@ func (g *groups) call(f func(c *group.Coordinator, now time.Time) ([]group.Reply
 	if g.mu.closed {
 		return errors.New("broker is shutting down")
 	}
-	replies, recs := f(g.mu.c, g.b.now())
+	replies, recs := f(coords{g.mu.c, g.mu.cc}, g.b.now())
 	if err := g.persistLocked(recs); err != nil {
 		g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
 		for _, r := range replies {
 			failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
 		}
-		g.mu.c = nil // the next call replays the log, which lacks the failed records
+		g.mu.c, g.mu.cc = nil, nil // the next call replays the log, which lacks the failed records
 	}
 	for _, r := range replies {
 		if t, ok := r.Token.(token); ok {
@@ -218,6 +240,9 @@ func (g *groups) persistLocked(recs []group.Record) error {
 // rearmLocked schedules the next Tick at the coordinator's next deadline.
 func (g *groups) rearmLocked() {
 	next := g.mu.c.NextDeadline()
+	if cn := g.mu.cc.NextDeadline(); !cn.IsZero() && (next.IsZero() || cn.Before(next)) {
+		next = cn
+	}
 	if next.IsZero() {
 		return
 	}
@@ -233,8 +258,9 @@ func (g *groups) rearmLocked() {
 }
 
 func (g *groups) tick() {
-	err := g.call(func(c *group.Coordinator, now time.Time) ([]group.Reply, []group.Record) {
-		return c.Tick(now)
+	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+		replies, recs := cs.classic.Tick(now)
+		return replies, append(recs, fromConsumer(cs.consumer.Tick(now))...)
 	})
 	if err != nil {
 		g.b.log.Debug("group tick skipped", "err", err)
@@ -247,8 +273,8 @@ func (b *Broker) handleGroupRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response
 	tok := make(token, 1)
 	client := group.Client{ID: ctx.hdr.ClientID, Host: "/" + hostOf(ctx.conn.addr)}
 	var handleErr error
-	err := b.groups.call(func(c *group.Coordinator, now time.Time) ([]group.Reply, []group.Record) {
-		r, recs, err := c.Handle(now, tok, client, req)
+	err := b.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
 		handleErr = err
 		return r, recs
 	})

@@ -61,6 +61,12 @@ func (b *Broker) handleMetadata(_ *reqCtx, req *kmsg.MetadataRequest) kmsg.Respo
 		return resp
 	}
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	created := false
+	defer func() {
+		if created {
+			b.topicsChanged()
+		}
+	}()
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			t := b.topicByID(rt.TopicID)
@@ -93,6 +99,8 @@ func (b *Broker) handleMetadata(_ *reqCtx, req *kmsg.MetadataRequest) kmsg.Respo
 				}
 				if kerrv != nil || t == nil {
 					mt.ErrorCode = kerr.LeaderNotAvailable.Code
+				} else {
+					created = true
 				}
 			}
 			if t == nil {

@@ -29,6 +29,9 @@ type partition struct {
 	hw atomic.Int64
 	// lso is the last stable offset. Invariant: lso <= hw.
 	lso atomic.Int64
+	// appendFailing is set while appends fail with storage errors, so the
+	// failure is logged once, not per request (disk_errors.go).
+	appendFailing atomic.Bool
 
 	mu struct {
 		sync.Mutex

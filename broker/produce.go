@@ -46,6 +46,8 @@ func (b *Broker) handleProduce(ctx *reqCtx, req *kmsg.ProduceRequest) kmsg.Respo
 				kerrv = kerr.UnknownTopicOrPartition
 			case isInternal(rt.Topic):
 				kerrv = kerr.InvalidTopicException // clients may not write internal topics
+			case req.Acks == -1 && p.t.settings().minInsyncReplicas > 1:
+				kerrv = kerr.NotEnoughReplicas // the ISR is this broker alone
 			default:
 				var res appendResult
 				res, msg = b.produceTo(ctx, req.Version, p, rp.Records)
@@ -84,10 +86,11 @@ func (b *Broker) produceTo(ctx *reqCtx, version int16, p *partition, recs []byte
 	if len(recs) == 0 {
 		return bad(kerr.InvalidRecord, "produce requests must have at least one record batch per partition")
 	}
-	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > p.t.maxMessageBytes {
-		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), p.t.maxMessageBytes))
+	set := p.t.settings()
+	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > set.maxMessageBytes {
+		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), set.maxMessageBytes))
 	}
-	opts := p.t.validate
+	opts := set.validate
 	now := b.now().UnixMilli()
 	opts.NowMs = now
 	h, _, err := records.ValidateProduce(version, recs, opts)
@@ -106,14 +109,19 @@ func (b *Broker) produceTo(ctx *reqCtx, version int16, p *partition, recs []byte
 	}
 	// A trailing fragment too short to be a batch is ignored, as Kafka does.
 	recs = recs[:h.TotalSize()]
+	if set.recompress && h.Compression() != set.codec && !h.IsControl() {
+		if recs, h, err = recompress(recs, set.codec); err != nil {
+			return bad(kerr.CorruptMessage, err.Error())
+		}
+	}
 	logAppendTime := int64(-1)
 	if opts.LogAppendTime {
 		logAppendTime = now
 		records.SetMaxTimestampLogAppendTime(recs, now)
 	}
 	res, err := p.append(recs, h)
-	if err != nil && !errors.Is(err, errPartitionClosed) {
-		b.log.Error("append failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+	if !errors.Is(err, errPartitionClosed) {
+		b.noteAppend(p, err)
 	}
 	res.logAppendTime = logAppendTime
 	return res, ""

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/kbroker/kbroker/controller"
-	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -16,10 +14,9 @@ import (
 type topic struct {
 	meta       controller.Topic
 	partitions []*partition
-	// maxMessageBytes is the topic's max.message.bytes, resolved at open.
-	maxMessageBytes int
-	// validate holds the topic configs produce validation depends on (NowMs unset).
-	validate records.ValidateOptions
+	// conf holds the resolved configs (topic_settings.go); shared by the
+	// topic values that replace this one when its metadata changes.
+	conf *topicConf
 }
 
 // maxTopicNameLen is Kafka's limit (249, so that "<name>-<partition>" fits a file name).
@@ -102,14 +99,7 @@ func (b *Broker) loadTopics() error {
 
 // openTopic finds or creates the logs of every partition of meta.
 func (b *Broker) openTopic(meta controller.Topic) (*topic, error) {
-	rc := resolveTopicConfig(b.cfg, meta.Configs)
-	t := &topic{meta: meta, maxMessageBytes: int(rc.int64("max.message.bytes")), validate: records.ValidateOptions{
-		Compacted:            strings.Contains(rc.values["cleanup.policy"], "compact"),
-		LogAppendTime:        rc.values["message.timestamp.type"] == "LogAppendTime",
-		CheckTimestamps:      rc.values["message.timestamp.type"] != "LogAppendTime",
-		TimestampBeforeMaxMs: rc.int64("message.timestamp.before.max.ms"),
-		TimestampAfterMaxMs:  rc.int64("message.timestamp.after.max.ms"),
-	}}
+	t := &topic{meta: meta, conf: newTopicConf(b.cfg, meta.Configs)}
 	for i := int32(0); i < meta.Partitions; i++ {
 		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
 		var (

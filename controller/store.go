@@ -38,6 +38,10 @@ type Store interface {
 	Topic(name string) (Topic, bool)
 	CreateTopic(t Topic) error
 	DeleteTopic(name string) error
+	// UpdateTopicConfigs replaces a topic's config overrides.
+	UpdateTopicConfigs(name string, configs map[string]string) error
+	// AddPartitions raises a topic's partition count to total.
+	AddPartitions(name string, total int32) error
 	// NextProducerIDBlock reserves n producer ids and returns the first.
 	// Ids are never handed out twice, across restarts too.
 	NextProducerIDBlock(n int64) (int64, error)
@@ -157,6 +161,48 @@ func (s *FileStore) DeleteTopic(name string) error {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	delete(s.mu.state.Topics, name)
+	if err := s.saveLocked(); err != nil {
+		s.mu.state.Topics[name] = t
+		return err
+	}
+	return nil
+}
+
+// UpdateTopicConfigs implements Store.
+func (s *FileStore) UpdateTopicConfigs(name string, configs map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.mu.state.Topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	nt := t
+	nt.Configs = make(map[string]string, len(configs))
+	for k, v := range configs {
+		nt.Configs[k] = v
+	}
+	s.mu.state.Topics[name] = nt
+	if err := s.saveLocked(); err != nil {
+		s.mu.state.Topics[name] = t
+		return err
+	}
+	return nil
+}
+
+// AddPartitions implements Store. total must exceed the current count.
+func (s *FileStore) AddPartitions(name string, total int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.mu.state.Topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	if total <= t.Partitions {
+		return fmt.Errorf("topic %s has %d partitions; cannot change to %d", name, t.Partitions, total)
+	}
+	nt := t
+	nt.Partitions = total
+	s.mu.state.Topics[name] = nt
 	if err := s.saveLocked(); err != nil {
 		s.mu.state.Topics[name] = t
 		return err

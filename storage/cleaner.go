@@ -224,7 +224,7 @@ func groupSegments(views []segView, maxBytes int64) [][2]int {
 	for i := 0; i < len(views); {
 		j, size := i+1, views[i].size
 		for j < len(views) && size+views[j].size <= maxBytes &&
-			views[j].next-1-views[i].base <= math.MaxInt32 && views[j].next > views[j].base {
+			views[j].next-1-views[i].base <= math.MaxInt32 {
 			size += views[j].size
 			j++
 		}

@@ -128,3 +128,11 @@ func (c *Coordinator) deleteGroup(o *out, g *group, now time.Time) {
 	g.transition(Dead, now)
 	delete(c.groups, g.id)
 }
+
+// HasMembers reports whether the classic group id exists with members, so
+// the broker can keep a group id to one protocol (KIP-848 groups answer
+// GROUP_ID_NOT_FOUND to a heartbeat for a classic group with members).
+func (c *Coordinator) HasMembers(id string) bool {
+	g := c.groups[id]
+	return g != nil && len(g.members) > 0
+}

@@ -1,0 +1,83 @@
+package broker
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// topicSettings are a topic's configs resolved for the paths that use them
+// (produce validation, compression, retention, compaction). A value is never
+// modified: an AlterConfigs stores a new one, so readers need no lock.
+type topicSettings struct {
+	// maxMessageBytes is max.message.bytes.
+	maxMessageBytes int
+	// validate holds the configs produce validation depends on (NowMs unset).
+	validate records.ValidateOptions
+	// recompress is set when compression.type names a codec (not
+	// "producer"): batches arriving in another codec are rebuilt in codec.
+	recompress bool
+	codec      records.Codec
+	// minInsyncReplicas is min.insync.replicas.
+	minInsyncReplicas int32
+	// cleanupDelete and cleanupCompact come from cleanup.policy.
+	cleanupDelete, cleanupCompact bool
+	// retentionMs and retentionBytes are retention.ms and retention.bytes (-1: none).
+	retentionMs, retentionBytes int64
+	// cleaner holds delete.retention.ms, min.compaction.lag.ms and min.cleanable.dirty.ratio.
+	cleaner storage.CleanerConfig
+}
+
+// topicConf holds a topic's current settings. It is shared by every topic
+// value describing the same topic (a topic is replaced, not mutated, when
+// its metadata changes), so partitions always see the latest settings.
+type topicConf struct{ p atomic.Pointer[topicSettings] }
+
+func newTopicConf(c Config, overrides map[string]string) *topicConf {
+	tc := &topicConf{}
+	tc.p.Store(resolveSettings(c, overrides))
+	return tc
+}
+
+// settings returns the topic's current settings.
+func (t *topic) settings() *topicSettings { return t.conf.p.Load() }
+
+// codecs maps compression.type to a codec.
+var codecs = map[string]records.Codec{
+	"uncompressed": records.CodecNone, "gzip": records.CodecGzip, "snappy": records.CodecSnappy,
+	"lz4": records.CodecLZ4, "zstd": records.CodecZstd,
+}
+
+// resolveSettings resolves broker defaults and topic overrides (already
+// validated by validateTopicConfigs).
+func resolveSettings(c Config, overrides map[string]string) *topicSettings {
+	rc := resolveTopicConfig(c, overrides)
+	policy := splitList(rc.values["cleanup.policy"])
+	s := &topicSettings{
+		maxMessageBytes: int(rc.int64("max.message.bytes")),
+		validate: records.ValidateOptions{
+			Compacted:            strings.Contains(rc.values["cleanup.policy"], "compact"),
+			LogAppendTime:        rc.values["message.timestamp.type"] == "LogAppendTime",
+			CheckTimestamps:      rc.values["message.timestamp.type"] != "LogAppendTime",
+			TimestampBeforeMaxMs: rc.int64("message.timestamp.before.max.ms"),
+			TimestampAfterMaxMs:  rc.int64("message.timestamp.after.max.ms"),
+		},
+		minInsyncReplicas: int32(rc.int64("min.insync.replicas")),
+		retentionMs:       rc.int64("retention.ms"),
+		retentionBytes:    rc.int64("retention.bytes"),
+		cleaner: storage.CleanerConfig{
+			DeleteRetentionMs:  rc.int64("delete.retention.ms"),
+			MinCompactionLagMs: rc.int64("min.compaction.lag.ms"),
+		},
+	}
+	s.cleaner.MinCleanableRatio, _ = strconv.ParseFloat(strings.TrimSpace(rc.values["min.cleanable.dirty.ratio"]), 64)
+	for _, p := range policy {
+		s.cleanupDelete = s.cleanupDelete || p == "delete"
+		s.cleanupCompact = s.cleanupCompact || p == "compact"
+	}
+	s.codec, s.recompress = codecs[rc.values["compression.type"]]
+	return s
+}

@@ -1,0 +1,326 @@
+// Package consumer is the KIP-848 consumer group coordinator of Apache
+// Kafka ("group.protocol=consumer"): ConsumerGroupHeartbeat (key 68, v0-v1)
+// and ConsumerGroupDescribe (key 69, v0-v1), written as a deterministic
+// state machine.
+//
+// A Coordinator does no I/O, starts no goroutines, takes no locks and reads
+// no clock: every input carries the current time, topic metadata comes
+// from the Topics the caller supplies, and every output is a value the
+// caller acts on:
+//
+//   - Reply: the response to a request, identified by the caller's Token.
+//     Every request is answered by the call that passes it in; nothing is
+//     parked (the protocol has no barrier).
+//   - Record: a key/value (nil value = tombstone) for the __consumer_offsets
+//     partition of the group, in Kafka's own record schemas.
+//
+// Contract with the caller (the broker):
+//
+//   - Calls are serialised; the Coordinator is not safe for concurrent use.
+//   - Records returned by a call must be appended to __consumer_offsets, in
+//     order, before the Replies of that call are sent. If the append fails,
+//     the state of the partition is ahead of the log: drop this
+//     Coordinator's state for the partition and reload it by Replay.
+//   - Tick must be called at or after NextDeadline; early or extra Ticks
+//     are harmless.
+//   - MetadataChanged must be called after topics are created, deleted or
+//     grow partitions, so that groups pick them up (regex subscriptions
+//     included).
+//   - After Replay of a partition, Loaded(now) starts the session and
+//     revocation timers of the members that were loaded.
+//
+// Semantics follow Kafka 4.0's GroupMetadataManager.consumerGroupHeartbeat,
+// ConsumerGroup and CurrentAssignmentBuilder: a group epoch bumped by
+// membership, subscription and metadata changes; a target assignment
+// computed by a server-side assignor ("uniform" or "range") at the group
+// epoch; and per member a reconciliation that revokes before it assigns: a
+// partition moves to its new owner only after the previous owner's
+// heartbeat has stopped reporting it.
+//
+// State is persisted as ConsumerGroupMetadata (key version 3),
+// ConsumerGroupPartitionMetadata (4), ConsumerGroupMemberMetadata (5),
+// ConsumerGroupTargetAssignmentMetadata (6),
+// ConsumerGroupTargetAssignmentMember (7) and
+// ConsumerGroupCurrentMemberAssignment (8) records, each value at version
+// 0, in the layout of Kafka 3.9/4.0's schemas (kmsg has no types for
+// these, so records.go encodes them; unknown tagged fields are skipped). Every state change is made by applying such a
+// record, on the request path exactly as on Replay. Regular expressions
+// are resolved against the current topics whenever needed rather than
+// persisted as ConsumerGroupRegularExpression records (key version 16).
+//
+// Committed offsets are not held here: the classic coordinator
+// (coordinator/group) stores them for both kinds of group, and
+// ValidateCommit checks a commit's member epoch against this package.
+package consumer
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TopicInfo describes one topic of the cluster.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// Topics supplies the cluster's current topics. The Coordinator calls it
+// during Handle and MetadataChanged and keeps nothing it returns.
+type Topics interface {
+	Topics() []TopicInfo
+}
+
+// TopicsFunc adapts a function to Topics.
+type TopicsFunc func() []TopicInfo
+
+// Topics calls f.
+func (f TopicsFunc) Topics() []TopicInfo { return f() }
+
+// Assignor names.
+const (
+	UniformAssignor = "uniform"
+	RangeAssignor   = "range"
+)
+
+// Config holds the coordinator settings, named after Kafka's broker
+// properties. Start from DefaultConfig.
+type Config struct {
+	// HeartbeatIntervalMs is group.consumer.heartbeat.interval.ms,
+	// returned to members as HeartbeatIntervalMs.
+	HeartbeatIntervalMs int32
+	// SessionTimeoutMs is group.consumer.session.timeout.ms: a member that
+	// does not heartbeat for this long is fenced.
+	SessionTimeoutMs int32
+	// Assignors is group.consumer.assignors: the server-side assignors
+	// members may ask for; the first is the default.
+	Assignors []string
+	// MaxSize is group.consumer.max.size: the most members a group holds.
+	MaxSize int32
+	// NewMemberID makes the member id of a v0 member that joins without
+	// one. Nil means Kafka's scheme, Uuid.randomUuid().toString().
+	NewMemberID func() string
+	// ClassicGroupHasMembers reports whether the classic coordinator holds
+	// a group with members under this id; a heartbeat for it then fails
+	// with GROUP_ID_NOT_FOUND (online migration is not supported). Nil
+	// means never.
+	ClassicGroupHasMembers func(group string) bool
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatIntervalMs: 5000,
+		SessionTimeoutMs:    45000,
+		Assignors:           []string{UniformAssignor, RangeAssignor},
+		MaxSize:             math.MaxInt32,
+	}
+}
+
+// ParseAssignors parses the group.consumer.assignors property, a comma
+// separated list such as "uniform,range".
+func ParseAssignors(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Validate reports the first setting that Kafka would refuse.
+func (c Config) Validate() error {
+	switch {
+	case c.HeartbeatIntervalMs < 1:
+		return errors.New("group.consumer.heartbeat.interval.ms must be >= 1")
+	case c.SessionTimeoutMs < 1:
+		return errors.New("group.consumer.session.timeout.ms must be >= 1")
+	case c.HeartbeatIntervalMs >= c.SessionTimeoutMs:
+		return errors.New("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+	case len(c.Assignors) == 0:
+		return errors.New("group.consumer.assignors must name at least one assignor")
+	case c.MaxSize < 1:
+		return errors.New("group.consumer.max.size must be >= 1")
+	}
+	for i, a := range c.Assignors {
+		if a != UniformAssignor && a != RangeAssignor {
+			return fmt.Errorf("group.consumer.assignors: unknown assignor %q (supported: uniform, range)", a)
+		}
+		if slices.Index(c.Assignors, a) != i {
+			return fmt.Errorf("group.consumer.assignors: %q listed twice", a)
+		}
+	}
+	return nil
+}
+
+// Client identifies the sender of a request: the client.id of the request
+// header and the client host as Kafka prints it ("/" + IP address).
+type Client struct {
+	ID   string
+	Host string
+}
+
+// Reply is a response to send for the request passed in with Token. Resp
+// has its Version set to the version of that request.
+type Reply struct {
+	Token any
+	Resp  kmsg.Response
+}
+
+// Record is one record for __consumer_offsets. Group names the group it
+// belongs to, so the caller can pick the partition; Value nil is a
+// tombstone.
+type Record struct {
+	Group string
+	Key   []byte
+	Value []byte
+}
+
+// Coordinator holds the consumer groups of the __consumer_offsets
+// partitions this broker leads. See the package comment for the calling
+// contract.
+type Coordinator struct {
+	cfg    Config
+	topics Topics
+	groups map[string]*group
+}
+
+// New returns an empty Coordinator reading topic metadata from topics, or
+// an error if cfg is invalid.
+func New(cfg Config, topics Topics) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if topics == nil {
+		return nil, errors.New("consumer coordinator: nil Topics")
+	}
+	cfg.Assignors = slices.Clone(cfg.Assignors)
+	return &Coordinator{cfg: cfg, topics: topics, groups: make(map[string]*group)}, nil
+}
+
+// Handle dispatches a decoded request. It returns an error, and no
+// replies, for a request kind or version this coordinator does not serve;
+// the broker should have refused those already.
+func (c *Coordinator) Handle(now time.Time, token any, client Client, req kmsg.Request) ([]Reply, []Record, error) {
+	v := req.GetVersion()
+	switch req := req.(type) {
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		if v >= 0 && v <= 1 {
+			resp, recs := c.Heartbeat(now, client, req)
+			return []Reply{{Token: token, Resp: resp}}, recs, nil
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		if v >= 0 && v <= 1 {
+			return []Reply{{Token: token, Resp: c.Describe(req)}}, nil, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("consumer group coordinator: unsupported request key %d version %d", req.Key(), v)
+}
+
+// out accumulates the records of one input.
+type out struct {
+	records []Record
+}
+
+// emit applies o to the state and queues its record.
+func (c *Coordinator) emit(w *out, o op) {
+	o.apply(c)
+	w.records = append(w.records, o.record())
+}
+
+// Loaded starts the timers of members restored by Replay, as Kafka does
+// when it finishes loading a partition: a session timeout for every member,
+// a rebalance timeout for members that are revoking. Calling it again only
+// affects members not yet timed.
+func (c *Coordinator) Loaded(now time.Time) {
+	for _, g := range c.groups {
+		for _, m := range g.members {
+			if m.sessionDeadline.IsZero() {
+				m.sessionDeadline = now.Add(ms(c.cfg.SessionTimeoutMs))
+				if m.cur.state == MemberUnrevokedPartitions {
+					m.revokeDeadline = now.Add(ms(m.sub.rebalanceTimeoutMs))
+					m.revokeEpoch = m.cur.epoch
+				}
+			}
+		}
+	}
+}
+
+// NextDeadline returns the earliest time at which Tick has work to do, or
+// the zero time if nothing is scheduled.
+func (c *Coordinator) NextDeadline() time.Time {
+	var next time.Time
+	for _, g := range c.groups {
+		if d := g.nextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	return next
+}
+
+// Tick fences every member whose session expired, and every member that
+// did not revoke its partitions within its rebalance timeout, as of now.
+// It returns the records of those changes; nothing else is answered.
+func (c *Coordinator) Tick(now time.Time) []Record {
+	c.Loaded(now) // times members that were replayed but not yet timed
+	var w out
+	for _, id := range sortedKeys(c.groups) {
+		g := c.groups[id]
+		for _, m := range g.sortedMembers() {
+			switch {
+			case !m.sessionDeadline.IsZero() && !now.Before(m.sessionDeadline):
+				c.fence(&w, g, m)
+			case !m.revokeDeadline.IsZero() && !now.Before(m.revokeDeadline):
+				if m.cur.epoch == m.revokeEpoch && m.cur.state == MemberUnrevokedPartitions {
+					c.fence(&w, g, m)
+				} else {
+					m.revokeDeadline = time.Time{}
+				}
+			}
+		}
+	}
+	return w.records
+}
+
+// MetadataChanged recomputes every group's subscription metadata from the
+// current topics: topics created (a regex may now match them), deleted, or
+// grown. A group whose metadata changed gets a new group epoch, so the
+// next heartbeat of any member computes a new target assignment.
+func (c *Coordinator) MetadataChanged(now time.Time) []Record {
+	_ = now // no timer depends on metadata; kept for the uniform input shape
+	var w out
+	idx := c.topicIndex()
+	for _, id := range sortedKeys(c.groups) {
+		g := c.groups[id]
+		if len(g.members) == 0 && len(g.subMeta) == 0 {
+			continue
+		}
+		if c.refreshSubMeta(&w, g, idx) {
+			c.bumpEpoch(&w, g)
+		}
+	}
+	return w.records
+}
+
+// newMemberID returns a fresh server-generated member id.
+func (c *Coordinator) newMemberID() string {
+	if c.cfg.NewMemberID != nil {
+		return c.cfg.NewMemberID()
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func ms(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
