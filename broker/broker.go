@@ -35,6 +35,7 @@ type Broker struct {
 
 	pids   producerIDs
 	groups groups
+	txns   txns
 	// tasks are the retention and cleaner goroutines (log_tasks.go).
 	tasks logTasks
 
@@ -82,6 +83,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.loadGroups(); err != nil {
+		return nil, err
+	}
+	if err := b.loadTxns(); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -173,6 +177,7 @@ func (b *Broker) Close() error {
 		b.lnMu.Unlock()
 		b.wg.Wait()
 		b.stopLogTasks()
+		b.txns.close()
 		b.groups.close()
 		b.closeErr = b.closeStorage()
 		b.log.Info("broker stopped")

@@ -52,6 +52,12 @@ type Config struct {
 	OffsetsRetentionMs              int64
 	OffsetsRetentionCheckIntervalMs int64
 	OffsetMetadataMaxBytes          int32
+	// Transaction coordinator and __transaction_state.
+	TransactionStateLogNumPartitions          int32
+	TransactionStateLogSegmentBytes           int64
+	TransactionMaxTimeoutMs                   int32
+	TransactionalIDExpirationMs               int64
+	TransactionAbortTimedOutCleanupIntervalMs int64
 	// KIP-848 consumer groups.
 	GroupConsumerHeartbeatIntervalMs int32
 	GroupConsumerSessionTimeoutMs    int32
@@ -199,6 +205,13 @@ var props = map[string]prop{
 		c.GroupConsumerAssignors = v
 		return nil
 	}},
+	"transaction.state.log.num.partitions":                        {"50", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"transaction.state.log.replication.factor":                    {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"transaction.state.log.min.isr":                               {"2", intProp(func(c *Config, v int64) {}, 1, math.MaxInt32)},
+	"transaction.state.log.segment.bytes":                         {"104857600", intProp(func(c *Config, v int64) { c.TransactionStateLogSegmentBytes = v }, 1, math.MaxInt32)},
+	"transaction.max.timeout.ms":                                  {"900000", intProp(func(c *Config, v int64) { c.TransactionMaxTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"transactional.id.expiration.ms":                              {"604800000", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"10000", intProp(func(c *Config, v int64) { c.TransactionAbortTimedOutCleanupIntervalMs = v }, 1, math.MaxInt32)},
 	"cluster.id": {"", func(c *Config, v string) error {
 		c.ClusterID = v
 		return nil

@@ -186,8 +186,17 @@ func (c *conn) handle(ctx *reqCtx, req protocol.Request) kmsg.Response {
 		return c.b.handleFindCoordinator(ctx, r)
 	case *kmsg.OffsetCommitRequest:
 		return c.b.handleOffsetCommit(ctx, r)
+	case *kmsg.OffsetFetchRequest:
+		return c.b.handleOffsetFetch(ctx, r)
+	case *kmsg.TxnOffsetCommitRequest:
+		return c.b.handleTxnOffsetCommit(ctx, r)
+	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest,
+		*kmsg.DescribeTransactionsRequest, *kmsg.ListTransactionsRequest:
+		return c.b.handleTxnRequest(ctx, r)
+	case *kmsg.DescribeProducersRequest:
+		return c.b.handleDescribeProducers(ctx, r)
 	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
-		*kmsg.OffsetFetchRequest, *kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest,
+		*kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest,
 		*kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest,
 		*kmsg.ConsumerGroupHeartbeatRequest, *kmsg.ConsumerGroupDescribeRequest:
 		return c.b.handleGroupRequest(ctx, r)

@@ -28,7 +28,10 @@ func (b *Broker) handleFindCoordinator(ctx *reqCtx, req *kmsg.FindCoordinatorReq
 				kerrv = kerr.CoordinatorNotAvailable
 			}
 		case 1:
-			kerrv = kerr.CoordinatorNotAvailable // no transaction coordinator yet
+			if err := b.txns.ensure(); err != nil {
+				b.log.Error("transaction coordinator unavailable", "err", err)
+				kerrv = kerr.CoordinatorNotAvailable
+			}
 		default:
 			kerrv = kerr.InvalidRequest
 		}

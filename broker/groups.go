@@ -41,6 +41,9 @@ type groups struct {
 		c      *group.Coordinator
 		cc     *consumer.Coordinator
 		topic  *topic
+		// pendingTxn holds transactional offset commits by producer id until
+		// their transaction's marker is written (Kafka's pending offsets).
+		pendingTxn map[int64][]pendingOffset
 		timer  *time.Timer
 		closed bool
 	}
@@ -102,20 +105,57 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 	}
 	start := time.Now()
 	n := 0
+	apply := func(part int32, key, value []byte) {
+		n++
+		if err := c.Replay(key, value); err != nil {
+			b.log.Warn("skipping bad __consumer_offsets record", "partition", part, "err", err)
+		}
+		if err := cc.Replay(key, value); err != nil {
+			b.log.Warn("skipping bad __consumer_offsets record", "partition", part, "err", err)
+		}
+	}
+	pending := map[int64][]pendingOffset{}
 	for _, p := range t.partitions {
-		err := replayPartition(p, func(key, value []byte) {
-			n++
-			if err := c.Replay(key, value); err != nil {
-				b.log.Warn("skipping bad __consumer_offsets record", "partition", p.index, "err", err)
-			}
-			if err := cc.Replay(key, value); err != nil {
-				b.log.Warn("skipping bad __consumer_offsets record", "partition", p.index, "err", err)
+		err := replayPartition(p, func(h records.Header, recs []records.Record) {
+			switch {
+			case h.IsControl():
+				commit := false
+				if len(recs) == 1 {
+					ct, err := records.ParseControlKey(recs[0].Key)
+					commit = err == nil && ct == records.ControlCommit
+				}
+				var keep []pendingOffset
+				for _, po := range pending[h.ProducerID] {
+					switch {
+					case po.part != p.index:
+						keep = append(keep, po)
+					case commit:
+						apply(po.part, po.key, po.value)
+					}
+				}
+				pending[h.ProducerID] = keep
+			case h.IsTransactional():
+				for _, r := range recs {
+					var k kmsg.OffsetCommitKey
+					_ = k.ReadFrom(r.Key)
+					pending[h.ProducerID] = append(pending[h.ProducerID], pendingOffset{part: p.index, group: k.Group, key: r.Key, value: r.Value})
+				}
+			default:
+				for _, r := range recs {
+					apply(p.index, r.Key, r.Value)
+				}
 			}
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.index, err)
 		}
 	}
+	for pid, pos := range pending {
+		if len(pos) == 0 {
+			delete(pending, pid)
+		}
+	}
+	g.mu.pendingTxn = pending
 	now := b.now()
 	c.Loaded(now)
 	cc.Loaded(now)
@@ -125,8 +165,8 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 	return c, nil
 }
 
-// replayPartition calls f for every record of the partition up to its HW.
-func replayPartition(p *partition, f func(key, value []byte)) error {
+// replayPartition calls f with every batch of the partition up to its HW.
+func replayPartition(p *partition, f func(h records.Header, recs []records.Record)) error {
 	off, end := p.log.LogStartOffset(), p.highWatermark()
 	for off < end {
 		data, err := p.log.Read(off, rebuildChunk, end, true)
@@ -141,16 +181,20 @@ func replayPartition(p *partition, f func(key, value []byte)) error {
 			if err != nil {
 				return fmt.Errorf("batch at offset %d: %w", off, err)
 			}
-			if !h.IsControl() {
-				for _, r := range recs {
-					f(r.Key, r.Value)
-				}
-			}
+			f(h, recs)
 			off = h.NextOffset()
 			data = data[h.TotalSize():]
 		}
 	}
 	return nil
+}
+
+// pendingOffset is a transactional offset commit record waiting for its
+// transaction's marker in __consumer_offsets partition part.
+type pendingOffset struct {
+	part       int32
+	group      string
+	key, value []byte
 }
 
 // close stops the timer and refuses further calls; parked requests are
@@ -203,38 +247,83 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 	return nil
 }
 
-// persistLocked appends records to their groups' partitions, one batch per partition.
+// persistLocked appends records to their groups' partitions.
 func (g *groups) persistLocked(recs []group.Record) error {
+	return appendInternal(g.mu.topic, g.b.now(), recs, group.PartitionFor)
+}
+
+// appendInternal appends coordinator records to an internal topic, one
+// batch per partition, the partition of each record chosen by partitionFor
+// of its key (group or transactional id).
+func appendInternal(t *topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	n := int32(len(g.mu.topic.partitions))
+	n := int32(len(t.partitions))
 	byPart := map[int32][]records.Record{}
 	var order []int32
 	for _, r := range recs {
-		p := group.PartitionFor(r.Group, n)
+		p := partitionFor(r.Group, n)
 		if _, ok := byPart[p]; !ok {
 			order = append(order, p)
 		}
 		byPart[p] = append(byPart[p], records.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
 	}
-	now := g.b.now().UnixMilli()
+	ms := now.UnixMilli()
 	for _, pi := range order {
-		batch, err := records.Build(records.BatchSpec{FirstTimestamp: now, MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, byPart[pi])
+		batch, err := records.Build(records.BatchSpec{FirstTimestamp: ms, MaxTimestamp: ms, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, byPart[pi])
 		if err != nil {
 			return err
 		}
-		h, err := records.ParseHeader(batch)
-		if err != nil {
-			return err
-		}
-		if res, err := g.mu.topic.partitions[pi].append(batch, h); err != nil {
-			return err
-		} else if res.err != nil {
-			return fmt.Errorf("append to %s-%d: %s", offsetsTopic, pi, res.err.Message)
+		if err := t.partitions[pi].appendInternal(batch); err != nil {
+			return fmt.Errorf("append to %s-%d: %w", t.meta.Name, pi, err)
 		}
 	}
 	return nil
+}
+
+// completeTxnOffsets applies (commit) or drops (abort) the pending
+// transactional offsets of a producer in one __consumer_offsets partition,
+// after its marker was written there.
+func (g *groups) completeTxnOffsets(producerID int64, part int32, commit bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.c == nil {
+		return // not loaded: the next load replays the marker
+	}
+	var keep []pendingOffset
+	for _, po := range g.mu.pendingTxn[producerID] {
+		switch {
+		case po.part != part:
+			keep = append(keep, po)
+		case commit:
+			if err := g.mu.c.Replay(po.key, po.value); err != nil {
+				g.b.log.Warn("applying transactional offset", "group", po.group, "err", err)
+			}
+		}
+	}
+	if len(keep) == 0 {
+		delete(g.mu.pendingTxn, producerID)
+	} else {
+		g.mu.pendingTxn[producerID] = keep
+	}
+}
+
+// hasPendingTxnOffset reports whether a transaction holds an uncommitted
+// offset for the group's topic partition (OffsetFetch require_stable).
+func (g *groups) hasPendingTxnOffsetLocked(groupID, topic string, partition int32) bool {
+	for _, pos := range g.mu.pendingTxn {
+		for _, po := range pos {
+			if po.group != groupID {
+				continue
+			}
+			var k kmsg.OffsetCommitKey
+			if k.ReadFrom(po.key) == nil && k.Topic == topic && k.Partition == partition {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rearmLocked schedules the next Tick at the coordinator's next deadline.

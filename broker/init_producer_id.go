@@ -3,8 +3,8 @@ package broker
 // InitProducerId v0–v5. v2 flexible; v3 passes an existing producer id and
 // epoch (KIP-360); v4–v5 change nothing the broker answers differently.
 // Idempotent producers (no transactional id) always get a fresh producer id
-// with epoch 0, as Kafka does. Transactional ids need the transaction
-// coordinator, which this broker does not have yet.
+// with epoch 0, as Kafka does, without touching __transaction_state;
+// transactional ids go to the transaction coordinator (txns.go).
 
 import (
 	"sync"
@@ -45,10 +45,7 @@ func (b *Broker) handleInitProducerID(ctx *reqCtx, req *kmsg.InitProducerIDReque
 	resp.ProducerID = -1
 	resp.ProducerEpoch = -1
 	if req.TransactionalID != nil {
-		b.log.Warn("rejected InitProducerId: transactions are not supported yet", "client", ctx.conn.addr,
-			"client_id", ctx.hdr.ClientID, "transactional_id", *req.TransactionalID)
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp
+		return b.handleTxnRequest(ctx, req)
 	}
 	id, err := b.pids.allocate()
 	if err != nil {

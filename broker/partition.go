@@ -117,12 +117,36 @@ func (p *partition) appendMarker(producerID int64, epoch int16, ct records.Contr
 	if p.mu.closed {
 		return errPartitionClosed
 	}
+	if st := p.mu.producers[producerID]; st != nil && epoch < st.epoch {
+		return nil // a stale marker: the producer moved on (Kafka answers INVALID_PRODUCER_EPOCH)
+	}
 	info, err := p.log.Append(batch, p.leaderEpoch)
 	if err != nil {
 		return err
 	}
 	p.mu.producers.observeMarker(h)
 	p.advanceLocked(h, info, ct)
+	return nil
+}
+
+// appendInternal writes a batch built by a coordinator: no client
+// validation and no idempotence checks (its sequence is -1), but transaction
+// state, HW and LSO follow it as for any batch.
+func (p *partition) appendInternal(batch []byte) error {
+	h, err := records.ParseHeader(batch)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return errPartitionClosed
+	}
+	info, err := p.log.Append(batch, p.leaderEpoch)
+	if err != nil {
+		return err
+	}
+	p.advanceLocked(h, info, 0)
 	return nil
 }
 

@@ -50,7 +50,7 @@ func (b *Broker) handleProduce(ctx *reqCtx, req *kmsg.ProduceRequest) kmsg.Respo
 				kerrv = kerr.NotEnoughReplicas // the ISR is this broker alone
 			default:
 				var res appendResult
-				res, msg = b.produceTo(ctx, req.Version, p, rp.Records)
+				res, msg = b.produceTo(ctx, req.Version, req.TransactionID, p, rp.Records)
 				kerrv = res.err
 				if kerrv == nil {
 					sp.BaseOffset = res.baseOffset
@@ -77,7 +77,7 @@ func (b *Broker) handleProduce(ctx *reqCtx, req *kmsg.ProduceRequest) kmsg.Respo
 // produceTo validates the partition's record set and appends it. It returns
 // the Kafka error and, for bad input, a message for the client; bad input and
 // storage failures are logged once here.
-func (b *Broker) produceTo(ctx *reqCtx, version int16, p *partition, recs []byte) (appendResult, string) {
+func (b *Broker) produceTo(ctx *reqCtx, version int16, txnID *string, p *partition, recs []byte) (appendResult, string) {
 	bad := func(e *kerr.Error, msg string) (appendResult, string) {
 		b.log.Warn("rejected produce", "client", ctx.conn.addr, "client_id", ctx.hdr.ClientID,
 			"topic", p.t.meta.Name, "partition", p.index, "error", e.Message, "reason", msg)
@@ -105,7 +105,18 @@ func (b *Broker) produceTo(ctx *reqCtx, version int16, p *partition, recs []byte
 		return bad(kerr.CorruptMessage, err.Error())
 	}
 	if h.IsTransactional() {
-		return bad(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported by this broker yet")
+		// The partition must be part of the producer's open transaction
+		// (KIP-890 part 1 verification), so a late write cannot hang the LSO.
+		if txnID == nil {
+			return bad(kerr.InvalidTxnState, "transactional batch in a produce request without a transactional id")
+		}
+		if code := b.verifyTxnPartition(*txnID, h.ProducerID, h.ProducerEpoch, p.t.meta.Name, p.index); code != 0 {
+			kerrv, _ := kerr.ErrorForCode(code).(*kerr.Error)
+			if kerrv == nil {
+				kerrv = kerr.UnknownServerError
+			}
+			return appendResult{err: kerrv}, ""
+		}
 	}
 	// A trailing fragment too short to be a batch is ignored, as Kafka does.
 	recs = recs[:h.TotalSize()]

@@ -34,6 +34,13 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.ListGroups):             {0, 5},
 	int16(kmsg.DeleteGroups):           {0, 2},
 	int16(kmsg.OffsetDelete):           {0, 0},
+	int16(kmsg.AddPartitionsToTxn):     {0, 5},
+	int16(kmsg.AddOffsetsToTxn):        {0, 4},
+	int16(kmsg.EndTxn):                 {0, 5},
+	int16(kmsg.TxnOffsetCommit):        {0, 4},
+	int16(kmsg.DescribeProducers):      {0, 0},
+	int16(kmsg.DescribeTransactions):   {0, 0},
+	int16(kmsg.ListTransactions):       {0, 1},
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 1},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 1},
 
