@@ -38,14 +38,14 @@ type groups struct {
 
 	mu struct {
 		sync.Mutex
-		c      *group.Coordinator
-		cc     *consumer.Coordinator
-		topic  *topic
+		c     *group.Coordinator
+		cc    *consumer.Coordinator
+		topic *topic
 		// pendingTxn holds transactional offset commits by producer id until
 		// their transaction's marker is written (Kafka's pending offsets).
 		pendingTxn map[int64][]pendingOffset
-		timer  *time.Timer
-		closed bool
+		timer      *time.Timer
+		closed     bool
 	}
 }
 
