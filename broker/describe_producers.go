@@ -45,7 +45,7 @@ func (p *partition) activeProducers() []kmsg.DescribeProducersResponseTopicParti
 		if n := len(st.batches); n > 0 {
 			ap.LastSequence = st.batches[n-1].lastSeq
 		}
-		ap.LastTimestamp = -1
+		ap.LastTimestamp = st.lastAppendMs
 		ap.CoordinatorEpoch = -1
 		ap.CurrentTxnStartOffset = -1
 		if first, ok := p.mu.txns.ongoing[pid]; ok {

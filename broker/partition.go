@@ -22,6 +22,8 @@ type partition struct {
 	log   *storage.Log
 	dir   *storage.Dir
 
+	logger *slog.Logger
+
 	// leaderEpoch is the epoch written into every appended batch.
 	leaderEpoch int32
 
@@ -36,6 +38,8 @@ type partition struct {
 	mu struct {
 		sync.Mutex
 		closed    bool
+		// sinceSnapshot counts bytes appended since the last producer snapshot.
+		sinceSnapshot int
 		producers producerStates
 		txns      partitionTxns
 		// arrived is closed and replaced on every append and on close, to wake parked fetches.
@@ -44,25 +48,35 @@ type partition struct {
 }
 
 func newPartition(t *topic, index int32, log *storage.Log, dir *storage.Dir, logger *slog.Logger) (*partition, error) {
-	p := &partition{t: t, index: index, log: log, dir: dir}
+	p := &partition{t: t, index: index, log: log, dir: dir, logger: logger}
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
-	if err := p.rebuildState(); err != nil {
+	from := log.LogStartOffset()
+	if off, data, ok := log.LatestProducerSnapshot(log.LogEndOffset()); ok {
+		if _, err := p.decodeSnapshotLocked(data); err != nil {
+			logger.Warn("ignoring producer snapshot; replaying the whole log", "topic", t.meta.Name, "partition", index, "err", err)
+			p.mu.producers = producerStates{}
+			p.mu.txns = partitionTxns{}
+		} else if off > from {
+			from = off
+		}
+	}
+	if err := p.rebuildState(from); err != nil {
 		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.meta.Name, index, err)
 	}
 	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
-	_ = logger
 	return p, nil
 }
 
 // rebuildChunk is how much log is read at a time when rebuilding.
 const rebuildChunk = 1 << 20
 
-// rebuildState replays the batches of the whole log into the producer and
-// transaction state. Producer-state snapshots, to bound this scan, are future work.
-func (p *partition) rebuildState() error {
-	off, end := p.log.LogStartOffset(), p.log.LogEndOffset()
+// rebuildState replays the batches from offset off to the log end into the
+// producer and transaction state (off is the log start, or the offset of the
+// producer snapshot the state was loaded from).
+func (p *partition) rebuildState(off int64) error {
+	end := p.log.LogEndOffset()
 	for off < end {
 		data, err := p.log.Read(off, rebuildChunk, end, true)
 		if err != nil {
@@ -153,6 +167,11 @@ func (p *partition) appendInternal(batch []byte) error {
 // advanceLocked moves the HW and LSO past an appended batch and wakes fetches.
 func (p *partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
 	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
+	if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
+		if err := p.snapshotLocked(); err != nil {
+			p.logger.Warn("producer snapshot failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+		}
+	}
 	hw := info.LastOffset + 1
 	p.hw.Store(hw)
 	p.lso.Store(p.mu.txns.lastStable(hw))
@@ -167,6 +186,19 @@ func (p *partition) waitArrival() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.arrived
+}
+
+// closeAndSnapshot is close preceded by a producer-state snapshot at the log
+// end, so a clean restart replays nothing.
+func (p *partition) closeAndSnapshot() {
+	p.mu.Lock()
+	if !p.mu.closed {
+		if err := p.snapshotLocked(); err != nil {
+			p.logger.Warn("producer snapshot failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+		}
+	}
+	p.mu.Unlock()
+	p.close()
 }
 
 // close stops appends and wakes parked fetches. The log itself is closed by its Dir.

@@ -21,6 +21,8 @@ type batchMeta struct {
 type producerState struct {
 	epoch   int16
 	batches []batchMeta
+	// lastAppendMs is the max timestamp of the producer's last batch, as Kafka's lastTimestamp.
+	lastAppendMs int64
 }
 
 // producerStates maps producer id to its state.
@@ -80,6 +82,7 @@ func (ps producerStates) update(h records.Header, baseOffset int64) {
 		st.batches = append(st.batches[:0], st.batches[1:]...)
 	}
 	st.batches = append(st.batches, batchMeta{firstSeq: h.BaseSequence, lastSeq: lastSeqOf(h), baseOffset: baseOffset})
+	st.lastAppendMs = h.MaxTimestamp
 }
 
 // observeMarker applies a transaction marker: a marker at a newer epoch
