@@ -43,15 +43,17 @@ type Config struct {
 	LogCleanerBackoffMs         int64
 
 	// Group coordinator and __consumer_offsets.
-	OffsetsTopicNumPartitions       int32
-	OffsetsTopicSegmentBytes        int64
-	GroupMinSessionTimeoutMs        int32
-	GroupMaxSessionTimeoutMs        int32
-	GroupInitialRebalanceDelayMs    int32
-	GroupMaxSize                    int32
-	OffsetsRetentionMs              int64
-	OffsetsRetentionCheckIntervalMs int64
-	OffsetMetadataMaxBytes          int32
+	OffsetsTopicNumPartitions           int32
+	OffsetsTopicSegmentBytes            int64
+	GroupMinSessionTimeoutMs            int32
+	GroupMaxSessionTimeoutMs            int32
+	GroupInitialRebalanceDelayMs        int32
+	GroupMaxSize                        int32
+	OffsetsRetentionMs                  int64
+	OffsetsRetentionCheckIntervalMs     int64
+	OffsetMetadataMaxBytes              int32
+	ProducerIDExpirationMs              int64
+	ProducerIDExpirationCheckIntervalMs int64
 	// Transaction coordinator and __transaction_state.
 	TransactionStateLogNumPartitions          int32
 	TransactionStateLogSegmentBytes           int64
@@ -205,6 +207,8 @@ var props = map[string]prop{
 		c.GroupConsumerAssignors = v
 		return nil
 	}},
+	"producer.id.expiration.ms":                                   {"86400000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
+	"producer.id.expiration.check.interval.ms":                    {"600000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},
 	"transaction.state.log.num.partitions":                        {"50", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},
 	"transaction.state.log.replication.factor":                    {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
 	"transaction.state.log.min.isr":                               {"2", intProp(func(c *Config, v int64) {}, 1, math.MaxInt32)},

@@ -93,7 +93,7 @@ func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 		}
 		var p *partition
 		if err == nil {
-			p, err = newPartition(nt, i, log, dir, b.log)
+			p, err = newPartition(nt, i, log, dir, b.partitionEnv())
 		}
 		if err != nil {
 			// The store already has the new count: the missing logs are

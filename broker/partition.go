@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
@@ -23,6 +24,7 @@ type partition struct {
 	dir   *storage.Dir
 
 	logger *slog.Logger
+	env    partitionEnv
 
 	// leaderEpoch is the epoch written into every appended batch.
 	leaderEpoch int32
@@ -37,18 +39,36 @@ type partition struct {
 
 	mu struct {
 		sync.Mutex
-		closed    bool
+		closed bool
 		// sinceSnapshot counts bytes appended since the last producer snapshot.
 		sinceSnapshot int
-		producers producerStates
-		txns      partitionTxns
+		// nextExpiry is when idempotent producers are next checked for expiry.
+		nextExpiry time.Time
+		producers  producerStates
+		txns       partitionTxns
 		// arrived is closed and replaced on every append and on close, to wake parked fetches.
 		arrived chan struct{}
 	}
 }
 
-func newPartition(t *topic, index int32, log *storage.Log, dir *storage.Dir, logger *slog.Logger) (*partition, error) {
-	p := &partition{t: t, index: index, log: log, dir: dir, logger: logger}
+// partitionEnv is what a partition needs from its broker.
+type partitionEnv struct {
+	logger *slog.Logger
+	now    func() time.Time
+	// producerExpirationMs is producer.id.expiration.ms: idempotent producers
+	// silent for this long (and with no open transaction) are forgotten.
+	producerExpirationMs int64
+	// producerExpirationCheckMs is producer.id.expiration.check.interval.ms.
+	producerExpirationCheckMs int64
+}
+
+func (b *Broker) partitionEnv() partitionEnv {
+	return partitionEnv{logger: b.log, now: b.now, producerExpirationMs: b.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: b.cfg.ProducerIDExpirationCheckIntervalMs}
+}
+
+func newPartition(t *topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*partition, error) {
+	logger := env.logger
+	p := &partition{t: t, index: index, log: log, dir: dir, logger: logger, env: env}
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
@@ -164,6 +184,17 @@ func (p *partition) appendInternal(batch []byte) error {
 	return nil
 }
 
+// expireProducersLocked forgets producers idle longer than
+// producer.id.expiration.ms, at most once per check interval.
+func (p *partition) expireProducersLocked() {
+	now := p.env.now()
+	if now.Before(p.mu.nextExpiry) || p.env.producerExpirationMs <= 0 {
+		return
+	}
+	p.mu.nextExpiry = now.Add(time.Duration(p.env.producerExpirationCheckMs) * time.Millisecond)
+	p.mu.producers.expire(now.UnixMilli()-p.env.producerExpirationMs, p.mu.txns.ongoing)
+}
+
 // advanceLocked moves the HW and LSO past an appended batch and wakes fetches.
 func (p *partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
 	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
@@ -232,6 +263,7 @@ func (p *partition) append(batch []byte, h records.Header) (appendResult, error)
 		return appendResult{err: kerr.NotLeaderForPartition}, errPartitionClosed
 	}
 	if h.ProducerID >= 0 {
+		p.expireProducersLocked()
 		if dup, ok, kerrv := p.mu.producers.check(h); kerrv != nil {
 			return appendResult{err: kerrv}, nil
 		} else if ok {

@@ -85,6 +85,16 @@ func (ps producerStates) update(h records.Header, baseOffset int64) {
 	st.lastAppendMs = h.MaxTimestamp
 }
 
+// expire forgets producers whose last batch is older than cutoffMs and that
+// have no open transaction (ongoing), as Kafka's removeExpiredProducers.
+func (ps producerStates) expire(cutoffMs int64, ongoing map[int64]int64) {
+	for id, st := range ps {
+		if _, open := ongoing[id]; !open && st.lastAppendMs < cutoffMs {
+			delete(ps, id)
+		}
+	}
+}
+
 // observeMarker applies a transaction marker: a marker at a newer epoch
 // (the coordinator fenced the producer) starts that epoch afresh.
 func (ps producerStates) observeMarker(h records.Header) {

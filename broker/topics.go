@@ -122,7 +122,7 @@ func (b *Broker) openTopic(meta controller.Topic) (*topic, error) {
 				return nil, fmt.Errorf("creating log for %s-%d: %w", meta.Name, i, err)
 			}
 		}
-		p, err := newPartition(t, i, log, dir, b.log)
+		p, err := newPartition(t, i, log, dir, b.partitionEnv())
 		if err != nil {
 			return nil, err
 		}
