@@ -49,9 +49,6 @@ type groups struct {
 	}
 }
 
-// token is the reply slot of one request handed to the coordinator.
-type token chan kmsg.Response
-
 func (b *Broker) groupConfig() group.Config {
 	gc := group.DefaultConfig()
 	gc.GroupMinSessionTimeoutMs = b.cfg.GroupMinSessionTimeoutMs
@@ -234,12 +231,7 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 		g.mu.c, g.mu.cc = nil, nil // the next call replays the log, which lacks the failed records
 	}
 	for _, r := range replies {
-		if t, ok := r.Token.(token); ok {
-			select {
-			case t <- r.Resp:
-			default:
-			}
-		}
+		deliver(r.Token, r.Resp)
 	}
 	if g.mu.c != nil {
 		g.rearmLocked()
@@ -328,22 +320,7 @@ func (g *groups) hasPendingTxnOffsetLocked(groupID, topic string, partition int3
 
 // rearmLocked schedules the next Tick at the coordinator's next deadline.
 func (g *groups) rearmLocked() {
-	next := g.mu.c.NextDeadline()
-	if cn := g.mu.cc.NextDeadline(); !cn.IsZero() && (next.IsZero() || cn.Before(next)) {
-		next = cn
-	}
-	if next.IsZero() {
-		return
-	}
-	d := next.Sub(g.b.now())
-	if d < 0 {
-		d = 0
-	}
-	if g.mu.timer == nil {
-		g.mu.timer = time.AfterFunc(d, g.tick)
-		return
-	}
-	g.mu.timer.Reset(d)
+	rearm(&g.mu.timer, g.b.now(), earliest(g.mu.c.NextDeadline(), g.mu.cc.NextDeadline()), g.tick)
 }
 
 func (g *groups) tick() {
@@ -370,18 +347,7 @@ func (b *Broker) handleGroupRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response
 	if err == nil {
 		err = handleErr
 	}
-	if err != nil {
-		b.log.Warn("closing connection: group request failed", "client", ctx.conn.addr, "api", kmsg.NameForKey(req.Key()), "err", err)
-		ctx.closeConn = true
-		return nil
-	}
-	select {
-	case resp := <-tok:
-		return resp
-	case <-b.closing:
-		ctx.closeConn = true
-		return nil
-	}
+	return b.awaitReply(ctx, req, tok, err)
 }
 
 func hostOf(addr string) string {

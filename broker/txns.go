@@ -148,12 +148,7 @@ func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []tx
 		x.mu.c = nil
 	}
 	for _, r := range replies {
-		if t, ok := r.Token.(token); ok {
-			select {
-			case t <- r.Resp:
-			default:
-			}
-		}
+		deliver(r.Token, r.Resp)
 	}
 	if x.mu.c != nil {
 		x.writeMarkersLocked(markers)
@@ -218,22 +213,9 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 func (x *txns) rearmLocked() {
 	next := x.mu.c.NextDeadline()
 	if len(x.mu.unwritten) > 0 {
-		if retry := x.b.now().Add(markerRetry); next.IsZero() || retry.Before(next) {
-			next = retry
-		}
+		next = earliest(next, x.b.now().Add(markerRetry))
 	}
-	if next.IsZero() {
-		return
-	}
-	d := next.Sub(x.b.now())
-	if d < 0 {
-		d = 0
-	}
-	if x.mu.timer == nil {
-		x.mu.timer = time.AfterFunc(d, x.tick)
-		return
-	}
-	x.mu.timer.Reset(d)
+	rearm(&x.mu.timer, x.b.now(), next, x.tick)
 }
 
 func (x *txns) tick() {
@@ -261,18 +243,7 @@ func (b *Broker) handleTxnRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response {
 	if err == nil {
 		err = handleErr
 	}
-	if err != nil {
-		b.log.Warn("closing connection: transaction request failed", "client", ctx.conn.addr, "api", kmsg.NameForKey(req.Key()), "err", err)
-		ctx.closeConn = true
-		return nil
-	}
-	select {
-	case resp := <-tok:
-		return resp
-	case <-b.closing:
-		ctx.closeConn = true
-		return nil
-	}
+	return b.awaitReply(ctx, req, tok, err)
 }
 
 // verifyTxnPartition asks the coordinator whether a transactional produce's

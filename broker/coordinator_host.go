@@ -1,0 +1,66 @@
+package broker
+
+// Plumbing shared by the broker's hosts of the pure coordinators (groups.go,
+// txns.go): reply tokens, timers, and waiting for an answer.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// token is the reply slot of one request handed to a coordinator; it
+// receives exactly one response, possibly from a later call.
+type token chan kmsg.Response
+
+// deliver hands resp to the request waiting on tok (a token; other values
+// are ignored). It never blocks: a token holds one response.
+func deliver(tok any, resp kmsg.Response) {
+	if t, ok := tok.(token); ok {
+		select {
+		case t <- resp:
+		default:
+		}
+	}
+}
+
+// earliest is the earliest non-zero time, or zero when all are zero.
+func earliest(ts ...time.Time) time.Time {
+	var min time.Time
+	for _, t := range ts {
+		if !t.IsZero() && (min.IsZero() || t.Before(min)) {
+			min = t
+		}
+	}
+	return min
+}
+
+// rearm schedules f at next (zero: nothing to schedule), creating the timer on first use.
+func rearm(timer **time.Timer, now, next time.Time, f func()) {
+	if next.IsZero() {
+		return
+	}
+	d := max(next.Sub(now), 0)
+	if *timer == nil {
+		*timer = time.AfterFunc(d, f)
+		return
+	}
+	(*timer).Reset(d)
+}
+
+// awaitReply waits for the answer to a request handed to a coordinator. A
+// failed hand-over (callErr) or shutdown closes the connection unanswered.
+func (b *Broker) awaitReply(ctx *reqCtx, req kmsg.Request, tok token, callErr error) kmsg.Response {
+	if callErr != nil {
+		b.log.Warn("closing connection: coordinator request failed", "client", ctx.conn.addr, "api", kmsg.NameForKey(req.Key()), "err", callErr)
+		ctx.closeConn = true
+		return nil
+	}
+	select {
+	case resp := <-tok:
+		return resp
+	case <-b.closing:
+		ctx.closeConn = true
+		return nil
+	}
+}
