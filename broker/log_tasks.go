@@ -9,8 +9,11 @@ package broker
 // retention.bytes are deleted and the log start offset moves (then
 // log-start-offset-checkpoint is rewritten). Compaction runs for topics
 // whose cleanup.policy includes compact: each pass compacts every log whose
-// dirty ratio reaches min.cleanable.dirty.ratio, then waits
-// log.cleaner.backoff.ms.
+// dirty ratio reaches min.cleanable.dirty.ratio (or whose oldest dirty
+// segment is older than max.compaction.lag.ms), then waits
+// log.cleaner.backoff.ms. Compaction never reaches past the last stable
+// offset; it removes aborted transactions' records and, later, markers of
+// transactions with no data left (storage/cleaner_txn.go).
 
 import (
 	"errors"
@@ -121,10 +124,13 @@ func (b *Broker) runCleaner() int {
 		if !s.cleanupCompact {
 			continue
 		}
-		st, err := p.log.Clean(b.now(), s.cleaner)
+		// The LSO is read before Clean scans the log: every transaction
+		// with data below it has its marker in the log Clean sees.
+		st, err := p.log.Clean(b.now(), p.lastStableOffset(), b.cleanerConfig(p, s))
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			b.log.Error("compaction failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
 		}
+		p.forgetAborted(st.EmptiedAborts)
 		if st.Segments > 0 {
 			cleaned += st.Segments
 			dirty[p.dir] = true
@@ -132,6 +138,50 @@ func (b *Broker) runCleaner() int {
 	}
 	b.checkpointDirs(dirty)
 	return cleaned
+}
+
+// cleanerConfig is the topic's compaction settings. max.compaction.lag.ms is
+// resolved here from the topic's current overrides, as it is only needed by
+// the cleaner.
+func (b *Broker) cleanerConfig(p *partition, s *topicSettings) storage.CleanerConfig {
+	cc := s.cleaner
+	overrides := p.t.meta.Configs
+	if b.store != nil {
+		if t, ok := b.store.Topic(p.t.meta.Name); ok {
+			overrides = t.Configs
+		}
+	}
+	cc.MaxCompactionLagMs = resolveTopicConfig(b.cfg, overrides).int64("max.compaction.lag.ms")
+	return cc
+}
+
+// forgetAborted stops listing to read_committed fetches aborted transactions
+// whose data compaction removed. It runs after the pass that found them
+// empty and so before any later pass can remove their markers: a consumer
+// told of an aborted transaction must meet its marker, or it would skip the
+// producer's later committed batches.
+func (p *partition) forgetAborted(gone []storage.AbortedTxn) {
+	if len(gone) == 0 {
+		return
+	}
+	drop := make(map[storage.AbortedTxn]bool, len(gone))
+	for _, a := range gone {
+		drop[a] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept := p.mu.txns.aborted[:0]
+	for _, a := range p.mu.txns.aborted {
+		if !drop[storage.AbortedTxn{ProducerID: a.producerID, MarkerOffset: a.lastOffset}] {
+			kept = append(kept, a)
+		}
+	}
+	p.mu.txns.aborted = kept
+	// A snapshot taken before this would bring the dropped entries back after
+	// a crash, when their markers may be gone: replace it now.
+	if err := p.snapshotLocked(); err != nil {
+		p.logger.Warn("producer snapshot failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+	}
 }
 
 // checkpointDirs rewrites the checkpoints of the given log dirs.

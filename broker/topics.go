@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
@@ -58,9 +59,14 @@ func (b *Broker) logConfigFor(topicName string, _ int32) storage.Config {
 
 func (b *Broker) logConfig(overrides map[string]string) storage.Config {
 	tc := resolveTopicConfig(b.cfg, overrides)
+	segmentMs := tc.int64("segment.ms")
+	if strings.Contains(tc.values["cleanup.policy"], "compact") {
+		// A compacted topic rolls early enough for max.compaction.lag.ms to be met (Kafka's maxSegmentMs).
+		segmentMs = min(segmentMs, tc.int64("max.compaction.lag.ms"))
+	}
 	return storage.Config{
 		SegmentBytes:          tc.int64("segment.bytes"),
-		SegmentMs:             tc.int64("segment.ms"),
+		SegmentMs:             segmentMs,
 		IndexIntervalBytes:    int32(tc.int64("index.interval.bytes")),
 		FlushIntervalMessages: tc.int64("flush.messages"),
 		FlushIntervalMs:       tc.int64("flush.ms"),

@@ -29,11 +29,17 @@ const (
 // CleanerConfig holds the compaction settings of a log (topic configs).
 type CleanerConfig struct {
 	// DeleteRetentionMs is delete.retention.ms: a tombstone (a record with a
-	// null value) is removed once its timestamp is this far in the past.
+	// null value) is removed once its timestamp is this far in the past; a
+	// transaction marker whose transaction has no data left gets a delete
+	// horizon this far in the future and is removed once it passed (KIP-534).
 	DeleteRetentionMs int64
 	// MinCompactionLagMs is min.compaction.lag.ms: segments holding a record
 	// younger than this are not compacted yet.
 	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms: a log whose oldest
+	// uncompacted closed segment starts with a batch older than this is
+	// compacted even below MinCleanableRatio (KIP-354). Zero or less: no limit.
+	MaxCompactionLagMs int64
 	// MinCleanableRatio is min.cleanable.dirty.ratio: a log is compacted only
 	// once the share of never-compacted bytes among compactable bytes reaches it.
 	MinCleanableRatio float64
@@ -53,7 +59,19 @@ type CleanStats struct {
 	BytesAfter        int64 // size of the segments that replaced them
 	RecordsRemoved    int64 // superseded or keyless records dropped
 	TombstonesRemoved int64 // expired tombstones dropped
+	AbortedRemoved    int64 // records of aborted transactions dropped
+	MarkersRemoved    int64 // transaction markers dropped
 	FirstDirty        int64 // cleaner position after the pass
+	// Forced is set when the pass ran below MinCleanableRatio because of
+	// MaxCompactionLagMs.
+	Forced bool
+	// EmptiedAborts are aborted transactions whose data is all gone from the
+	// log while their ABORT marker remains (until its delete horizon). A
+	// read_committed fetch must stop listing them before the marker goes, as
+	// Kafka drops them from the cleaned transaction index: a consumer told
+	// of an aborted transaction whose marker it never sees would skip the
+	// producer's later, committed batches.
+	EmptiedAborts []AbortedTxn
 }
 
 // testHookCleanStage, if set, runs at each stage of a swap; an error stops
@@ -68,20 +86,28 @@ func cleanStage(stage string) error {
 }
 
 // Clean compacts the log as Kafka's log cleaner does for cleanup.policy
-// compact: in the closed segments below the first uncleanable offset (the
-// active segment, or the first segment holding a record younger than
-// MinCompactionLagMs), only the newest record of each key is kept; keyless
-// records and expired tombstones are dropped. Offsets of kept records do not
-// change, so the log gains gaps. Control batches and transactional batches
-// are kept untouched (transactions do not exist yet, so their records are
-// neither compacted nor used to supersede others). A batch of an idempotent
-// producer that loses all its records is kept empty if it is the producer's
-// last, so its sequence survives a reload.
+// compact. The cleanable range is the closed segments below the first
+// uncleanable offset: the smallest of the active segment's base, stableOffset
+// (the caller's last stable offset, read before calling: no data of an
+// undecided transaction, nor above the high watermark, is touched), the first
+// offset of a transaction without marker, and the first segment holding a
+// record younger than MinCompactionLagMs. A segment holding any offset at or
+// beyond it is not cleaned.
 //
-// Nothing happens unless the dirty ratio reaches MinCleanableRatio. The
-// rewritten segments are swapped in atomically: a crash at any point leaves
-// either the old or the new segments (see completeSwaps).
-func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
+// In the cleaned segments only the newest record of each key is kept (records
+// of committed transactions count as any other); keyless records, expired
+// tombstones and every record of an aborted transaction are dropped; a
+// transaction marker goes once no batch of its transaction remains and its
+// delete horizon passed (see txnFilter.marker). Offsets of kept records do
+// not change, so the log gains gaps. A producer's last data batch and last
+// batch are kept, empty if need be, so its sequence and epoch survive a
+// reload (cleaner_txn.go).
+//
+// Nothing happens unless the dirty ratio reaches MinCleanableRatio or the
+// oldest dirty segment is older than MaxCompactionLagMs. The rewritten
+// segments are swapped in atomically: a crash at any point leaves either the
+// old or the new segments (see completeSwaps).
+func (l *Log) Clean(now time.Time, stableOffset int64, cc CleanerConfig) (CleanStats, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	if cc.MaxKeys <= 0 {
@@ -102,24 +128,15 @@ func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
 	l.mu.RUnlock()
 	stats := CleanStats{FirstDirty: firstDirty}
 
-	// Closed segments below the first uncleanable offset.
 	nowMs := now.UnixMilli()
-	n := len(segs) - 1
-	if cc.MinCompactionLagMs > 0 {
-		for i := 0; i < n; i++ {
-			if views[i].maxTs > nowMs-cc.MinCompactionLagMs {
-				n = i
-				break
-			}
-		}
-	}
+	n := cleanableSegments(views, stableOffset, nowMs, cc.MinCompactionLagMs)
 	if n == 0 {
 		return stats, nil
 	}
 	var cleanBytes, dirtyBytes int64
 	firstDirtyIdx := n
 	for i := 0; i < n; i++ {
-		if views[i].base >= firstDirty || (i+1 < len(views) && views[i+1].base > firstDirty) {
+		if isDirty(views, i, firstDirty) {
 			if firstDirtyIdx == n {
 				firstDirtyIdx = i
 			}
@@ -128,11 +145,35 @@ func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
 			cleanBytes += views[i].size
 		}
 	}
-	if dirtyBytes == 0 || float64(dirtyBytes)/float64(dirtyBytes+cleanBytes) < cc.MinCleanableRatio {
+	if dirtyBytes == 0 {
 		return stats, nil
 	}
+	if float64(dirtyBytes)/float64(dirtyBytes+cleanBytes) < cc.MinCleanableRatio {
+		overdue, err := compactionOverdue(views, firstDirty, nowMs, cc.MaxCompactionLagMs)
+		if err != nil {
+			return stats, fmt.Errorf("clean %s: %w", l.dir, err)
+		}
+		if !overdue {
+			return stats, nil
+		}
+		stats.Forced = true
+	}
 
-	// The offset map: the newest offset of each key in the dirty segments.
+	// Producers and transactions over the whole log; an open transaction
+	// bounds the range too.
+	txns, err := scanTxns(views)
+	if err != nil {
+		return stats, fmt.Errorf("clean %s: %w", l.dir, err)
+	}
+	if txns.open < stableOffset {
+		n = min(n, cleanableSegments(views, txns.open, nowMs, cc.MinCompactionLagMs))
+		if firstDirtyIdx >= n {
+			return stats, nil
+		}
+	}
+
+	// The offset map: the newest offset of each key in the dirty segments,
+	// records of aborted transactions left out.
 	latest := map[string]int64{}
 	end := n // segments [0, end) are cleaned
 	for i := firstDirtyIdx; i < n; i++ {
@@ -141,7 +182,7 @@ func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
 			break
 		}
 		err := eachBatch(views[i], func(h records.Header, _ []byte, recs []records.Record) error {
-			if h.IsControl() || h.IsTransactional() {
+			if h.IsControl() || (h.IsTransactional() && txns.isAborted(h.ProducerID, h.BaseOffset)) {
 				return nil
 			}
 			for _, r := range recs {
@@ -156,21 +197,6 @@ func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
 		}
 	}
 	endOffset := views[end].base
-	// The last batch of each idempotent producer, over the whole log.
-	lastOfProducer := map[int64]int64{}
-	for _, v := range views {
-		pos := int64(0)
-		for pos < v.size {
-			h, err := headerAt(v.f, pos, v.size)
-			if err != nil {
-				return stats, fmt.Errorf("clean %s: segment %d position %d: %w", l.dir, v.base, pos, err)
-			}
-			if h.ProducerID >= 0 {
-				lastOfProducer[h.ProducerID] = h.BaseOffset
-			}
-			pos += int64(h.TotalSize())
-		}
-	}
 	keep := func(h records.Header, r records.Record) (bool, bool) {
 		if r.Key == nil {
 			return false, false
@@ -184,11 +210,48 @@ func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
 		}
 		return true, false
 	}
+	tf := &txnFilter{txns: &txns, seen: map[int64]bool{}, nowMs: nowMs,
+		horizon: addSaturating(nowMs, max(cc.DeleteRetentionMs, 0))}
+	filter := func(h records.Header, raw []byte, recs []records.Record) ([]byte, error) {
+		if h.IsControl() {
+			if !h.IsTransactional() {
+				return raw, nil
+			}
+			out, err := tf.marker(h, raw)
+			if out == nil && err == nil {
+				stats.MarkersRemoved++
+			}
+			return out, err
+		}
+		kept := recs[:0:0]
+		if tf.data(h) {
+			stats.AbortedRemoved += int64(len(recs))
+		} else {
+			for _, r := range recs {
+				ok, tomb := keep(h, r)
+				switch {
+				case ok:
+					kept = append(kept, r)
+				case tomb:
+					stats.TombstonesRemoved++
+				default:
+					stats.RecordsRemoved++
+				}
+			}
+		}
+		switch {
+		case len(kept) == len(recs):
+			return raw, nil
+		case len(kept) == 0 && !txns.retainedForProducer(h):
+			return nil, nil
+		}
+		return rebuildBatch(h, kept)
+	}
 
 	for _, g := range groupSegments(views[:end], cfg.SegmentBytes) {
 		group := segs[g[0]:g[1]]
 		nextBase := views[g[1]].base
-		ns, written, err := l.writeCleaned(views[g[0]:g[1]], nextBase, cfg.IndexIntervalBytes, keep, lastOfProducer, &stats)
+		ns, written, err := l.writeCleaned(views[g[0]:g[1]], nextBase, cfg.IndexIntervalBytes, filter)
 		if err != nil {
 			return stats, fmt.Errorf("clean %s: %w", l.dir, err)
 		}
@@ -204,6 +267,7 @@ func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
 		}
 		stats.BytesAfter += written
 	}
+	stats.EmptiedAborts = tf.emptied
 	l.mu.Lock()
 	l.mu.firstDirty = max(l.mu.firstDirty, endOffset)
 	stats.FirstDirty = max(l.mu.firstDirty, l.mu.logStart)
@@ -211,9 +275,50 @@ func (l *Log) Clean(now time.Time, cc CleanerConfig) (CleanStats, error) {
 	if stats.Segments > 0 {
 		l.logger.Info("compacted log", "segments", stats.Segments, "bytes_before", stats.BytesBefore,
 			"bytes_after", stats.BytesAfter, "records_removed", stats.RecordsRemoved,
-			"tombstones_removed", stats.TombstonesRemoved, "first_dirty_offset", stats.FirstDirty)
+			"tombstones_removed", stats.TombstonesRemoved, "aborted_removed", stats.AbortedRemoved,
+			"markers_removed", stats.MarkersRemoved, "forced_by_max_lag", stats.Forced,
+			"first_dirty_offset", stats.FirstDirty)
 	}
 	return stats, nil
+}
+
+// cleanableSegments is how many leading closed segments lie wholly below
+// bound and hold no record younger than minLagMs before nowMs.
+func cleanableSegments(views []segView, bound, nowMs, minLagMs int64) int {
+	n := len(views) - 1
+	for i := 0; i < n; i++ {
+		if views[i+1].base > bound || (minLagMs > 0 && views[i].maxTs > nowMs-minLagMs) {
+			return i
+		}
+	}
+	return n
+}
+
+// isDirty reports whether segment i holds offsets at or after firstDirty.
+func isDirty(views []segView, i int, firstDirty int64) bool {
+	return views[i].base >= firstDirty || (i+1 < len(views) && views[i+1].base > firstDirty)
+}
+
+// compactionOverdue reports whether a dirty closed segment starts with a
+// batch whose max timestamp is more than maxLagMs before nowMs, as Kafka's
+// LogCleanerManager.maxCompactionDelay (timestamps <= 0 are ignored).
+func compactionOverdue(views []segView, firstDirty, nowMs, maxLagMs int64) (bool, error) {
+	if maxLagMs <= 0 {
+		return false, nil
+	}
+	for i := 0; i < len(views)-1; i++ {
+		if !isDirty(views, i, firstDirty) || views[i].size == 0 {
+			continue
+		}
+		h, err := headerAt(views[i].f, 0, views[i].size)
+		if err != nil {
+			return false, fmt.Errorf("segment %d: %w", views[i].base, err)
+		}
+		if h.MaxTimestamp > 0 && h.MaxTimestamp < nowMs-maxLagMs {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // groupSegments splits views into runs [from, to) that fit one segment of
@@ -258,8 +363,9 @@ func eachBatch(v segView, fn func(h records.Header, raw []byte, recs []records.R
 // writeCleaned writes the compacted copy of the segments in vs as the
 // segment "<vs[0].base>.log.swap" (with indexes) and returns it, not yet
 // opened, tracked as the in-memory state of the new segment, and its size.
+// filter returns the bytes to write for each batch, nil to drop it.
 func (l *Log) writeCleaned(vs []segView, nextBase int64, interval int32,
-	keep func(records.Header, records.Record) (bool, bool), lastOfProducer map[int64]int64, stats *CleanStats) (*segment, int64, error) {
+	filter func(records.Header, []byte, []records.Record) ([]byte, error)) (*segment, int64, error) {
 	base := vs[0].base
 	ns := &segment{base: base, dir: l.dir, next: base, maxTs: -1, maxTsOffset: -1}
 	paths := map[string]string{}
@@ -280,33 +386,9 @@ func (l *Log) writeCleaned(vs []segView, nextBase int64, interval int32,
 	pos := int64(0)
 	for _, v := range vs {
 		err := eachBatch(v, func(h records.Header, raw []byte, recs []records.Record) error {
-			out := raw
-			if !h.IsControl() && !h.IsTransactional() {
-				kept := recs[:0:0]
-				for _, r := range recs {
-					ok, tomb := keep(h, r)
-					switch {
-					case ok:
-						kept = append(kept, r)
-					case tomb:
-						stats.TombstonesRemoved++
-					default:
-						stats.RecordsRemoved++
-					}
-				}
-				switch {
-				case len(kept) == len(recs):
-				case len(kept) == 0 && !(h.ProducerID >= 0 && lastOfProducer[h.ProducerID] == h.BaseOffset):
-					out = nil
-				default:
-					var err error
-					if out, err = rebuildBatch(h, kept); err != nil {
-						return err
-					}
-				}
-			}
-			if out == nil {
-				return nil
+			out, err := filter(h, raw, recs)
+			if err != nil || out == nil {
+				return err
 			}
 			if _, err := w.Write(out); err != nil {
 				return err

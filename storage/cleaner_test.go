@@ -156,7 +156,7 @@ func TestCleanKeepsNewestPerKey(t *testing.T) {
 	}
 	leo, sizeBefore := l.LogEndOffset(), l.Size()
 	cc := CleanerConfig{DeleteRetentionMs: 3600_000, MinCleanableRatio: 0.5}
-	st, err := l.Clean(clock.Now(), cc)
+	st, err := l.Clean(clock.Now(), noBound, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestCleanKeepsNewestPerKey(t *testing.T) {
 	}
 
 	// Nothing dirty: a second pass does nothing.
-	if st, err := l.Clean(clock.Now(), cc); err != nil || st.Segments != 0 {
+	if st, err := l.Clean(clock.Now(), noBound, cc); err != nil || st.Segments != 0 {
 		t.Fatalf("second pass: %+v %v", st, err)
 	}
 
@@ -184,7 +184,7 @@ func TestCleanKeepsNewestPerKey(t *testing.T) {
 	}
 	cc.MinCleanableRatio = 0
 	// Tombstones written in the last hour stay.
-	if _, err := l.Clean(clock.Now(), cc); err != nil {
+	if _, err := l.Clean(clock.Now(), noBound, cc); err != nil {
 		t.Fatal(err)
 	}
 	checkCompacted(t, readRecords(t, l), want, l.LogEndOffset(), false)
@@ -193,7 +193,7 @@ func TestCleanKeepsNewestPerKey(t *testing.T) {
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = l.Clean(clock.Now(), cc)
+	st, err = l.Clean(clock.Now(), noBound, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,43 +236,56 @@ func TestCleanRespectsMinCompactionLagAndRatio(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every record is younger than the lag: nothing is cleanable.
-	st, err := l.Clean(clock.Now(), CleanerConfig{MinCompactionLagMs: 60_000, DeleteRetentionMs: 1 << 40})
+	st, err := l.Clean(clock.Now(), noBound, CleanerConfig{MinCompactionLagMs: 60_000, DeleteRetentionMs: 1 << 40})
 	if err != nil || st.Segments != 0 {
 		t.Fatalf("%+v %v", st, err)
 	}
 	// A ratio above 1 is never reached.
-	st, err = l.Clean(clock.Now(), CleanerConfig{MinCleanableRatio: 1.1, DeleteRetentionMs: 1 << 40})
+	st, err = l.Clean(clock.Now(), noBound, CleanerConfig{MinCleanableRatio: 1.1, DeleteRetentionMs: 1 << 40})
 	if err != nil || st.Segments != 0 {
 		t.Fatalf("%+v %v", st, err)
 	}
 	// Half the records old enough: only segments before the first young one are cleaned.
 	clock.Advance(59500 * time.Millisecond)
-	st, err = l.Clean(clock.Now(), CleanerConfig{MinCompactionLagMs: 60_000, DeleteRetentionMs: 1 << 40})
+	st, err = l.Clean(clock.Now(), noBound, CleanerConfig{MinCompactionLagMs: 60_000, DeleteRetentionMs: 1 << 40})
 	if err != nil || st.Segments == 0 || st.FirstDirty >= l.LogEndOffset() {
 		t.Fatalf("%+v %v", st, err)
 	}
 	checkCompacted(t, readRecords(t, l), want, 0, false)
 }
 
-func TestCleanKeepsControlAndTransactionalBatches(t *testing.T) {
+func TestCleanStopsAtOpenTransaction(t *testing.T) {
 	clock := newFakeClock()
 	l, _ := openLog(t, Config{SegmentBytes: 1024, Now: clock.Now})
-	txn, err := records.Build(records.BatchSpec{FirstTimestamp: 1, ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0,
-		Attributes: 0x10}, []records.Record{{Key: []byte("a"), Value: []byte("txn")}})
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 20; i++ {
+		mustAppend(t, l, 0, keyedBatch(t, clock.Now().UnixMilli(), records.CodecNone, kv{key: "a", value: fmt.Sprint(i)}))
 	}
-	mustAppend(t, l, 0, txn)
-	for i := 0; i < 40; i++ {
+	open := l.LogEndOffset()
+	// A transactional batch without a marker: an open transaction, even if
+	// the caller's bound (noBound) does not know of it.
+	mustAppend(t, l, 0, txnBatch(t, 7, 0, 1, kv{key: "a", value: "txn"}))
+	for i := 20; i < 60; i++ {
 		mustAppend(t, l, 0, keyedBatch(t, clock.Now().UnixMilli(), records.CodecNone, kv{key: "a", value: fmt.Sprint(i)}))
 	}
 	l.Roll()
-	if _, err := l.Clean(clock.Now(), CleanerConfig{DeleteRetentionMs: 1 << 40}); err != nil {
+	st, err := l.Clean(clock.Now(), noBound, CleanerConfig{DeleteRetentionMs: 1 << 40})
+	if err != nil {
 		t.Fatal(err)
 	}
-	recs := readRecords(t, l)
-	if len(recs) != 2 || *recs[0].value != "txn" || *recs[1].value != "39" {
-		t.Fatalf("records after clean: %+v", recs)
+	if st.Segments == 0 {
+		t.Fatal("nothing cleaned below the open transaction")
+	}
+	var after []string
+	for _, r := range readRecords(t, l) {
+		if r.offset >= open {
+			after = append(after, *r.value)
+		}
+	}
+	if len(after) != 41 || after[0] != "txn" || after[40] != "59" {
+		t.Fatalf("records from the open transaction on: %v", after)
+	}
+	if got := l.FirstDirtyOffset(); got > open {
+		t.Fatalf("first dirty offset %d beyond the open transaction at %d", got, open)
 	}
 }
 
@@ -291,7 +304,7 @@ func TestCleanKeepsLastBatchOfProducer(t *testing.T) {
 		mustAppend(t, l, 0, keyedBatch(t, 2, records.CodecNone, kv{key: "p", value: "z"}, kv{key: "q", value: "z"}))
 	}
 	l.Roll()
-	if _, err := l.Clean(clock.Now(), CleanerConfig{DeleteRetentionMs: 1 << 40}); err != nil {
+	if _, err := l.Clean(clock.Now(), noBound, CleanerConfig{DeleteRetentionMs: 1 << 40}); err != nil {
 		t.Fatal(err)
 	}
 	// The producer's last batch (offsets 4-5) remains, empty.
@@ -336,7 +349,7 @@ func TestCleanCrashLeavesValidLog(t *testing.T) {
 					return nil
 				}
 				defer func() { testHookCleanStage = nil }()
-				if _, err := l.Clean(clock.Now(), CleanerConfig{DeleteRetentionMs: 1 << 40}); err == nil {
+				if _, err := l.Clean(clock.Now(), noBound, CleanerConfig{DeleteRetentionMs: 1 << 40}); err == nil {
 					t.Fatal("clean did not stop at the injected crash")
 				}
 				testHookCleanStage = nil
@@ -358,7 +371,7 @@ func TestCleanCrashLeavesValidLog(t *testing.T) {
 			}
 			checkCompacted(t, readRecords(t, l), want, 0, false)
 			// And it can be compacted fully afterwards.
-			if _, err := l.Clean(clock.Now(), CleanerConfig{DeleteRetentionMs: 1 << 40}); err != nil {
+			if _, err := l.Clean(clock.Now(), noBound, CleanerConfig{DeleteRetentionMs: 1 << 40}); err != nil {
 				t.Fatal(err)
 			}
 			checkCompacted(t, readRecords(t, l), want, leo, false)
@@ -508,7 +521,7 @@ func TestCleanAndRetentionConcurrentWithAppendAndRead(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
 	for i := 0; i < 30; i++ {
 		fillKeyed(t, l, clock, rng, 20, 10, map[string]*string{})
-		if _, err := l.Clean(clock.Now(), CleanerConfig{DeleteRetentionMs: 1000}); err != nil {
+		if _, err := l.Clean(clock.Now(), noBound, CleanerConfig{DeleteRetentionMs: 1000}); err != nil {
 			t.Fatal(err)
 		}
 		if i%10 == 9 {
