@@ -33,9 +33,10 @@ type Broker struct {
 		byID   map[[16]byte]*topic
 	}
 
-	pids   producerIDs
-	groups groups
-	txns   txns
+	pids      producerIDs
+	groups    groups
+	txns      txns
+	shareHost shareHost
 	// tasks are the retention and cleaner goroutines (log_tasks.go).
 	tasks logTasks
 
@@ -60,6 +61,7 @@ func New(cfg Config) (*Broker, error) {
 	b.mu.topics = map[string]*topic{}
 	b.mu.byID = map[[16]byte]*topic{}
 	b.pids.b = b
+	b.initShares()
 
 	ok := false
 	defer func() {
@@ -167,6 +169,7 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.closing)
+		b.shareHost.close() // parked ShareFetches return on closing
 		b.lnMu.Lock()
 		for _, ln := range b.listeners {
 			ln.Close()
@@ -190,7 +193,7 @@ func (b *Broker) closeStorage() error {
 	b.mu.Lock()
 	for _, t := range b.mu.topics {
 		for _, p := range t.partitions {
-			p.close()
+			p.closeAndSnapshot()
 		}
 	}
 	b.mu.Unlock()

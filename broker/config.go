@@ -64,6 +64,15 @@ type Config struct {
 	GroupConsumerHeartbeatIntervalMs int32
 	GroupConsumerSessionTimeoutMs    int32
 	GroupConsumerAssignors           string
+	// KIP-932 share groups (coordinator/share).
+	GroupShareHeartbeatIntervalMs     int32
+	GroupShareSessionTimeoutMs        int32
+	GroupShareDeliveryCountLimit      int32
+	GroupShareRecordLockDurationMs    int32
+	GroupShareMinRecordLockDurationMs int32
+	GroupShareMaxRecordLockDurationMs int32
+	GroupSharePartitionMaxRecordLocks int32
+	GroupShareMaxSize                 int32
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
@@ -207,6 +216,14 @@ var props = map[string]prop{
 		c.GroupConsumerAssignors = v
 		return nil
 	}},
+	"group.share.heartbeat.interval.ms":                           {"5000", intProp(func(c *Config, v int64) { c.GroupShareHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.session.timeout.ms":                              {"45000", intProp(func(c *Config, v int64) { c.GroupShareSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.delivery.count.limit":                            {"5", intProp(func(c *Config, v int64) { c.GroupShareDeliveryCountLimit = int32(v) }, 2, 10)},
+	"group.share.record.lock.duration.ms":                         {"30000", intProp(func(c *Config, v int64) { c.GroupShareRecordLockDurationMs = int32(v) }, 1000, 3600000)},
+	"group.share.min.record.lock.duration.ms":                     {"15000", intProp(func(c *Config, v int64) { c.GroupShareMinRecordLockDurationMs = int32(v) }, 1000, 30000)},
+	"group.share.max.record.lock.duration.ms":                     {"60000", intProp(func(c *Config, v int64) { c.GroupShareMaxRecordLockDurationMs = int32(v) }, 30000, 3600000)},
+	"group.share.partition.max.record.locks":                      {"2000", intProp(func(c *Config, v int64) { c.GroupSharePartitionMaxRecordLocks = int32(v) }, 100, 10000)},
+	"group.share.max.size":                                        {"200", intProp(func(c *Config, v int64) { c.GroupShareMaxSize = int32(v) }, 1, 1000)},
 	"producer.id.expiration.ms":                                   {"86400000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
 	"producer.id.expiration.check.interval.ms":                    {"600000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},
 	"transaction.state.log.num.partitions":                        {"50", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},

@@ -195,11 +195,29 @@ func (c *conn) handle(ctx *reqCtx, req protocol.Request) kmsg.Response {
 		return c.b.handleTxnRequest(ctx, r)
 	case *kmsg.DescribeProducersRequest:
 		return c.b.handleDescribeProducers(ctx, r)
+	case *kmsg.ListGroupsRequest:
+		return c.b.handleListGroupsWithShare(ctx, r) // share_groups.go: adds share groups
+	case *kmsg.DeleteGroupsRequest:
+		return c.b.handleDeleteGroupsWithShare(ctx, r) // share_groups.go: deletes share groups
 	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
-		*kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest,
-		*kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest,
+		*kmsg.DescribeGroupsRequest, *kmsg.OffsetDeleteRequest,
 		*kmsg.ConsumerGroupHeartbeatRequest, *kmsg.ConsumerGroupDescribeRequest:
 		return c.b.handleGroupRequest(ctx, r)
+	// KIP-932 share groups (share_*.go).
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return c.b.handleShareGroupHeartbeat(ctx, r)
+	case *kmsg.ShareGroupDescribeRequest:
+		return c.b.handleShareGroupDescribe(ctx, r)
+	case *kmsg.ShareFetchRequest:
+		return c.b.handleShareFetch(ctx, r)
+	case *kmsg.ShareAcknowledgeRequest:
+		return c.b.handleShareAcknowledge(ctx, r)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return c.b.handleDescribeShareGroupOffsets(ctx, r)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return c.b.handleAlterShareGroupOffsets(ctx, r)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return c.b.handleDeleteShareGroupOffsets(ctx, r)
 	}
 	c.b.log.Error("no handler for supported api", "api", kmsg.NameForKey(req.Header.APIKey))
 	return nil

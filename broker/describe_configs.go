@@ -35,6 +35,8 @@ func (b *Broker) handleDescribeConfigs(_ *reqCtx, req *kmsg.DescribeConfigsReque
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			kerrv = b.describeTopicConfigs(req, rr.ResourceName, want, &sr)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			kerrv = b.describeGroupConfigs(req, rr.ResourceName, want, &sr) // share_group_configs.go
 		case kmsg.ConfigResourceTypeBroker:
 			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
 				kerrv = kerr.InvalidRequest

@@ -70,6 +70,8 @@ func (b *Broker) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource
 		})
 	case kmsg.ConfigResourceTypeBroker:
 		return b.alterBrokerConfigs(rr.ResourceName, names)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.alterGroupConfigs(rr, validateOnly) // share_group_configs.go
 	}
 	return kerr.InvalidRequest, fmt.Sprintf("IncrementalAlterConfigs is not supported for resource type %v", rr.ResourceType)
 }

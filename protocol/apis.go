@@ -44,6 +44,15 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 1},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 1},
 
+	// KIP-932 share groups (broker/share_*.go).
+	int16(kmsg.ShareGroupHeartbeat):       {0, 1},
+	int16(kmsg.ShareGroupDescribe):        {0, 1},
+	int16(kmsg.ShareFetch):                {0, 2},
+	int16(kmsg.ShareAcknowledge):          {0, 2},
+	int16(kmsg.DescribeShareGroupOffsets): {0, 1},
+	int16(kmsg.AlterShareGroupOffsets):    {0, 0},
+	int16(kmsg.DeleteShareGroupOffsets):   {0, 0},
+
 	// Log lifecycle and admin APIs.
 	int16(kmsg.DeleteRecords):           {0, 2},
 	int16(kmsg.OffsetForLeaderEpoch):    {0, 4},

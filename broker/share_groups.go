@@ -1,0 +1,278 @@
+package broker
+
+// The share-group coordinator's home in the broker (KIP-932). One
+// share.Coordinator serves every share group under one lock, shareHost.mu;
+// a timer calls its Tick at NextDeadline (member session timeouts,
+// acquisition lock expiry). ShareFetch reads partitions under that lock so
+// that what it acquires and what it returns agree.
+//
+// Share state is in memory only (see coordinator/share): nothing is written
+// to __share_group_state or __consumer_offsets, so a restart forgets share
+// groups, their configs and their in-flight records.
+//
+// Lock order: groups.mu → shareHost.mu → partition and log locks. Nothing
+// here takes groups.mu while holding shareHost.mu.
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareHost owns the share coordinator, its timer and the wake-up channel
+// of parked ShareFetches.
+type shareHost struct {
+	b *Broker
+
+	mu struct {
+		sync.Mutex
+		c      *share.Coordinator
+		timer  *time.Timer
+		closed bool
+		// changes is the coordinator's Changes value wake was last closed at.
+		changes uint64
+		// wake is closed and replaced when records may have become
+		// acquirable (released, lock expired, SPSO moved), to wake parked fetches.
+		wake chan struct{}
+		// rotation picks the partition a ShareFetch starts with, for fairness.
+		rotation uint64
+	}
+}
+
+// shares returns the broker's share host.
+func (b *Broker) shares() *shareHost { return &b.shareHost }
+
+// initShares prepares the share host; called from New.
+func (b *Broker) initShares() {
+	b.shareHost.b = b
+	b.shareHost.mu.wake = make(chan struct{})
+}
+
+func (b *Broker) shareConfig() share.Config {
+	c := share.DefaultConfig()
+	set := func(dst *int32, v int32) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&c.HeartbeatIntervalMs, b.cfg.GroupShareHeartbeatIntervalMs)
+	set(&c.SessionTimeoutMs, b.cfg.GroupShareSessionTimeoutMs)
+	set(&c.DeliveryCountLimit, b.cfg.GroupShareDeliveryCountLimit)
+	set(&c.RecordLockDurationMs, b.cfg.GroupShareRecordLockDurationMs)
+	set(&c.MinRecordLockDurationMs, b.cfg.GroupShareMinRecordLockDurationMs)
+	set(&c.MaxRecordLockDurationMs, b.cfg.GroupShareMaxRecordLockDurationMs)
+	set(&c.PartitionMaxRecordLocks, b.cfg.GroupSharePartitionMaxRecordLocks)
+	set(&c.MaxGroupSize, b.cfg.GroupShareMaxSize)
+	return c
+}
+
+// shareTopics is the topic snapshot share-group assignment works from:
+// every topic but the internal ones.
+func (b *Broker) shareTopics() []share.TopicInfo {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make([]share.TopicInfo, 0, len(b.mu.topics))
+	for _, t := range b.mu.topics {
+		if isInternal(t.meta.Name) {
+			continue
+		}
+		out = append(out, share.TopicInfo{Name: t.meta.Name, ID: t.meta.ID, Partitions: int32(len(t.partitions))})
+	}
+	return out
+}
+
+var errShareClosed = errors.New("broker is shutting down")
+
+// call runs f against the coordinator under its lock, then wakes parked
+// fetches if records may have become acquirable and rearms the timer.
+func (h *shareHost) call(f func(c *share.Coordinator, now time.Time)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.closed {
+		return errShareClosed
+	}
+	if h.mu.c == nil {
+		c, err := share.New(h.b.shareConfig(), h.b.shareTopics)
+		if err != nil {
+			return err
+		}
+		h.mu.c = c
+	}
+	f(h.mu.c, h.b.now())
+	h.afterLocked()
+	return nil
+}
+
+// afterLocked wakes parked fetches when the coordinator changed and
+// schedules the next Tick.
+func (h *shareHost) afterLocked() {
+	c := h.mu.c
+	if n := c.Changes(); n != h.mu.changes {
+		h.mu.changes = n
+		close(h.mu.wake)
+		h.mu.wake = make(chan struct{})
+	}
+	next := c.NextDeadline()
+	if next.IsZero() {
+		return
+	}
+	d := max(next.Sub(h.b.now()), 0)
+	if h.mu.timer == nil {
+		h.mu.timer = time.AfterFunc(d, h.tick)
+		return
+	}
+	h.mu.timer.Reset(d)
+}
+
+// nextRotationLocked returns the next start index seed for a ShareFetch.
+func (h *shareHost) nextRotationLocked() uint64 {
+	h.mu.rotation++
+	return h.mu.rotation
+}
+
+// wakeChan is closed when records may have become acquirable.
+func (h *shareHost) wakeChan() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.wake
+}
+
+func (h *shareHost) tick() {
+	err := h.call(func(c *share.Coordinator, now time.Time) { c.Tick(now) })
+	if err != nil && !errors.Is(err, errShareClosed) {
+		h.b.log.Debug("share group tick skipped", "err", err)
+	}
+}
+
+func (h *shareHost) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.mu.closed = true
+	if h.mu.timer != nil {
+		h.mu.timer.Stop()
+	}
+}
+
+// shareAcks is the acknowledgement batches of one partition, from
+// ShareFetch or ShareAcknowledge.
+type shareAcks struct {
+	tp      share.TopicPartition
+	batches []share.AckBatch
+}
+
+// applyShareAcks applies each partition's acknowledgements and returns
+// their error codes (0 on success), in request order.
+func (b *Broker) applyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []shareAcks) []int16 {
+	codes := make([]int16, len(acks))
+	for i, a := range acks {
+		t := b.topicByID(a.tp.TopicID)
+		switch {
+		case t == nil:
+			codes[i] = kerr.UnknownTopicID.Code
+		case a.tp.Partition < 0 || int(a.tp.Partition) >= len(t.partitions):
+			codes[i] = kerr.UnknownTopicOrPartition.Code
+		default:
+			codes[i] = c.Acknowledge(now, group, member, a.tp, a.batches, renew)
+		}
+	}
+	return codes
+}
+
+// shareMemberCheck validates the group and member ids of ShareFetch and
+// ShareAcknowledge: present, and a member id of at most 36 characters.
+func shareMemberCheck(group, member *string) (string, string, bool) {
+	if group == nil || member == nil || *group == "" || *member == "" || len(*member) > 36 {
+		return "", "", false
+	}
+	return *group, *member, true
+}
+
+// handleListGroupsWithShare answers ListGroups from the group coordinators
+// and adds the share groups (type and protocol type "share"), honouring
+// the state (v4+) and type (v5+) filters.
+func (b *Broker) handleListGroupsWithShare(ctx *reqCtx, req *kmsg.ListGroupsRequest) kmsg.Response {
+	out := b.handleGroupRequest(ctx, req)
+	resp, ok := out.(*kmsg.ListGroupsResponse)
+	if !ok || resp.ErrorCode != 0 {
+		return out
+	}
+	match := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	if req.Version >= 5 && !match(req.TypesFilter, "share") {
+		return resp
+	}
+	var listed []share.GroupListing
+	if err := b.shares().call(func(c *share.Coordinator, _ time.Time) { listed = c.ListGroups() }); err != nil {
+		return resp
+	}
+	for _, l := range listed {
+		if req.Version >= 4 && !match(req.StatesFilter, l.State) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group = l.Group
+		lg.ProtocolType = "share"
+		lg.GroupState = l.State
+		lg.GroupType = "share"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}
+
+// handleDeleteGroupsWithShare deletes share groups itself and hands the
+// other ids to the group coordinators, answering in request order.
+func (b *Broker) handleDeleteGroupsWithShare(ctx *reqCtx, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+	codes := map[string]int16{}
+	err := b.shares().call(func(c *share.Coordinator, _ time.Time) {
+		for _, id := range req.Groups {
+			if c.IsShareGroup(id) {
+				codes[id] = c.DeleteGroup(id)
+			}
+		}
+	})
+	if err != nil || len(codes) == 0 {
+		return b.handleGroupRequest(ctx, req)
+	}
+	rest := *req
+	rest.Groups = nil
+	for _, id := range req.Groups {
+		if _, ok := codes[id]; !ok {
+			rest.Groups = append(rest.Groups, id)
+		}
+	}
+	others := map[string]kmsg.DeleteGroupsResponseGroup{}
+	if len(rest.Groups) > 0 {
+		out, ok := b.handleGroupRequest(ctx, &rest).(*kmsg.DeleteGroupsResponse)
+		if !ok {
+			return nil // the connection is closing
+		}
+		for _, g := range out.Groups {
+			others[g.Group] = g
+		}
+	}
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		if code, ok := codes[id]; ok {
+			g := kmsg.NewDeleteGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		resp.Groups = append(resp.Groups, others[id])
+	}
+	return resp
+}
