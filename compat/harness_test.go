@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -56,7 +57,26 @@ func runMain(m *testing.M) int {
 	if buildErr != nil {
 		fmt.Fprintf(os.Stderr, "compat: %v\n", buildErr)
 	}
-	return m.Run()
+	code := m.Run()
+	// The results file (results_test.go) is written after full runs, or
+	// whenever KBROKER_COMPAT_RESULTS names it explicitly, so that running
+	// one test by hand does not overwrite the last full matrix.
+	partial := flagSet("test.run") || flagSet("test.skip") || testing.Short()
+	if !partial || os.Getenv("KBROKER_COMPAT_RESULTS") != "" {
+		if err := writeResults(partial); err != nil {
+			fmt.Fprintf(os.Stderr, "compat: writing results: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// flagSet reports whether the test flag name was given a non-empty value.
+func flagSet(name string) bool {
+	f := flag.Lookup(name)
+	return f != nil && f.Value.String() != ""
 }
 
 // buildBroker runs `go build -o out ./cmd/kbroker` from the module root.

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The one command that runs every test of kbroker on a fresh Debian machine
-# that has only Go: it installs the tools the tests drive (kcat, and gcc for
-# the race detector), then builds, vets and tests every package.
+# that has only Go: it installs the tools and clients the tests drive (gcc
+# for the race detector and confluent-kafka-go; kcat, kafka-python and
+# confluent-kafka python from Debian; kafkajs through npm ci), then builds,
+# vets and tests every package, and regenerates COMPATIBILITY.md from the
+# compat results.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,14 +32,31 @@ apt_install() {
 step "go version"
 go version
 
+# has_deb reports whether a Debian package is installed.
+has_deb() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# Debian packages the compat tests drive. kafka-python and confluent-kafka
+# python load only under Debian's /usr/bin/python3; python3-snappy, -lz4 and
+# -zstandard are kafka-python's codecs.
 missing=()
-command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+for pkg in kcat python3 python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard; do
+	has_deb "$pkg" || missing+=("$pkg")
+done
 if [ "${#missing[@]}" -gt 0 ]; then
 	step "installing ${missing[*]}"
 	apt_install "${missing[@]}"
 fi
-step "kcat: $(command -v kcat)"
+step "kcat: $(command -v kcat); node $(node --version); npm $(npm --version)"
+/usr/bin/python3 -c 'import kafka, confluent_kafka; print("python: kafka-python", kafka.__version__, "/ confluent-kafka", confluent_kafka.version()[0])'
+
+# kafkajs and its codecs, exactly as compat/js/package-lock.json pins them
+# (npm keeps its download cache in ~/.npm).
+step "npm ci (compat/js)"
+(cd compat/js && npm ci --no-audit --no-fund)
 
 step "go build ./..."
 go build ./...
@@ -56,8 +76,21 @@ if [ "${#unit_pkgs[@]}" -gt 0 ]; then
 	CGO_ENABLED=1 go test -race -count=1 -timeout 20m "${unit_pkgs[@]}" || failed+=("unit tests")
 fi
 
-step "go test ./compat/ (real clients against real kbroker processes)"
-go test -count=1 -timeout 20m ./compat/ || failed+=("compat tests")
+# compat writes its per-client results to compat/results.json (TestMain);
+# compatreport turns them into COMPATIBILITY.md, also after failures, so the
+# file shows what failed.
+results="$PWD/compat/results.json"
+rm -f "$results"
+step "go test ./compat/ (real clients against real kbroker processes, franz-go's own suite)"
+KBROKER_COMPAT_RESULTS="$results" CGO_ENABLED=1 go test -count=1 -timeout 20m ./compat/ || failed+=("compat tests")
+
+step "COMPATIBILITY.md"
+if [ -f "$results" ]; then
+	KBROKER_COMPAT_RESULTS="$results" go run ./compat/cmd/compatreport -out COMPATIBILITY.md || failed+=("compat report")
+else
+	echo "no $results: compat tests did not run to the end"
+	failed+=("compat report")
+fi
 
 if [ "${#failed[@]}" -gt 0 ]; then
 	step "FAILED: ${failed[*]}"
