@@ -14,7 +14,7 @@ import (
 
 // startTestBroker runs a broker in-process on a free loopback port with its
 // data in dir; it is closed when the test ends.
-func startTestBroker(t *testing.T, dir string, overrides map[string]string) *Broker {
+func startTestBroker(t testing.TB, dir string, overrides map[string]string) *Broker {
 	t.Helper()
 	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir}
 	for k, v := range overrides {
