@@ -1,0 +1,54 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestAbandonedTransactionIsAborted: a producer that opens a transaction and
+// goes away leaves the LSO stuck until the coordinator aborts the
+// transaction at its timeout; then the LSO moves past the abort marker and
+// read_committed consumers see none of its records.
+func TestAbandonedTransactionIsAborted(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), map[string]string{
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "100",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tx := newClient(t, b, kgo.DefaultProduceTopic("abandon"), kgo.AllowAutoTopicCreation(),
+		kgo.TransactionalID("abandoner"), kgo.TransactionTimeout(time.Second))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte("lost")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.partitionOf("abandon", 0)
+	if lso := p.lastStableOffset(); lso != 0 {
+		t.Fatalf("LSO %d with the transaction open, want 0", lso)
+	}
+	// Walk away without ending the transaction. Close would abort it, so
+	// only stop using the client; its session ends with the test.
+	for {
+		arrived := p.waitArrival() // taken before the check: the abort marker is an append
+		if p.lastStableOffset() != 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the coordinator never aborted the timed-out transaction")
+		case <-arrived:
+		}
+	}
+	if lso, hw := p.lastStableOffset(), p.highWatermark(); lso != hw || hw != 6 {
+		t.Fatalf("after the abort LSO %d HW %d, want both 6 (5 records and the marker)", lso, hw)
+	}
+	if got := p.abortedBetween(0, 6); len(got) != 1 || got[0].FirstOffset != 0 {
+		t.Fatalf("aborted transactions %+v", got)
+	}
+}
