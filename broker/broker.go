@@ -39,6 +39,8 @@ type Broker struct {
 	shareHost shareHost
 	// tasks are the retention and cleaner goroutines (log_tasks.go).
 	tasks logTasks
+	// scramMu serialises AlterUserScramCredentials (validate, then store).
+	scramMu sync.Mutex
 
 	lnMu      sync.Mutex
 	listeners []net.Listener
@@ -81,6 +83,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.store = store
+	if err := b.bootstrapScram(); err != nil {
+		return nil, err
+	}
 	if err := b.loadTopics(); err != nil {
 		return nil, err
 	}
@@ -108,7 +113,7 @@ func (b *Broker) Start() error {
 		b.lnMu.Unlock()
 		b.log.Info("listening", "listener", l.String(), "addr", ln.Addr().String())
 		b.wg.Add(1)
-		go b.acceptLoop(ln)
+		go b.acceptLoop(ln, l)
 	}
 	b.startLogTasks()
 	return nil
@@ -125,7 +130,7 @@ func (b *Broker) Addrs() []net.Addr {
 	return out
 }
 
-func (b *Broker) acceptLoop(ln net.Listener) {
+func (b *Broker) acceptLoop(ln net.Listener, l Listener) {
 	defer b.wg.Done()
 	for {
 		nc, err := ln.Accept()
@@ -143,6 +148,7 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 			return
 		}
 		c := newConn(b, nc)
+		c.listener = l
 		b.lnMu.Lock()
 		select {
 		case <-b.closing:

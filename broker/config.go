@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/url"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,6 +36,11 @@ type Config struct {
 	MinInsyncReplicas        int32
 	CompressionType          string
 	ClusterID                string
+
+	// Security: listener protocols and SASL (broker/sasl_config.go).
+	SecurityProtocolMap     map[string]string
+	InterBrokerListenerName string
+	SASL                    SASLConfig
 
 	// Log retention and compaction tasks (broker/log_tasks.go).
 	LogRetentionCheckIntervalMs int64
@@ -81,11 +86,13 @@ type Config struct {
 	Now    func() time.Time
 }
 
-// Listener is one listener endpoint, e.g. PLAINTEXT://127.0.0.1:9092.
+// Listener is one listener endpoint, e.g. PLAINTEXT://127.0.0.1:9092 or
+// CLIENT://:9093. SecurityProtocol comes from listener.security.protocol.map.
 type Listener struct {
-	Name string
-	Host string
-	Port int32
+	Name             string
+	Host             string
+	Port             int32
+	SecurityProtocol string
 }
 
 func (l Listener) String() string { return fmt.Sprintf("%s://%s", l.Name, hostPort(l.Host, l.Port)) }
@@ -237,6 +244,18 @@ var props = map[string]prop{
 		c.ClusterID = v
 		return nil
 	}},
+	"listener.security.protocol.map": {defaultSecurityProtocolMap, func(c *Config, v string) (err error) {
+		c.SecurityProtocolMap, err = parseSecurityProtocolMap(v)
+		return err
+	}},
+	"sasl.enabled.mechanisms": {defaultSASLMechanisms, func(c *Config, v string) (err error) {
+		c.SASL.EnabledMechanisms, err = parseSASLMechanisms(v)
+		return err
+	}},
+	"inter.broker.listener.name": {"", func(c *Config, v string) error {
+		c.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(v))
+		return nil
+	}},
 }
 
 // brokerConfigValue is the value DescribeConfigs reports for a broker property.
@@ -286,7 +305,7 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 		}
 	}
 	for k := range p {
-		if _, ok := props[k]; !ok {
+		if _, ok := props[k]; !ok && !isSecurityKey(k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -309,6 +328,9 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 	if len(cfg.Listeners) == 0 {
 		return Config{}, nil, fmt.Errorf("config listeners: no listener")
 	}
+	if err := cfg.resolveSecurity(p); err != nil {
+		return Config{}, nil, err
+	}
 	return cfg, unknown, nil
 }
 
@@ -322,22 +344,26 @@ func splitList(v string) []string {
 	return out
 }
 
+// parseListeners parses Kafka's listener list: NAME://host:port, where NAME
+// is a listener name (upper-cased, as Kafka does) whose security protocol
+// listener.security.protocol.map gives, and an empty host binds every
+// interface.
 func parseListeners(v string) ([]Listener, error) {
 	var out []Listener
 	for _, s := range splitList(v) {
-		u, err := url.Parse(s)
-		if err != nil || u.Scheme == "" {
+		name, addr, ok := strings.Cut(s, "://")
+		if !ok || name == "" {
 			return nil, fmt.Errorf("listener %q is not NAME://host:port", s)
 		}
-		port, err := strconv.ParseInt(u.Port(), 10, 32)
+		host, ps, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q is not NAME://host:port", s)
+		}
+		port, err := strconv.ParseInt(ps, 10, 32)
 		if err != nil || port < 0 || port > 65535 {
 			return nil, fmt.Errorf("listener %q has no valid port", s)
 		}
-		name := strings.ToUpper(u.Scheme)
-		if name != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %q: only PLAINTEXT is supported", s)
-		}
-		out = append(out, Listener{Name: name, Host: u.Hostname(), Port: int32(port)})
+		out = append(out, Listener{Name: strings.ToUpper(name), Host: host, Port: int32(port)})
 	}
 	return out, nil
 }

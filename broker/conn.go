@@ -20,6 +20,11 @@ type conn struct {
 	b    *Broker
 	nc   net.Conn
 	addr string
+	// listener is the listener the connection came in on.
+	listener Listener
+	// principal is who the client is: "User:<name>" after SASL
+	// authentication (sasl_conn.go), anonymousPrincipal otherwise.
+	principal string
 
 	stopOnce sync.Once
 	// gone is closed when the connection should stop: shutdown or peer closed.
@@ -36,7 +41,7 @@ type queued struct {
 const maxPipelined = 32
 
 func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{b: b, nc: nc, addr: nc.RemoteAddr().String(), gone: make(chan struct{})}
+	return &conn{b: b, nc: nc, addr: nc.RemoteAddr().String(), principal: anonymousPrincipal, gone: make(chan struct{})}
 }
 
 // stopReading makes the read loop end at the next frame boundary; requests
@@ -47,9 +52,14 @@ func (c *conn) stopReading() {
 
 func (c *conn) serve() {
 	defer c.nc.Close()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	if c.listener.SecurityProtocol == protoSASLPlaintext && !c.authenticate(r, w) {
+		return
+	}
 	q := make(chan queued, maxPipelined)
 	done := make(chan struct{})
-	go c.readLoop(q, done)
+	go c.readLoop(r, q, done)
 	defer func() {
 		close(done)
 		// Unblock and drain the reader so it exits.
@@ -58,7 +68,6 @@ func (c *conn) serve() {
 		}
 	}()
 
-	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	for item := range q {
 		if item.err != nil {
@@ -98,9 +107,8 @@ func (c *conn) serve() {
 	_ = w.Flush()
 }
 
-func (c *conn) readLoop(q chan<- queued, done <-chan struct{}) {
+func (c *conn) readLoop(r *bufio.Reader, q chan<- queued, done <-chan struct{}) {
 	defer close(q)
-	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		frame, err := protocol.ReadFrame(r, c.b.cfg.SocketRequestMaxBytes, nil)
 		var item queued
@@ -218,6 +226,15 @@ func (c *conn) handle(ctx *reqCtx, req protocol.Request) kmsg.Response {
 		return c.b.handleAlterShareGroupOffsets(ctx, r)
 	case *kmsg.DeleteShareGroupOffsetsRequest:
 		return c.b.handleDeleteShareGroupOffsets(ctx, r)
+	// SASL (sasl_conn.go) and SCRAM credentials.
+	case *kmsg.SASLHandshakeRequest:
+		return c.b.handleSASLHandshake(ctx, r)
+	case *kmsg.SASLAuthenticateRequest:
+		return c.b.handleSASLAuthenticate(ctx, r)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return c.b.handleDescribeUserSCRAMCredentials(ctx, r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.b.handleAlterUserSCRAMCredentials(ctx, r)
 	}
 	c.b.log.Error("no handler for supported api", "api", kmsg.NameForKey(req.Header.APIKey))
 	return nil

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeCluster(_ *reqCtx, req *kmsg.DescribeClusterRequest) kmsg.Response {
+func (b *Broker) handleDescribeCluster(ctx *reqCtx, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
@@ -17,7 +17,7 @@ func (b *Broker) handleDescribeCluster(_ *reqCtx, req *kmsg.DescribeClusterReque
 	resp.ClusterID = b.store.ClusterID()
 	resp.ControllerID = b.cfg.NodeID
 	resp.ClusterAuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOps)
-	for _, be := range b.brokerEndpoints() {
+	for _, be := range b.endpointsFor(ctx) {
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: be.NodeID, Host: be.Host, Port: be.Port})
 	}
 	return resp

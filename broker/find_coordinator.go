@@ -15,7 +15,7 @@ func (b *Broker) handleFindCoordinator(ctx *reqCtx, req *kmsg.FindCoordinatorReq
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
-	self := b.brokerEndpoints()[0]
+	self := b.endpointsFor(ctx)[0]
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key

@@ -14,10 +14,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// brokerEndpoints is the broker list every metadata answer carries: this node,
-// at its first advertised listener.
-func (b *Broker) brokerEndpoints() []kmsg.MetadataResponseBroker {
+// endpointsFor is the broker list a metadata answer carries: this node at
+// the advertised listener named like the listener the request came in on, as
+// Kafka answers with the endpoints of the request's listener (the listener
+// itself when advertised.listeners leaves it out; the first advertised
+// listener when there is no connection).
+func (b *Broker) endpointsFor(ctx *reqCtx) []kmsg.MetadataResponseBroker {
 	l := b.cfg.AdvertisedListeners[0]
+	if ctx != nil && ctx.conn != nil && ctx.conn.listener.Name != "" {
+		l = ctx.conn.listener
+		for _, a := range b.cfg.AdvertisedListeners {
+			if a.Name == l.Name {
+				l = a
+				break
+			}
+		}
+	}
 	host := l.Host
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		if h, err := os.Hostname(); err == nil {
@@ -29,16 +41,19 @@ func (b *Broker) brokerEndpoints() []kmsg.MetadataResponseBroker {
 	port := l.Port
 	if port == 0 {
 		// Bound to an ephemeral port: advertise what was actually bound.
-		if addrs := b.Addrs(); len(addrs) > 0 {
-			port = int32(portOf(addrs[0]))
+		addrs := b.Addrs()
+		for i, bl := range b.cfg.Listeners {
+			if bl.Name == l.Name && i < len(addrs) {
+				port = int32(portOf(addrs[i]))
+			}
 		}
 	}
 	return []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: host, Port: port}}
 }
 
-func (b *Broker) handleMetadata(_ *reqCtx, req *kmsg.MetadataRequest) kmsg.Response {
+func (b *Broker) handleMetadata(ctx *reqCtx, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = b.brokerEndpoints()
+	resp.Brokers = b.endpointsFor(ctx)
 	cid := b.store.ClusterID()
 	resp.ClusterID = &cid
 	resp.ControllerID = b.cfg.NodeID

@@ -58,9 +58,7 @@ var expectedFranzSkips = []struct {
 	// of these API keys at the given minimum versions.
 	untilAPI map[int16]int16
 }{
-	{`TestSCRAMAuth`, "needs KGO_TEST_SCRAM_SEEDS: kbroker has no SASL", nil},
-	{`TestSCRAMAuthBadCredentials`, "needs KGO_TEST_SCRAM_SEEDS: kbroker has no SASL", nil},
-	{`TestOAuthAuth`, "needs KGO_TEST_OAUTH_SEEDS: kbroker has no SASL", nil},
+	{`TestOAuthAuth`, "needs KGO_TEST_OAUTH_SEEDS: kbroker has no OAUTHBEARER", nil},
 	{`TestShareGroup.*`, "share groups (ShareFetch v2, ShareAcknowledge v2; KIP-932) not supported", map[int16]int16{78: 2, 79: 2}},
 	{`TestConsumeRegexShareSkipsInternal`, "share groups (ShareFetch v2, ShareAcknowledge v2; KIP-932) not supported", map[int16]int16{78: 2, 79: 2}},
 	{`.*/848`, "KIP-848 (ConsumerGroupHeartbeat v1) not supported", map[int16]int16{68: 1}},
@@ -117,9 +115,11 @@ func TestFranzGoSuite(t *testing.T) {
 	}
 	t.Logf("franz-go %s pkg/kgo compiled in %v", franzVersion, time.Since(start).Round(time.Second))
 
-	b := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms=0")
+	// A PLAINTEXT listener for the suite and a SASL_PLAINTEXT one with a
+	// SCRAM-SHA-256 user for its SCRAM tests.
+	b, saslAddr := startSASLBroker(t, "group.initial.rebalance.delay.ms=0")
 	active := activeSkips(t, b.Addr())
-	events, stderrTail, runErr := runFranzBinary(t, bin, filepath.Join(src, "pkg", "kgo"), b.Addr())
+	events, stderrTail, runErr := runFranzBinary(t, bin, filepath.Join(src, "pkg", "kgo"), b.Addr(), saslAddr)
 
 	// Final action per test (top-level and subtests) and each test's output.
 	final := map[string]string{}
@@ -354,11 +354,11 @@ func runGoTool(ctx context.Context, dir string, args ...string) ([]byte, error) 
 }
 
 // runFranzBinary runs the compiled franz-go test binary in dir against the
-// broker at addr, its verbose output converted by `go tool test2json`, and
+// broker at addr (its SCRAM tests at saslAddr), its verbose output converted by `go tool test2json`, and
 // returns the parsed events, the tail of the binary's stderr (the clients'
 // logs), and the binary's error. Both processes are killed when the run
 // exceeds franzRunTimeout or the test ends.
-func runFranzBinary(t *testing.T, bin, dir, addr string) ([]testEvent, string, error) {
+func runFranzBinary(t *testing.T, bin, dir, addr, saslAddr string) ([]testEvent, string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), franzRunTimeout)
 	defer cancel()
@@ -372,6 +372,8 @@ func runFranzBinary(t *testing.T, bin, dir, addr string) ([]testEvent, string, e
 	cmd.Env = append(os.Environ(),
 		"KGO_SEEDS="+addr,
 		"KGO_TEST_RF=1",
+		"KGO_TEST_SCRAM_SEEDS="+saslAddr,
+		"KGO_TEST_SCRAM="+saslUser+":"+saslScramPass+":256",
 	)
 	cmd.SysProcAttr = groupProcAttr()
 	cmd.Cancel = func() error { return killProcGroup(cmd) }

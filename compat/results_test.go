@@ -54,9 +54,7 @@ type clientInfo struct {
 // has them gets "—" there until the broker and a test exist. Capabilities
 // kbroker has but the matrix does not test for a client yet get "—" with
 // the client's Missing reason (or "no matrix test yet").
-var brokerLacks = map[string]string{
-	capSASL: "kbroker has no SASL yet",
-}
+var brokerLacks = map[string]string{}
 
 // clients is the matrix's rows, in order. Versions come from the run.
 var clients = []clientInfo{

@@ -45,6 +45,10 @@ type Store interface {
 	// NextProducerIDBlock reserves n producer ids and returns the first.
 	// Ids are never handed out twice, across restarts too.
 	NextProducerIDBlock(n int64) (int64, error)
+	// SCRAM credentials (scram.go).
+	ScramCredential(user, mechanism string) (ScramCredential, bool)
+	ScramCredentials() map[string]map[string]ScramCredential
+	AlterScramCredentials(changes []ScramChange) error
 	Close() error
 }
 
@@ -62,6 +66,8 @@ type fileState struct {
 	ClusterID      string           `json:"cluster_id"`
 	Topics         map[string]Topic `json:"topics"`
 	NextProducerID int64            `json:"next_producer_id"`
+	// Scram maps user -> mechanism (SCRAM-SHA-256, SCRAM-SHA-512) -> credential.
+	Scram map[string]map[string]ScramCredential `json:"scram_credentials,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.

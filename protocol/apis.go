@@ -62,6 +62,12 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.ElectLeaders):            {0, 2},
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
 	int16(kmsg.DescribeTopicPartitions): {0, 0},
+
+	// SASL (broker/sasl_conn.go) and SCRAM credentials.
+	int16(kmsg.SASLHandshake):                {0, 1},
+	int16(kmsg.SASLAuthenticate):             {0, 2},
+	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
+	int16(kmsg.AlterUserSCRAMCredentials):    {0, 0},
 }
 
 // Supported returns the version range the broker supports for key.
