@@ -181,7 +181,7 @@ func (b *Broker) Close() error {
 			ln.Close()
 		}
 		for c := range b.conns {
-			c.stopReading()
+			c.stopForShutdown()
 		}
 		b.lnMu.Unlock()
 		b.wg.Wait()

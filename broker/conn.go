@@ -50,6 +50,17 @@ func (c *conn) stopReading() {
 	_ = c.nc.SetReadDeadline(time.Now())
 }
 
+// shutdownWriteGrace bounds how long answers to in-flight requests may take
+// to reach a client at shutdown, so a client that stopped reading cannot hold
+// the broker up.
+var shutdownWriteGrace = 5 * time.Second
+
+// stopForShutdown stops reading and gives pending writes shutdownWriteGrace.
+func (c *conn) stopForShutdown() {
+	c.stopReading()
+	_ = c.nc.SetWriteDeadline(time.Now().Add(shutdownWriteGrace))
+}
+
 func (c *conn) serve() {
 	defer c.nc.Close()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
