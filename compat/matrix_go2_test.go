@@ -167,13 +167,14 @@ func TestMatrixConfluentKafkaGo(t *testing.T) {
 	runMatrix(t, &confluentGoClient{}, matrixCase{
 		client: "confluent-kafka-go", version: moduleVersion("github.com/confluentinc/confluent-kafka-go/v2") + " (librdkafka " + lib + ")",
 		codecs:   []string{"none", "gzip", "snappy", "lz4", "zstd"},
-		hasAdmin: true, idempotent: true, static: true, kip848: true,
+		hasAdmin: true, idempotent: true, static: true, kip848: true, txn: true,
 	})
 }
 
 type confluentGoClient struct {
-	addr string
-	k848 bool
+	addr      string
+	k848      bool
+	isolation string // "" (the client's default), "read_committed" or "read_uncommitted"
 }
 
 func (c *confluentGoClient) use848(on bool) { c.k848 = on }
@@ -322,6 +323,9 @@ func (c *confluentGoClient) consume(t *testing.T, topic, group, instanceID strin
 	if c.k848 {
 		// KIP-848: the broker assigns; session settings are the broker's.
 		extra["group.protocol"] = "consumer"
+	}
+	if c.isolation != "" {
+		extra["isolation.level"] = c.isolation
 	}
 	cons, err := ckafka.NewConsumer(c.config(t, extra))
 	if err != nil {

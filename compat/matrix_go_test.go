@@ -25,12 +25,14 @@ func TestMatrixFranzGo(t *testing.T) {
 		client: "franz-go (kgo, kadm)", version: version,
 		codecs:   []string{"none", "gzip", "snappy", "lz4", "zstd"},
 		hasAdmin: true, idempotent: true, static: true, kip848: true,
+		txn: true, txnNoOffsets: true,
 	})
 }
 
 type franzClient struct {
-	addr string
-	k848 bool
+	addr      string
+	k848      bool
+	isolation string // "" (the client's default), "read_committed" or "read_uncommitted"
 }
 
 func (c *franzClient) use848(on bool) { c.k848 = on }
@@ -119,6 +121,9 @@ func (c *franzClient) consume(t *testing.T, topic, group, instanceID string, n i
 	if c.k848 {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
+	if c.isolation != "" {
+		opts = append(opts, kgo.FetchIsolationLevel(franzIsolation(c.isolation)))
+	}
 	cl := newKgo(t, c.addr, opts...)
 	defer cl.Close()
 	ctx := testCtx(t)
@@ -156,11 +161,14 @@ func TestMatrixSarama(t *testing.T) {
 	runMatrix(t, &saramaClient{}, matrixCase{
 		client: "IBM/sarama", version: moduleVersion("github.com/IBM/sarama"),
 		codecs:   []string{"none", "gzip", "snappy", "lz4", "zstd"},
-		hasAdmin: true, idempotent: true, static: true,
+		hasAdmin: true, idempotent: true, static: true, txn: true,
 	})
 }
 
-type saramaClient struct{ addr string }
+type saramaClient struct {
+	addr      string
+	isolation string // "" (the client's default), "read_committed" or "read_uncommitted"
+}
 
 func (c *saramaClient) setAddr(addr string) { c.addr = addr }
 
@@ -290,6 +298,9 @@ func (c *saramaClient) consume(t *testing.T, topic, group, instanceID string, n 
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	if instanceID != "" {
 		cfg.Consumer.Group.InstanceId = instanceID
+	}
+	if c.isolation != "" {
+		cfg.Consumer.IsolationLevel = saramaIsolation(c.isolation)
 	}
 	cg, err := sarama.NewConsumerGroup([]string{c.addr}, group, cfg)
 	if err != nil {

@@ -15,10 +15,19 @@ package compat
 //	                                         object {"k","v","h":[[k,v]...]} a
 //	                                         line; prints {"k","p","o"} a line
 //	                                         per acknowledged record
-//	consume ADDR TOPIC GROUP INSTANCE N      consume N records in GROUP
+//	consume ADDR TOPIC GROUP INSTANCE N [ISOLATION]
+//	                                         consume N records in GROUP
 //	                                         (INSTANCE "" for none) from the
 //	                                         earliest offset, commit, close;
-//	                                         prints {"p","o","k","v","h"} a line
+//	                                         prints {"p","o","k","v","h"} a line;
+//	                                         ISOLATION read_committed or
+//	                                         read_uncommitted (else the
+//	                                         client's default)
+//	transact ADDR TOPIC TXNID GROUP OFFTOPIC transactions from stdin, one JSON
+//	                                         object {"commit","offset","recs"}
+//	                                         a line, with one transactional
+//	                                         producer (matrix_txn_test.go);
+//	                                         prints {"k","p","o"} per record
 //
 // and exits non-zero on any error.
 
@@ -71,10 +80,11 @@ func runClientProc(t *testing.T, dir, stdin string, env []string, argv ...string
 
 // scriptClient drives a client script (see the top of this file).
 type scriptClient struct {
-	argv []string // interpreter and script
-	dir  string
-	env  []string
-	addr string
+	argv      []string // interpreter and script
+	dir       string
+	env       []string
+	addr      string
+	isolation string // "" (the client's default), "read_committed" or "read_uncommitted"
 }
 
 func (c *scriptClient) setAddr(addr string) { c.addr = addr }
@@ -125,7 +135,11 @@ func (c *scriptClient) produce(t *testing.T, topic, codec string, idempotent boo
 }
 
 func (c *scriptClient) consume(t *testing.T, topic, group, instanceID string, n int) []consumedRec {
-	out := c.run(t, "", "consume", c.addr, topic, group, instanceID, strconv.Itoa(n))
+	args := []string{"consume", c.addr, topic, group, instanceID, strconv.Itoa(n)}
+	if c.isolation != "" {
+		args = append(args, c.isolation)
+	}
+	out := c.run(t, "", args...)
 	var got []consumedRec
 	for _, r := range parseJSONLines(t, out) {
 		got = append(got, consumedRec{Partition: r.P, Offset: r.O, Key: r.K, Value: r.V, Headers: r.H})
@@ -195,7 +209,7 @@ func TestMatrixConfluentKafkaPython(t *testing.T) {
 	runMatrix(t, c, matrixCase{
 		client: "confluent-kafka python", version: c.version(t),
 		codecs:   []string{"none", "gzip", "snappy", "lz4", "zstd"},
-		hasAdmin: true, idempotent: true, static: true,
+		hasAdmin: true, idempotent: true, static: true, txn: true,
 	})
 }
 
@@ -220,7 +234,7 @@ func TestMatrixKafkaJS(t *testing.T) {
 		client: "kafkajs", version: c.version(t),
 		// zstd needs @kafkajs/zstd, a native addon; not installed.
 		codecs:   []string{"none", "gzip", "snappy", "lz4"},
-		hasAdmin: true, idempotent: true,
+		hasAdmin: true, idempotent: true, txn: true,
 	})
 }
 

@@ -14,7 +14,13 @@ package compat
 //     exactly the new records (nothing reprocessed, nothing lost);
 //  6. static membership (where the client has it): consume with a
 //     group.instance.id, close, produce more, restart with the same
-//     instance id: again exactly the new records.
+//     instance id: again exactly the new records;
+//  7. KIP-848 (where the client has it): steps 4 and 5 with the new
+//     consumer group protocol;
+//  8. transactions (where the client has them; matrix_txn_test.go): one
+//     transaction committed and one aborted, each with offsets sent to a
+//     group; read_committed sees exactly the committed records,
+//     read_uncommitted sees both, the group has the committed offset.
 //
 // Each step is a subtest that records its capabilities (results_test.go).
 
@@ -91,6 +97,8 @@ type matrixCase struct {
 	idempotent      bool // the client has an idempotent producer
 	static          bool // the client has group.instance.id
 	kip848          bool // the client implements kip848Client
+	txn             bool // the client implements txnClient
+	txnNoOffsets    bool // its transactional producer cannot send offsets for a group
 	perCodec        int  // records produced per codec (default 40)
 }
 
@@ -254,6 +262,12 @@ func runMatrix(t *testing.T, mc matrixClient, c matrixCase) {
 			got = mc.consume(t, topic, ngroup, "", len(keys))
 			checkConsumed(t, got, produced, keys, startAt)
 			checkCommitted(t, adm, ngroup, topic)
+		})
+	}
+	if c.txn {
+		t.Run("transactions", func(t *testing.T) {
+			recordCap(t, c.client, c.version, capTxn)
+			runTxnStep(t, mc, c, b.Addr(), base, topic)
 		})
 	}
 	b.Alive()

@@ -21,6 +21,7 @@ import (
 // transaction and lets a new one with the same transactional id fence it.
 // The output read with read_committed must hold every input exactly once.
 func TestTxnConsumeTransformProduceExactlyOnce(t *testing.T) {
+	recordCap(t, "franz-go (kgo, kadm)", moduleVersion("github.com/twmb/franz-go")+" (kadm "+moduleVersion("github.com/twmb/franz-go/pkg/kadm")+")", capTxn)
 	b := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms=0", "num.partitions=3")
 	const n = 600
 	adm := newAdmin(t, b.Addr())

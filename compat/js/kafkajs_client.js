@@ -92,28 +92,180 @@ async function produce (addr, topic, codec, idempotent) {
   const producer = client(addr).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: idempotent === '1', maxInFlightRequests: idempotent === '1' ? 1 : undefined })
   await producer.connect()
   try {
-    const messages = recs.map(r => ({
-      key: r.k,
-      value: r.v,
-      headers: Object.fromEntries(r.h.map(([k, v]) => [k, v]))
-    }))
+    const messages = toMessages(recs)
     const res = await producer.send({ topic, acks: -1, timeout: TIMEOUT_MS, compression: codecs[codec], messages })
-    // kafkajs reports one base offset per partition; messages for one
-    // partition keep their order, so offsets follow from it.
-    const base = {}
-    for (const r of res) base[r.partition] = BigInt(r.baseOffset)
-    // The default partitioner (murmur2 of the key, as Java's) placed each
-    // message; the same function says where.
-    const partitioner = Partitioners.DefaultPartitioner()
-    const partitionMetadata = await describePartitions(addr, topic)
-    for (const r of recs) {
-      const p = partitioner({ topic, partitionMetadata, message: { key: r.k } })
-      const o = base[p]
-      base[p] = o + 1n
-      console.log(JSON.stringify({ k: r.k, p, o: Number(o) }))
+    await printAcks(addr, topic, recs, res)
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+// toMessages turns stdin records into kafkajs messages.
+function toMessages (recs) {
+  return recs.map(r => ({
+    key: r.k,
+    value: r.v,
+    headers: Object.fromEntries(r.h.map(([k, v]) => [k, v]))
+  }))
+}
+
+// printAcks prints {"k","p","o"} for every record of one send. kafkajs
+// reports one base offset per partition; messages for one partition keep
+// their order, so offsets follow from it. The default partitioner (murmur2
+// of the key, as Java's) placed each message; the same function says where.
+async function printAcks (addr, topic, recs, res) {
+  const base = {}
+  for (const r of res) base[r.partition] = BigInt(r.baseOffset)
+  const partitioner = Partitioners.DefaultPartitioner()
+  const partitionMetadata = await describePartitions(addr, topic)
+  for (const r of recs) {
+    const p = partitioner({ topic, partitionMetadata, message: { key: r.k } })
+    const o = base[p]
+    if (o === undefined) fail(`no acknowledgement for partition ${p} of key ${r.k}`)
+    base[p] = o + 1n
+    console.log(JSON.stringify({ k: r.k, p, o: Number(o) }))
+  }
+}
+
+// transact runs the transactions read from stdin, one JSON object a line:
+// {"commit": bool, "offset": N, "recs": [{"k","v","h"}...]}, with one
+// transactional producer: send the records, sendOffsets {OFFTOPIC
+// partition 0: N} for GROUP when N >= 0, then commit or abort.
+async function transact (addr, topic, txnId, group, offTopic) {
+  const txns = await readStdin()
+  const producer = client(addr).producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    transactionalId: txnId,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 }
+  })
+  await producer.connect()
+  try {
+    for (const spec of txns) {
+      const txn = await producer.transaction()
+      try {
+        const res = await txn.send({ topic, acks: -1, timeout: TIMEOUT_MS, messages: toMessages(spec.recs) })
+        await printAcks(addr, topic, spec.recs, res)
+        if (spec.offset >= 0) {
+          await txn.sendOffsets({ consumerGroupId: group, topics: [{ topic: offTopic, partitions: [{ partition: 0, offset: String(spec.offset) }] }] })
+        }
+      } catch (e) {
+        await txn.abort().catch(() => {})
+        throw e
+      }
+      if (spec.commit) await txn.commit()
+      else await txn.abort()
     }
   } finally {
     await producer.disconnect()
+  }
+}
+
+// transform is a consume-transform-produce loop that runs until killed or
+// sent SIGTERM: a consumer in GROUP (read_committed) on IN, a producer with
+// transactional id TXNID; each batch is copied to OUT in one transaction
+// together with its offsets (sendOffsets). After each commit it prints
+// {"committed": records so far}. With PAUSE_AFTER > 0, the first batch
+// after that many records is left in an open transaction (records sent,
+// offsets added): it prints {"open": records in it} and waits to be killed.
+async function transform (addr, inTopic, outTopic, group, txnId, pauseAfter) {
+  pauseAfter = Number(pauseAfter || 0)
+  const kafka = client(addr)
+  const newProducer = async () => {
+    const p = kafka.producer({
+      createPartitioner: Partitioners.DefaultPartitioner,
+      transactionalId: txnId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: 30000,
+      retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 }
+    })
+    // Connecting runs InitProducerId: an earlier producer with this
+    // transactional id is fenced and its open transaction aborted.
+    await p.connect()
+    return p
+  }
+  let producer = await newProducer()
+  const consumer = kafka.consumer({
+    groupId: group,
+    readUncommitted: false,
+    maxWaitTimeInMs: 200,
+    maxBytesPerPartition: 1024, // small batches: many transactions
+    sessionTimeout: 6000,
+    rebalanceTimeout: 10000,
+    heartbeatInterval: 500,
+    retry: { retries: 20, maxRetryTime: 2000 }
+  })
+  let committed = 0
+  let finish
+  const stopped = new Promise((resolve, reject) => { finish = { resolve, reject } })
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    console.error(`kafkajs: consumer crashed (restart: ${payload.restart}): ${payload.error && payload.error.message}`)
+    if (!payload.restart) finish.reject(new Error('kafkajs: consumer crashed for good: ' + (payload.error && payload.error.stack)))
+  })
+  await consumer.connect()
+  await consumer.subscribe({ topic: inTopic, fromBeginning: true })
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      if (batch.messages.length === 0) return
+      const txn = await producer.transaction()
+      try {
+        await txn.send({
+          topic: outTopic,
+          acks: -1,
+          timeout: TIMEOUT_MS,
+          messages: batch.messages.map(m => ({ key: m.key, value: m.value }))
+        })
+        const next = (BigInt(batch.lastOffset()) + 1n).toString()
+        await txn.sendOffsets({ consumerGroupId: group, topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }] })
+        if (pauseAfter > 0 && committed >= pauseAfter) {
+          console.log(JSON.stringify({ open: batch.messages.length }))
+          await new Promise(() => {}) // until SIGKILL
+        }
+        await txn.commit()
+      } catch (e) {
+        console.error(`kafkajs: transaction on ${batch.topic}[${batch.partition}] failed, the batch will be read again: ${e.message}`)
+        if (txn.isActive()) {
+          await txn.abort().catch(err => console.error('kafkajs: abort: ' + err.message))
+        }
+        if (txn.isActive() || !(await producerReady(producer))) {
+          // The outcome is unknown (commit or abort did not get an
+          // answer): a new producer's InitProducerId finishes it.
+          await producer.disconnect().catch(() => {})
+          producer = await newProducer()
+        }
+        // Retriable: kafkajs runs eachBatch again, or restarts the
+        // consumer from the committed offsets (a non-retriable error, such
+        // as the coordinator lookup failing while the broker restarts,
+        // would stop the consumer for good).
+        const again = new Error('transaction failed: ' + e.message)
+        again.retriable = true
+        throw again
+      }
+      for (const m of batch.messages) resolveOffset(m.offset)
+      committed += batch.messages.length
+      console.log(JSON.stringify({ committed }))
+      await heartbeat()
+    }
+  })
+  process.on('SIGTERM', () => {
+    consumer.disconnect().then(() => producer.disconnect()).then(finish.resolve, finish.reject)
+  })
+  await stopped
+}
+
+// producerReady reports whether a transactional producer can begin a new
+// transaction (kafkajs leaves it unusable when EndTxn failed).
+async function producerReady (producer) {
+  try {
+    const txn = await producer.transaction()
+    await txn.abort() // nothing was sent: no request
+    return true
+  } catch (e) {
+    return false
   }
 }
 
@@ -128,10 +280,18 @@ async function describePartitions (addr, topic) {
   }
 }
 
-async function consume (addr, topic, group, instance, n) {
+async function consume (addr, topic, group, instance, n, isolation) {
   if (instance) fail('kafkajs has no group.instance.id')
+  if (isolation && isolation !== 'read_committed' && isolation !== 'read_uncommitted') fail('unknown isolation ' + isolation)
   n = Number(n)
-  const consumer = client(addr).consumer({ groupId: group, maxWaitTimeInMs: 200, sessionTimeout: 10000, heartbeatInterval: 1000 })
+  const consumer = client(addr).consumer({
+    groupId: group,
+    maxWaitTimeInMs: 200,
+    sessionTimeout: 10000,
+    heartbeatInterval: 1000,
+    // kafkajs reads committed by default (readUncommitted: false).
+    readUncommitted: isolation === 'read_uncommitted'
+  })
   await consumer.connect()
   await consumer.subscribe({ topic, fromBeginning: true })
   let got = 0
@@ -162,6 +322,8 @@ async function main () {
     case 'create': await create(...args); break
     case 'produce': await produce(...args); break
     case 'consume': await consume(...args); break
+    case 'transact': await transact(...args); break
+    case 'transform': await transform(...args); break
     default: fail('unknown command ' + cmd)
   }
 }

@@ -10,7 +10,7 @@ import sys
 import time
 
 import confluent_kafka
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 TIMEOUT_S = 60
@@ -74,13 +74,16 @@ def produce(addr, topic, codec, idempotent):
         fail("delivery failed: %s" % errors)
 
 
-def consume(addr, topic, group, instance, n):
+def consume(addr, topic, group, instance, n, isolation=""):
     n = int(n)
     conf = base(addr)
     conf.update({"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
                  "fetch.wait.max.ms": 200})
     if instance:
         conf["group.instance.id"] = instance
+    if isolation:
+        # librdkafka reads committed by default.
+        conf["isolation.level"] = isolation
     c = Consumer(conf)
     c.subscribe([topic])
     got = 0
@@ -100,6 +103,47 @@ def consume(addr, topic, group, instance, n):
     c.close()
 
 
+def transact(addr, topic, txn_id, group, off_topic):
+    """Runs the transactions read from stdin, one JSON object a line:
+    {"commit": bool, "offset": N, "recs": [{"k","v","h"}...]}, with one
+    transactional producer: produce the records, send_offsets_to_transaction
+    {OFF_TOPIC partition 0: N} for GROUP when N >= 0, then commit or abort.
+    Prints {"k","p","o"} per acknowledged record."""
+    txns = [json.loads(line) for line in sys.stdin if line.strip()]
+    conf = base(addr)
+    conf.update({"transactional.id": txn_id, "acks": "all", "linger.ms": 5})
+    p = Producer(conf)
+    # The group metadata a consume-transform-produce loop takes from its
+    # consumer; this consumer never joins (generation -1, no member id).
+    c = Consumer(dict(base(addr), **{"group.id": group}))
+    errors = []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append("%s: %s" % (msg.key(), err))
+            return
+        print(json.dumps({"k": msg.key().decode(), "p": msg.partition(), "o": msg.offset()}))
+
+    p.init_transactions(TIMEOUT_S)
+    for spec in txns:
+        p.begin_transaction()
+        for r in spec["recs"]:
+            p.produce(topic, key=r["k"].encode(), value=r["v"].encode(),
+                      headers=[(k, v.encode()) for k, v in r["h"]], on_delivery=on_delivery)
+            p.poll(0)
+        left = p.flush(TIMEOUT_S)
+        if left or errors:
+            fail("%d messages not delivered, errors: %s" % (left, errors))
+        if spec["offset"] >= 0:
+            p.send_offsets_to_transaction([TopicPartition(off_topic, 0, spec["offset"])],
+                                          c.consumer_group_metadata(), TIMEOUT_S)
+        if spec["commit"]:
+            p.commit_transaction(TIMEOUT_S)
+        else:
+            p.abort_transaction(TIMEOUT_S)
+    c.close()
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "version":
@@ -112,6 +156,8 @@ def main():
         produce(*args)
     elif cmd == "consume":
         consume(*args)
+    elif cmd == "transact":
+        transact(*args)
     else:
         fail("unknown command %s" % cmd)
 
