@@ -4,7 +4,8 @@ package broker
 // and instance ids checked like OffsetCommit. The offsets are written at once
 // as a transactional batch of the producer to the group's __consumer_offsets
 // partition but become visible only when the transaction's commit marker is
-// written there (groups.completeTxnOffsets); an abort drops them.
+// written there (groups.completeTxnOffsets); an abort drops them. Partitions
+// that do not exist are answered UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"github.com/kbroker/kbroker/coordinator/group"
@@ -44,7 +45,29 @@ func (b *Broker) handleTxnOffsetCommit(ctx *reqCtx, req *kmsg.TxnOffsetCommitReq
 		stripped.Generation, stripped.MemberID, stripped.InstanceID = -1, "", nil
 		req = &stripped
 	}
-	resp, recs := g.mu.c.TxnOffsetCommit(b.now(), req)
+	// Partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION, as in OffsetCommit.
+	known := *req
+	known.Topics = nil
+	var unknown []kmsg.TxnOffsetCommitResponseTopic
+	for _, rt := range req.Topics {
+		kt, ut := rt, kmsg.NewTxnOffsetCommitResponseTopic()
+		kt.Partitions, ut.Topic = nil, rt.Topic
+		for _, rp := range rt.Partitions {
+			if b.partitionOf(rt.Topic, rp.Partition) == nil {
+				ut.Partitions = append(ut.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
+				continue
+			}
+			kt.Partitions = append(kt.Partitions, rp)
+		}
+		if len(kt.Partitions) > 0 {
+			known.Topics = append(known.Topics, kt)
+		}
+		if len(ut.Partitions) > 0 {
+			unknown = append(unknown, ut)
+		}
+	}
+	resp, recs := g.mu.c.TxnOffsetCommit(b.now(), &known)
+	resp.Topics = append(resp.Topics, unknown...)
 	if len(recs) == 0 {
 		return resp
 	}

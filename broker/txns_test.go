@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestAbandonedTransactionIsAborted: a producer that opens a transaction and
@@ -50,5 +52,28 @@ func TestAbandonedTransactionIsAborted(t *testing.T) {
 	}
 	if got := p.abortedBetween(0, 6); len(got) != 1 || got[0].FirstOffset != 0 {
 		t.Fatalf("aborted transactions %+v", got)
+	}
+}
+
+// TestTxnOffsetCommitUnknownPartition: offsets for a partition that does not
+// exist are refused per partition, as OffsetCommit refuses them.
+func TestTxnOffsetCommitUnknownPartition(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := newClient(t, b)
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = 3
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", "g", 1, 0, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "no-such-topic"
+	rt.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
+	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("answer %+v, want UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
 	}
 }
