@@ -241,25 +241,28 @@ func kafkaClassicState(s string) string {
 	return "PreparingRebalance"
 }
 
+// matchesFilter reports whether v passes a ListGroups filter: an empty
+// filter passes everything; names compare case-insensitively, as Kafka's.
+func matchesFilter(filter []string, v string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if strings.EqualFold(f, v) {
+			return true
+		}
+	}
+	return false
+}
+
 // listConsumerGroups adds KIP-848 groups to a ListGroups answer, honouring
 // the state (v4+) and type (v5+) filters.
 func listConsumerGroups(cc *consumer.Coordinator, req *kmsg.ListGroupsRequest, resp *kmsg.ListGroupsResponse) {
-	match := func(filter []string, v string) bool {
-		if len(filter) == 0 {
-			return true
-		}
-		for _, f := range filter {
-			if strings.EqualFold(f, v) {
-				return true
-			}
-		}
-		return false
-	}
 	for _, l := range cc.ListGroups() {
-		if req.Version >= 4 && !match(req.StatesFilter, l.State) {
+		if req.Version >= 4 && !matchesFilter(req.StatesFilter, l.State) {
 			continue
 		}
-		if req.Version >= 5 && !match(req.TypesFilter, "consumer") {
+		if req.Version >= 5 && !matchesFilter(req.TypesFilter, "consumer") {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()

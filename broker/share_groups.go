@@ -15,7 +15,6 @@ package broker
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -201,18 +200,7 @@ func (b *Broker) handleListGroupsWithShare(ctx *reqCtx, req *kmsg.ListGroupsRequ
 	if !ok || resp.ErrorCode != 0 {
 		return out
 	}
-	match := func(filter []string, v string) bool {
-		if len(filter) == 0 {
-			return true
-		}
-		for _, f := range filter {
-			if strings.EqualFold(f, v) {
-				return true
-			}
-		}
-		return false
-	}
-	if req.Version >= 5 && !match(req.TypesFilter, "share") {
+	if req.Version >= 5 && !matchesFilter(req.TypesFilter, "share") {
 		return resp
 	}
 	var listed []share.GroupListing
@@ -220,7 +208,7 @@ func (b *Broker) handleListGroupsWithShare(ctx *reqCtx, req *kmsg.ListGroupsRequ
 		return resp
 	}
 	for _, l := range listed {
-		if req.Version >= 4 && !match(req.StatesFilter, l.State) {
+		if req.Version >= 4 && !matchesFilter(req.StatesFilter, l.State) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
