@@ -1,0 +1,51 @@
+package broker
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestCloseLeavesNoGoroutines: every goroutine the broker starts (accept
+// loops, connections, flusher, log tasks, coordinator timers) is stopped by
+// Close.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	b := startTestBroker(t, t.TempDir(), map[string]string{
+		"log.retention.check.interval.ms": "10",
+		"log.cleaner.backoff.ms":          "10",
+		"log.flush.interval.ms":           "10",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()[0].String()), kgo.DefaultProduceTopic("leak"),
+		kgo.AllowAutoTopicCreation(), kgo.TransactionalID("leak-tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising
+	}
+}
