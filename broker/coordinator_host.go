@@ -6,6 +6,7 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -63,4 +64,10 @@ func (b *Broker) awaitReply(ctx *reqCtx, req kmsg.Request, tok token, callErr er
 		ctx.closeConn = true
 		return nil
 	}
+}
+
+// coordinatorClient identifies a request's sender to a coordinator: the
+// header's client.id and the host as Kafka prints it ("/" + address).
+func coordinatorClient(ctx *reqCtx) group.Client {
+	return group.Client{ID: ctx.hdr.ClientID, Host: "/" + hostOf(ctx.conn.addr)}
 }

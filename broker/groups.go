@@ -337,7 +337,7 @@ func (g *groups) tick() {
 // for its answer (a JoinGroup may wait for the whole rebalance).
 func (b *Broker) handleGroupRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response {
 	tok := make(token, 1)
-	client := group.Client{ID: ctx.hdr.ClientID, Host: "/" + hostOf(ctx.conn.addr)}
+	client := coordinatorClient(ctx)
 	var handleErr error
 	err := b.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		r, recs, err := routeGroupRequest(cs, now, tok, client, req)

@@ -233,7 +233,7 @@ func (x *txns) tick() {
 // handleTxnRequest hands a transaction API request to the coordinator.
 func (b *Broker) handleTxnRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response {
 	tok := make(token, 1)
-	client := group.Client{ID: ctx.hdr.ClientID, Host: "/" + hostOf(ctx.conn.addr)}
+	client := coordinatorClient(ctx)
 	var handleErr error
 	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		r, recs, m, err := c.Handle(now, tok, client, req)
