@@ -64,16 +64,9 @@ func (c *Coordinator) OffsetCommit(now time.Time, token any, req *kmsg.OffsetCom
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = code
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			if rp.ErrorCode == 0 && len(meta) > int(c.cfg.OffsetMetadataMaxBytes) {
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			}
+			var off *offset
+			off, rp.ErrorCode = c.newOffset(code, p.Offset, p.Metadata, nowMs, expireMs)
 			if rp.ErrorCode == 0 {
-				off := &offset{offset: p.Offset, leaderEpoch: -1, metadata: meta, commitMs: nowMs, expireMs: expireMs}
 				if v == 1 && p.Timestamp != -1 {
 					off.commitMs = p.Timestamp
 				}
@@ -92,6 +85,23 @@ func (c *Coordinator) OffsetCommit(now time.Time, token any, req *kmsg.OffsetCom
 	}
 	o.reply(token, resp)
 	return o.replies, o.records
+}
+
+// newOffset is the offset a commit stores, or the error code of the
+// partition: code when the commit as a whole failed, else
+// OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes.
+func (c *Coordinator) newOffset(code int16, committed int64, metadata *string, nowMs, expireMs int64) (*offset, int16) {
+	if code != 0 {
+		return nil, code
+	}
+	meta := ""
+	if metadata != nil {
+		meta = *metadata
+	}
+	if len(meta) > int(c.cfg.OffsetMetadataMaxBytes) {
+		return nil, kerr.OffsetMetadataTooLarge.Code
+	}
+	return &offset{offset: committed, leaderEpoch: -1, metadata: meta, commitMs: nowMs, expireMs: expireMs}, 0
 }
 
 // validateCommit is Kafka's validateOffsetCommit.

@@ -36,16 +36,9 @@ func (c *Coordinator) TxnOffsetCommit(now time.Time, req *kmsg.TxnOffsetCommitRe
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = code
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			if rp.ErrorCode == 0 && len(meta) > int(c.cfg.OffsetMetadataMaxBytes) {
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			}
+			var off *offset
+			off, rp.ErrorCode = c.newOffset(code, p.Offset, p.Metadata, nowMs, -1)
 			if rp.ErrorCode == 0 {
-				off := &offset{offset: p.Offset, leaderEpoch: -1, metadata: meta, commitMs: nowMs, expireMs: -1}
 				if req.Version >= 2 {
 					off.leaderEpoch = p.LeaderEpoch
 				}
