@@ -196,6 +196,17 @@ func TestFranzGoSuite(t *testing.T) {
 	t.Log(res.Summary)
 	fmt.Println(res.Summary)
 
+	// franz-go's SCRAM tests ran against the SASL listener: they are the
+	// matrix's SASL cell for franz-go.
+	t.Run("SASL", func(t *testing.T) {
+		recordCap(t, "franz-go (kgo, kadm)", moduleVersion(franzModule)+" (kadm "+moduleVersion(franzModule+"/pkg/kadm")+")", capSASL)
+		for _, name := range []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials"} {
+			if final[name] != "pass" {
+				t.Errorf("franz-go %s: %q, want pass", name, final[name])
+			}
+		}
+	})
+
 	for _, name := range failed {
 		t.Errorf("franz-go test %s failed:\n%s", name, output[name].String())
 	}
