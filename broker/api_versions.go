@@ -23,6 +23,14 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 func (b *Broker) handleApiVersions(_ *reqCtx, req *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = apiKeys()
+	if req.Version >= 3 {
+		// transaction.version 2 (KIP-890 part 2) is finalized: clients may
+		// rely on Produce v12+ and TxnOffsetCommit v5+ adding partitions to
+		// the transaction, and on EndTxn v5+ bumping the epoch.
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
+		resp.FinalizedFeaturesEpoch = 1
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MaxVersionLevel: 2, MinVersionLevel: 2}}
+	}
 	if req.Version >= 3 && (req.ClientSoftwareName == "" || req.ClientSoftwareVersion == "") {
 		// Kafka validates these strings from v3 and answers INVALID_REQUEST.
 		resp.ErrorCode = kerr.InvalidRequest.Code

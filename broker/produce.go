@@ -1,10 +1,12 @@
 package broker
 
-// Produce v3–v11. v3 introduced record batch v2 (the only format accepted:
+// Produce v3–v12. v3 introduced record batch v2 (the only format accepted:
 // exactly one batch per partition, magic 2); v5 LogStartOffset; v7 allows
 // zstd (older versions get UNSUPPORTED_COMPRESSION_TYPE for it); v8 per-record
 // errors and ErrorMessage; v9 flexible; v10–v11 add tagged CurrentLeader and
-// nothing we must act on. acks=0 sends no response at all.
+// nothing we must act on; v12 (transaction.version 2, KIP-890 part 2) adds a
+// transactional batch's partition to its transaction instead of requiring
+// AddPartitionsToTxn first. acks=0 sends no response at all.
 //
 // Validation follows Kafka's order: unknown partition, batch size against
 // max.message.bytes (MESSAGE_TOO_LARGE), then records.ValidateProduce
@@ -110,7 +112,11 @@ func (b *Broker) produceTo(ctx *reqCtx, version int16, txnID *string, p *partiti
 		if txnID == nil {
 			return bad(kerr.InvalidTxnState, "transactional batch in a produce request without a transactional id")
 		}
-		if code := b.verifyTxnPartition(*txnID, h.ProducerID, h.ProducerEpoch, p.t.meta.Name, p.index); code != 0 {
+		check := b.verifyTxnPartition
+		if version >= 12 {
+			check = b.addTxnPartition // KIP-890 part 2: the produce adds the partition
+		}
+		if code := check(*txnID, h.ProducerID, h.ProducerEpoch, p.t.meta.Name, p.index); code != 0 {
 			kerrv, _ := kerr.ErrorForCode(code).(*kerr.Error)
 			if kerrv == nil {
 				kerrv = kerr.UnknownServerError

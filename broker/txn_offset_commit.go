@@ -1,7 +1,8 @@
 package broker
 
-// TxnOffsetCommit v0–v4. v2 leader epochs; v3 flexible, generation, member
-// and instance ids checked like OffsetCommit. The offsets are written at once
+// TxnOffsetCommit v0–v5. v2 leader epochs; v3 flexible, generation, member
+// and instance ids checked like OffsetCommit; v5 (KIP-890 part 2) adds the
+// group's __consumer_offsets partition to the transaction itself. The offsets are written at once
 // as a transactional batch of the producer to the group's __consumer_offsets
 // partition but become visible only when the transaction's commit marker is
 // written there (groups.completeTxnOffsets); an abort drops them. Partitions
@@ -31,20 +32,6 @@ func (b *Broker) handleTxnOffsetCommit(ctx *reqCtx, req *kmsg.TxnOffsetCommitReq
 		b.log.Error("group coordinator unavailable", "err", err)
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
-	g := &b.groups
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.mu.c == nil {
-		return fail(kerr.CoordinatorLoadInProgress.Code)
-	}
-	if g.mu.cc.IsConsumerGroup(req.Group) {
-		if code := g.mu.cc.ValidateCommit(req.Group, req.MemberID, req.Generation); code != 0 {
-			return fail(code)
-		}
-		stripped := *req
-		stripped.Generation, stripped.MemberID, stripped.InstanceID = -1, "", nil
-		req = &stripped
-	}
 	// Partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION, as in OffsetCommit.
 	known := *req
 	known.Topics = nil
@@ -65,6 +52,30 @@ func (b *Broker) handleTxnOffsetCommit(ctx *reqCtx, req *kmsg.TxnOffsetCommitReq
 		if len(ut.Partitions) > 0 {
 			unknown = append(unknown, ut)
 		}
+	}
+	if req.Version >= 5 && len(known.Topics) > 0 {
+		// KIP-890 part 2: the commit itself adds the group's offsets
+		// partition to the transaction (no AddOffsetsToTxn). Done before
+		// taking groups.mu: txns.mu comes first in the lock order.
+		if t := b.topicByName(offsetsTopic); t != nil {
+			part := group.PartitionFor(req.Group, int32(len(t.partitions)))
+			if code := b.addTxnPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, part); code != 0 {
+				return fail(code)
+			}
+		}
+	}
+	g := &b.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.c == nil {
+		return fail(kerr.CoordinatorLoadInProgress.Code)
+	}
+	if g.mu.cc.IsConsumerGroup(req.Group) {
+		if code := g.mu.cc.ValidateCommit(req.Group, req.MemberID, req.Generation); code != 0 {
+			return fail(code)
+		}
+		// Checked against the member epoch: store as a commit without a member.
+		known.Generation, known.MemberID, known.InstanceID = -1, "", nil
 	}
 	resp, recs := g.mu.c.TxnOffsetCommit(b.now(), &known)
 	resp.Topics = append(resp.Topics, unknown...)

@@ -131,7 +131,13 @@ func (x *txns) close() {
 	}
 }
 
-// call runs f under the lock and carries out its effects in order.
+// errTxnStateWrite wraps a failed append to __transaction_state: the call's
+// replies were answered with COORDINATOR_NOT_AVAILABLE and its effects dropped.
+var errTxnStateWrite = errors.New("writing transaction state failed")
+
+// call runs f under the lock and carries out its effects in order. It
+// returns an error wrapping errTxnStateWrite when the records could not be
+// written (replies are then already failed).
 func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker)) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -139,7 +145,9 @@ func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []tx
 		return err
 	}
 	replies, recs, markers := f(x.mu.c, x.b.now())
+	var persistErr error
 	if err := x.persistLocked(recs); err != nil {
+		persistErr = fmt.Errorf("%w: %v", errTxnStateWrite, err)
 		x.b.log.Error("writing transaction state failed; reloading the coordinator", "err", err)
 		for _, r := range replies {
 			failTxnResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
@@ -154,7 +162,7 @@ func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []tx
 		x.writeMarkersLocked(markers)
 		x.rearmLocked()
 	}
-	return nil
+	return persistErr
 }
 
 // persistLocked appends records to their transactional ids' partitions.
@@ -240,6 +248,9 @@ func (b *Broker) handleTxnRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response {
 		handleErr = err
 		return r, recs, m
 	})
+	if errors.Is(err, errTxnStateWrite) {
+		err = nil // the reply carries the failure
+	}
 	if err == nil {
 		err = handleErr
 	}
@@ -281,6 +292,22 @@ func (b *Broker) verifyTxnPartition(txnID string, producerID int64, epoch int16,
 		}
 	}
 	return 0
+}
+
+// addTxnPartition adds a transactional produce's partition to the
+// producer's open transaction (Produce v12+, KIP-890 part 2) and persists
+// that before the batch is appended. It returns 0 or the Kafka error code.
+func (b *Broker) addTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	var code int16
+	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+		var recs []txn.Record
+		code, recs = c.PartitionsAddedByProduce(now, txnID, producerID, epoch, []txn.TopicPartition{{Topic: topic, Partition: partition}})
+		return nil, recs, nil
+	})
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
 }
 
 // failTxnResponse sets code on a transaction response whose write failed.

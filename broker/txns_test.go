@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -75,5 +77,56 @@ func TestTxnOffsetCommitUnknownPartition(t *testing.T) {
 	}
 	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("answer %+v, want UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
+	}
+}
+
+// TestProduceV12AddsPartitionToTransaction: under transaction.version 2 a
+// transactional Produce v12 adds its partition to the transaction itself
+// (KIP-890 part 2); an older Produce for a partition never added is refused.
+func TestProduceV12AddsPartitionToTransaction(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), map[string]string{"num.partitions": "2"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := newClient(t, b, kgo.AllowAutoTopicCreation())
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "v12"); err != nil {
+		t.Fatal(err)
+	}
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version = 4
+	txnID := "v12-tx"
+	init.TransactionalID = &txnID
+	init.TransactionTimeoutMillis = 60000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %+v", err, ir)
+	}
+	produce := func(version int16, partition int32) int16 {
+		batch, err := records.Build(records.BatchSpec{Attributes: 0x10, ProducerID: ir.ProducerID, ProducerEpoch: ir.ProducerEpoch, FirstTimestamp: time.Now().UnixMilli()},
+			[]records.Record{{Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = version
+		req.TransactionID = &txnID
+		req.Acks = -1
+		req.TimeoutMillis = 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "v12", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: partition, Records: batch}}}}
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = version
+		conn := rawConn(t, b)
+		if err := conn.roundTrip(req, resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(12, 0); code != 0 {
+		t.Fatalf("Produce v12 transactional batch: error %d", code)
+	}
+	if lso := b.partitionOf("v12", 0).lastStableOffset(); lso != 0 {
+		t.Fatalf("LSO %d: the v12 batch did not open a transaction in the partition", lso)
+	}
+	if code := produce(11, 1); code != kerr.InvalidTxnState.Code && code != kerr.TransactionAbortable.Code {
+		t.Fatalf("Produce v11 to a partition never added: error %d, want INVALID_TXN_STATE", code)
 	}
 }

@@ -13,7 +13,7 @@ type VersionRange struct{ Min, Max int16 }
 // a handler in the broker that answers every version in its range; nothing
 // is advertised that does not work.
 var supported = map[int16]VersionRange{
-	int16(kmsg.Produce):                {3, 11},
+	int16(kmsg.Produce):                {3, 12},
 	int16(kmsg.Fetch):                  {4, 16},
 	int16(kmsg.ListOffsets):            {1, 8},
 	int16(kmsg.Metadata):               {0, 12},
@@ -37,7 +37,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.AddPartitionsToTxn):     {0, 5},
 	int16(kmsg.AddOffsetsToTxn):        {0, 4},
 	int16(kmsg.EndTxn):                 {0, 5},
-	int16(kmsg.TxnOffsetCommit):        {0, 4},
+	int16(kmsg.TxnOffsetCommit):        {0, 5},
 	int16(kmsg.DescribeProducers):      {0, 0},
 	int16(kmsg.DescribeTransactions):   {0, 0},
 	int16(kmsg.ListTransactions):       {0, 1},
