@@ -39,6 +39,8 @@ type Broker struct {
 	shareHost shareHost
 	// tasks are the retention and cleaner goroutines (log_tasks.go).
 	tasks logTasks
+	// fetchSessions are the incremental fetch sessions (fetch_session.go).
+	fetchSessions *fetchSessionCache
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
 
@@ -63,6 +65,7 @@ func New(cfg Config) (*Broker, error) {
 	b.mu.topics = map[string]*topic{}
 	b.mu.byID = map[[16]byte]*topic{}
 	b.pids.b = b
+	b.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
 	b.initShares()
 
 	ok := false
@@ -185,6 +188,7 @@ func (b *Broker) Close() error {
 		}
 		b.lnMu.Unlock()
 		b.wg.Wait()
+		b.fetchSessions.clear()
 		b.stopLogTasks()
 		b.txns.close()
 		b.groups.close()

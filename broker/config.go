@@ -36,6 +36,8 @@ type Config struct {
 	MinInsyncReplicas        int32
 	CompressionType          string
 	ClusterID                string
+	// FetchSessionCacheSlots bounds the incremental fetch sessions (0: none).
+	FetchSessionCacheSlots int32
 
 	// Security: listener protocols and SASL (broker/sasl_config.go).
 	SecurityProtocolMap     map[string]string
@@ -231,6 +233,7 @@ var props = map[string]prop{
 	"group.share.max.record.lock.duration.ms":                     {"60000", intProp(func(c *Config, v int64) { c.GroupShareMaxRecordLockDurationMs = int32(v) }, 30000, 3600000)},
 	"group.share.partition.max.record.locks":                      {"2000", intProp(func(c *Config, v int64) { c.GroupSharePartitionMaxRecordLocks = int32(v) }, 100, 10000)},
 	"group.share.max.size":                                        {"200", intProp(func(c *Config, v int64) { c.GroupShareMaxSize = int32(v) }, 1, 1000)},
+	"max.incremental.fetch.session.cache.slots":                   {"1000", intProp(func(c *Config, v int64) { c.FetchSessionCacheSlots = int32(v) }, 0, math.MaxInt32)},
 	"producer.id.expiration.ms":                                   {"86400000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
 	"producer.id.expiration.check.interval.ms":                    {"600000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},
 	"transaction.state.log.num.partitions":                        {"50", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},

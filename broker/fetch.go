@@ -1,9 +1,7 @@
 package broker
 
 // Fetch v4–v16. v4 isolation level and LastStableOffset; v5 LogStartOffset;
-// v7 fetch sessions (KIP-227) — this broker never creates a session: it
-// answers SessionID 0, which tells the client to keep sending full requests,
-// and FETCH_SESSION_ID_NOT_FOUND to a request naming a session; v9
+// v7 incremental fetch sessions (KIP-227, fetch_session.go); v9
 // CurrentLeaderEpoch checks; v11 rack / PreferredReadReplica; v12 flexible
 // and LastFetchedEpoch; v13 topic ids instead of names; v15 ReplicaState;
 // v16 NodeEndpoints (tagged).
@@ -24,25 +22,33 @@ import (
 
 func (b *Broker) handleFetch(ctx *reqCtx, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.Version >= 7 && req.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	fc, code := b.fetchSessions.begin(b.now(), req)
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp
 	}
+	b.pollFetch(fc.req, resp)
+	b.fetchSessions.finish(b.now(), fc, resp)
+	return resp
+}
+
+// pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or shutdown.
+func (b *Broker) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		waits := b.arrivalChans(req)
 		bytes, stop := b.fillFetch(req, resp)
 		if stop || int64(bytes) >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
-			return resp
+			return
 		}
 		left := deadline.Sub(b.now())
 		if left <= 0 {
-			return resp
+			return
 		}
 		if !b.waitAny(waits, left) {
 			// Shutting down or timed out: answer with what there is.
 			b.fillFetch(req, resp)
-			return resp
+			return
 		}
 	}
 }
