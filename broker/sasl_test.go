@@ -335,6 +335,11 @@ func testAuthenticator(users map[string]string) *authenticator {
 			return &plainServer{users: users}
 		},
 		apiVersions: func(req protocol.Request) kmsg.Response {
+			if req.Body == nil { // an unsupported version, as newAuthenticator answers it
+				resp := kmsg.NewPtrApiVersionsResponse()
+				resp.ErrorCode = 35
+				return resp
+			}
 			return req.Body.(*kmsg.ApiVersionsRequest).ResponseKind()
 		},
 	}
