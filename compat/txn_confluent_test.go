@@ -112,25 +112,7 @@ func TestTxnConfluentGoConsumeTransformProduce(t *testing.T) {
 	t.Logf("input transformed %v after the start; second transformer committed %d records, aborted %d transactions",
 		time.Since(start).Round(time.Millisecond), tr2.transformed, tr2.aborts)
 
-	sentinels := produceSentinels(t, b.Addr(), out, parts)
-	got := consumeToSentinels(t, b.Addr(), out, parts, sentinels, kgo.ReadCommitted())
-	seen := map[string]int{}
-	for _, r := range got {
-		seen[string(r.Value)]++
-	}
-	for i := 0; i < n; i++ {
-		if c := seen[strconv.Itoa(i)]; c != 1 {
-			t.Errorf("input %d appears %d times in the committed output", i, c)
-		}
-	}
-	if len(got) != n {
-		t.Errorf("read_committed consumer got %d records, want %d", len(got), n)
-	}
-	all := consumeToSentinels(t, b.Addr(), out, parts, sentinels, kgo.ReadUncommitted())
-	if len(all) < n+openN {
-		t.Errorf("read_uncommitted consumer got %d records, want at least %d (%d input, %d of the abandoned transaction)", len(all), n+openN, n, openN)
-	}
-	t.Logf("output: %d committed records, %d in all", len(got), len(all))
+	checkExactlyOnceOutput(t, b.Addr(), out, parts, n, openN)
 	b.Alive()
 }
 

@@ -102,8 +102,18 @@ func TestTxnKafkaJSConsumeTransformProduce(t *testing.T) {
 	}
 	t.Logf("input transformed %v after the start; second transformer committed %d records", time.Since(start).Round(time.Millisecond), t2.committed.Load())
 
-	sentinels := produceSentinels(t, b.Addr(), out, parts)
-	got := consumeToSentinels(t, b.Addr(), out, parts, sentinels, kgo.ReadCommitted())
+	checkExactlyOnceOutput(t, b.Addr(), out, parts, n, openN)
+	b.Alive()
+}
+
+// checkExactlyOnceOutput reads a chain's output topic up to fresh sentinel
+// records: read_committed must hold each of the n inputs ("0".."n-1")
+// exactly once, and read_uncommitted must also show the openN records of
+// the transaction that was abandoned and aborted.
+func checkExactlyOnceOutput(t *testing.T, addr, out string, parts int32, n, openN int) {
+	t.Helper()
+	sentinels := produceSentinels(t, addr, out, parts)
+	got := consumeToSentinels(t, addr, out, parts, sentinels, kgo.ReadCommitted())
 	seen := map[string]int{}
 	for _, r := range got {
 		seen[string(r.Value)]++
@@ -116,14 +126,11 @@ func TestTxnKafkaJSConsumeTransformProduce(t *testing.T) {
 	if len(got) != n {
 		t.Errorf("read_committed consumer got %d records, want %d", len(got), n)
 	}
-	// The killed process's open transaction wrote records that were
-	// aborted: read_uncommitted sees them too.
-	all := consumeToSentinels(t, b.Addr(), out, parts, sentinels, kgo.ReadUncommitted())
+	all := consumeToSentinels(t, addr, out, parts, sentinels, kgo.ReadUncommitted())
 	if len(all) < n+openN {
 		t.Errorf("read_uncommitted consumer got %d records, want at least %d (%d input, %d of the aborted open transaction)", len(all), n+openN, n, openN)
 	}
 	t.Logf("output: %d committed records, %d in all", len(got), len(all))
-	b.Alive()
 }
 
 // transformerProc is one `kafkajs_client.js transform` process.
