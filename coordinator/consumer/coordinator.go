@@ -108,6 +108,11 @@ type Config struct {
 	// NewMemberID makes the member id of a v0 member that joins without
 	// one. Nil means Kafka's scheme, Uuid.randomUuid().toString().
 	NewMemberID func() string
+	// GroupTimeouts returns a group's consumer.session.timeout.ms and
+	// consumer.heartbeat.interval.ms group configs (KIP-848), validated by
+	// the caller against the broker's bounds. Nil means SessionTimeoutMs and
+	// HeartbeatIntervalMs for every group.
+	GroupTimeouts func(group string) (sessionTimeoutMs, heartbeatIntervalMs int32)
 	// ClassicGroupHasMembers reports whether the classic coordinator holds
 	// a group with members under this id; a heartbeat for it then fails
 	// with GROUP_ID_NOT_FOUND (online migration is not supported). Nil
@@ -237,15 +242,24 @@ func (c *Coordinator) emit(w *out, o op) {
 	w.records = append(w.records, o.record())
 }
 
+// timeouts are a group's session timeout and heartbeat interval.
+func (c *Coordinator) timeouts(group string) (sessionMs, heartbeatMs int32) {
+	if c.cfg.GroupTimeouts != nil {
+		return c.cfg.GroupTimeouts(group)
+	}
+	return c.cfg.SessionTimeoutMs, c.cfg.HeartbeatIntervalMs
+}
+
 // Loaded starts the timers of members restored by Replay, as Kafka does
 // when it finishes loading a partition: a session timeout for every member,
 // a rebalance timeout for members that are revoking. Calling it again only
 // affects members not yet timed.
 func (c *Coordinator) Loaded(now time.Time) {
 	for _, g := range c.groups {
+		session, _ := c.timeouts(g.id)
 		for _, m := range g.members {
 			if m.sessionDeadline.IsZero() {
-				m.sessionDeadline = now.Add(ms(c.cfg.SessionTimeoutMs))
+				m.sessionDeadline = now.Add(ms(session))
 				if m.cur.state == MemberUnrevokedPartitions {
 					m.revokeDeadline = now.Add(ms(m.sub.rebalanceTimeoutMs))
 					m.revokeEpoch = m.cur.epoch

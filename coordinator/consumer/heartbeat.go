@@ -284,11 +284,12 @@ func (c *Coordinator) heartbeat(w *out, now time.Time, client Client, req *kmsg.
 		c.updateTarget(w, g, index())
 	}
 	c.reconcile(w, now, g, m, owned)
-	m.sessionDeadline = now.Add(ms(c.cfg.SessionTimeoutMs))
+	session, heartbeat := c.timeouts(g.id)
+	m.sessionDeadline = now.Add(ms(session))
 
 	resp.MemberID = kmsg.StringPtr(m.id)
 	resp.MemberEpoch = m.cur.epoch
-	resp.HeartbeatIntervalMillis = c.cfg.HeartbeatIntervalMs
+	resp.HeartbeatIntervalMillis = heartbeat
 	full := joining || (req.RebalanceTimeoutMillis != -1 &&
 		(req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil)
 	if full || !m.cur.assigned.equal(beforeAssigned) {

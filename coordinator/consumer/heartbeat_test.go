@@ -418,3 +418,35 @@ func TestValidateCommit(t *testing.T) {
 		t.Fatalf("delete: code %d, %d records", code, len(recs))
 	}
 }
+
+// TestGroupConfigTimeouts checks that a group's consumer.session.timeout.ms
+// and consumer.heartbeat.interval.ms group configs replace the broker's
+// defaults for that group only.
+func TestGroupConfigTimeouts(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.GroupTimeouts = func(group string) (int32, int32) {
+			if group == "g" {
+				return 50000, 7000
+			}
+			return c.SessionTimeoutMs, c.HeartbeatIntervalMs
+		}
+	})
+	h.setTopic("t", 2)
+	a := &sim{id: "A", topics: []string{"t"}}
+	r := h.poll(a)
+	wantCode(t, r, 0)
+	if r.HeartbeatIntervalMillis != 7000 {
+		t.Fatalf("heartbeat interval %d, want the group's 7000", r.HeartbeatIntervalMillis)
+	}
+	if want := h.now.Add(50 * time.Second); !h.c.NextDeadline().Equal(want) {
+		t.Fatalf("session deadline %v, want %v", h.c.NextDeadline(), want)
+	}
+	h.advance(46 * time.Second)
+	if h.c.groups["g"].members["A"] == nil {
+		t.Fatal("A expired at the broker default, not the group's 50s")
+	}
+	h.advance(5 * time.Second)
+	if h.c.groups["g"].members["A"] != nil {
+		t.Fatal("A did not expire after the group's 50s session timeout")
+	}
+}
