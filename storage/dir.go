@@ -98,6 +98,9 @@ type Dir struct {
 		strays []string
 		// lastRecovery is the recovery-point checkpoint last written.
 		lastRecovery map[TopicPartition]int64
+		// rollFlushes are the logs that rolled since the last pass, with
+		// the offset below which they must be fsynced.
+		rollFlushes map[*Log]int64
 	}
 
 	// The background goroutine (flusher, periodic checkpoints, delayed
@@ -207,6 +210,7 @@ func (d *Dir) load() error {
 			return err
 		}
 		d.mu.logs[tp] = l
+		d.adopt(l)
 		if s, ok := starts[tp]; ok && s > l.LogStartOffset() {
 			if err := l.SetLogStartOffset(s); err != nil {
 				d.logger.Warn("ignoring checkpointed log start offset", "partition", tp.String(), "err", err)
@@ -223,6 +227,19 @@ func (d *Dir) load() error {
 		return syncDir(d.path)
 	}
 	return nil
+}
+
+// adopt hands l's flush-after-roll to the background goroutine.
+func (d *Dir) adopt(l *Log) {
+	l.setRollFlush(func(upTo int64) {
+		d.mu.Lock()
+		if d.mu.rollFlushes == nil {
+			d.mu.rollFlushes = map[*Log]int64{}
+		}
+		d.mu.rollFlushes[l] = max(d.mu.rollFlushes[l], upTo)
+		d.mu.Unlock()
+		d.poke()
+	})
 }
 
 // configFor fills in the dir's logger for a partition.
@@ -281,6 +298,7 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("create %s: %w", tp, err)
 	}
 	d.mu.logs[tp] = l
+	d.adopt(l)
 	d.poke()
 	return l, nil
 }

@@ -23,8 +23,8 @@ func (d *Dir) poke() {
 	}
 }
 
-// run is the background goroutine: each pass fsyncs logs whose
-// FlushIntervalMs elapsed, writes the recovery-point checkpoints every
+// run is the background goroutine: each pass fsyncs the segments of logs
+// that rolled and of logs whose FlushIntervalMs elapsed, writes the recovery-point checkpoints every
 // FlushOffsetCheckpointIntervalMs, and deletes "-delete" directories whose
 // delay passed.
 func (d *Dir) run() {
@@ -40,6 +40,7 @@ func (d *Dir) run() {
 			timer.Stop()
 		case <-timer.C:
 		}
+		d.flushRolled()
 		d.flushStale()
 		if now := d.cfg.Now(); !now.Before(nextCheckpoint) {
 			d.checkpointRecoveryPoints()
@@ -67,6 +68,20 @@ func (d *Dir) sleep(nextCheckpoint time.Time) time.Duration {
 	}
 	d.mu.Unlock()
 	return min(max(wait, time.Millisecond), maxBackgroundTick)
+}
+
+// flushRolled fsyncs the segments of logs that rolled since the last
+// pass, advancing their recovery points to the new active segments.
+func (d *Dir) flushRolled() {
+	d.mu.Lock()
+	todo := d.mu.rollFlushes
+	d.mu.rollFlushes = nil
+	d.mu.Unlock()
+	for l, upTo := range todo {
+		if err := l.flushTo(upTo); err != nil && !errors.Is(err, ErrClosed) {
+			d.logger.Error("fsync after segment roll failed", "log", l.Dir(), "err", err)
+		}
+	}
 }
 
 // flushTick is the flusher's period: the smallest finite FlushIntervalMs of
