@@ -101,6 +101,8 @@ type Dir struct {
 		// rollFlushes are the logs that rolled since the last pass, with
 		// the offset below which they must be fsynced.
 		rollFlushes map[*Log]int64
+		// offline is the first failure that took the dir offline.
+		offline *OfflineError
 	}
 
 	// The background goroutine (flusher, periodic checkpoints, delayed
@@ -229,9 +231,10 @@ func (d *Dir) load() error {
 	return nil
 }
 
-// adopt hands l's flush-after-roll to the background goroutine.
+// adopt hands l's flush-after-roll to the background goroutine and makes
+// a failure of l take the whole dir offline, as Kafka.
 func (d *Dir) adopt(l *Log) {
-	l.setRollFlush(func(upTo int64) {
+	l.setHooks(func(upTo int64) {
 		d.mu.Lock()
 		if d.mu.rollFlushes == nil {
 			d.mu.rollFlushes = map[*Log]int64{}
@@ -239,7 +242,7 @@ func (d *Dir) adopt(l *Log) {
 		d.mu.rollFlushes[l] = max(d.mu.rollFlushes[l], upTo)
 		d.mu.Unlock()
 		d.poke()
-	})
+	}, d.markOffline)
 }
 
 // configFor fills in the dir's logger for a partition.
@@ -281,6 +284,9 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	defer d.mu.Unlock()
 	if d.mu.closed {
 		return nil, fmt.Errorf("create %s: log dir closed", tp)
+	}
+	if d.mu.offline != nil {
+		return nil, fmt.Errorf("create %s: %w", tp, d.mu.offline)
 	}
 	path := filepath.Join(d.path, tp.String())
 	if _, ok := d.mu.logs[tp]; ok {
@@ -374,6 +380,10 @@ func (d *Dir) Close() error {
 		errs = append(errs, l.Close())
 	}
 	errs = append(errs, d.Checkpoint())
+	if err := d.Offline(); err != nil {
+		// Unflushed data may be lost: the next open must recover.
+		errs = append(errs, err)
+	}
 	if errors.Join(errs...) == nil {
 		errs = append(errs, writeFileAtomic(filepath.Join(d.path, CleanShutdownFile), nil))
 	}
@@ -383,4 +393,3 @@ func (d *Dir) Close() error {
 	}
 	return nil
 }
-

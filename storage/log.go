@@ -64,6 +64,10 @@ type Log struct {
 		// below a newly rolled segment off the append path, as Kafka's
 		// scheduled flush after roll; without it Append fsyncs them itself.
 		rollFlush func(upTo int64)
+		// offline, once set, is returned by every later write (see
+		// OfflineError); onOffline (set by a Dir) is told about it.
+		offline   *OfflineError
+		onOffline func(*OfflineError)
 	}
 
 	// recovered is what Open validated batch by batch. Set before Open returns.
@@ -81,11 +85,12 @@ type RecoveryStats struct {
 // RecoveryStats reports what Open validated; zero after a clean shutdown.
 func (l *Log) RecoveryStats() RecoveryStats { return l.recovered }
 
-// setRollFlush installs the asynchronous flush-after-roll hook.
-func (l *Log) setRollFlush(f func(upTo int64)) {
+// setHooks installs a Dir's asynchronous flush-after-roll and its offline
+// notification.
+func (l *Log) setHooks(rollFlush func(upTo int64), onOffline func(*OfflineError)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.rollFlush = f
+	l.mu.rollFlush, l.mu.onOffline = rollFlush, onOffline
 }
 
 // AppendInfo describes a successful Append.
@@ -324,6 +329,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	}
 	info, rolledTo, needFlush, rollFlush, err := l.appendLocked(batches, parsed, leaderEpoch)
 	if err != nil {
+		l.reportOffline()
 		return AppendInfo{}, err
 	}
 	if rolledTo >= 0 {
@@ -333,12 +339,18 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 		if rollFlush != nil {
 			rollFlush(rolledTo)
 		} else if err := l.flushTo(rolledTo); err != nil {
+			// The log is offline now; this append's own write was clean.
 			l.logger.Error("fsync after segment roll failed", "err", err)
 		}
 	}
 	if needFlush {
 		if err := l.Flush(); err != nil {
-			return info, fmt.Errorf("append at %d: written but not flushed: %w", info.FirstOffset, err)
+			// Offline now. Take the batch back out, so that the log end
+			// never covers data whose append failed.
+			if terr := l.truncateBack(info.FirstOffset, info.LastOffset+1); terr != nil {
+				l.logger.Error("cannot remove an append whose fsync failed", "first_offset", info.FirstOffset, "err", terr)
+			}
+			return AppendInfo{}, fmt.Errorf("append at %d: written but not flushed: %w", info.FirstOffset, err)
 		}
 	}
 	return info, nil
@@ -354,6 +366,9 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (i
 		return info, rolledTo, false, nil, ErrClosed
 	}
 	rollFlush = l.mu.rollFlush
+	if l.mu.offline != nil {
+		return info, rolledTo, false, nil, fmt.Errorf("append: %w", l.mu.offline)
+	}
 	first := l.mu.leo
 	next := first
 	info = AppendInfo{FirstOffset: first, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, Bytes: len(b)}
@@ -414,19 +429,28 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 	saved := *s
 	start := s.size
 	idxN, tidxN := s.idx.n, s.tidx.n
-	undo := func() {
-		if err := s.log.Truncate(start); err != nil {
-			l.logger.Error("cannot remove partial write", "segment", s.String(), "position", start, "err", err)
+	// undo restores s and its files after a failed write; if the files
+	// cannot be restored the log goes offline, since the bytes after the
+	// log end are no longer known.
+	undo := func(cause error) error {
+		var terr error
+		if f := l.cfg.truncateFault; f != nil {
+			terr = f(s.String())
 		}
-		_ = s.idx.truncate(idxN)
-		_ = s.tidx.truncate(tidxN)
+		if terr == nil {
+			terr = s.log.Truncate(start)
+		}
+		terr = errors.Join(terr, s.idx.truncate(idxN), s.tidx.truncate(tidxN))
 		idx, tidx := s.idx, s.tidx
 		*s = saved
 		s.idx, s.tidx = idx, tidx
+		if terr != nil {
+			return l.failLocked(fmt.Errorf("%w; removing the partial write at position %d of %s failed: %w", cause, start, s, terr))
+		}
+		return cause
 	}
 	if err := l.writeAt(s, b, start); err != nil {
-		undo()
-		return fmt.Errorf("write %s: %w", s, err)
+		return undo(fmt.Errorf("write %s: %w", s, err))
 	}
 	nIdx, nTimes := len(s.index), len(s.times)
 	for _, p := range parsed {
@@ -437,8 +461,7 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 		err = s.tidx.append(encodeTimeEntries(nil, s.base, s.times[nTimes:]))
 	}
 	if err != nil {
-		undo()
-		return err
+		return undo(err)
 	}
 	s.dirty = true
 	return nil
@@ -481,6 +504,10 @@ func (l *Log) Roll() error {
 	if l.mu.closed {
 		l.mu.Unlock()
 		return ErrClosed
+	}
+	if l.mu.offline != nil {
+		l.mu.Unlock()
+		return fmt.Errorf("roll: %w", l.mu.offline)
 	}
 	if l.mu.segments[len(l.mu.segments)-1].size == 0 {
 		l.mu.Unlock()

@@ -99,6 +99,12 @@ type Config struct {
 	// reach the file and the write fail with that error, as a full disk or an
 	// I/O error would. A test hook; nil in production.
 	WriteFault func(path string, n int) (written int, err error)
+
+	// syncFault and truncateFault, if set, are consulted before the fsync
+	// of a segment and before the truncation that undoes a failed write; a
+	// non-nil error fails that step. Test hooks.
+	syncFault     func(path string) error
+	truncateFault func(path string) error
 }
 
 // withDefaults returns c with zero fields replaced by Kafka defaults, or an
