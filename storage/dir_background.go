@@ -78,7 +78,8 @@ func (d *Dir) flushRolled() {
 	d.mu.rollFlushes = nil
 	d.mu.Unlock()
 	for l, upTo := range todo {
-		if err := l.flushTo(upTo); err != nil && !errors.Is(err, ErrClosed) {
+		// An offline log reported its failure once, when it happened.
+		if err := l.flushTo(upTo); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogDirOffline) {
 			d.logger.Error("fsync after segment roll failed", "log", l.Dir(), "err", err)
 		}
 	}
@@ -112,8 +113,11 @@ func (d *Dir) flushStale() {
 		if ms == math.MaxInt64 || since.IsZero() || cfg.Now().Sub(since) < time.Duration(ms)*time.Millisecond {
 			continue
 		}
+		if l.Offline() != nil {
+			continue // its unflushed data can never be made durable
+		}
 		if err := l.Flush(); err != nil {
-			if !errors.Is(err, ErrClosed) {
+			if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogDirOffline) {
 				d.logger.Error("background flush failed", "partition", tp.String(), "err", err)
 			}
 			continue
