@@ -23,6 +23,13 @@ func (l *Log) flushTo(upTo int64) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	if l.mu.offline != nil {
+		// A retried fsync may succeed without the data that the failed one
+		// lost: the recovery point must never move again.
+		err := l.mu.offline
+		l.mu.Unlock()
+		return fmt.Errorf("flush log %s: %w", l.dir, err)
+	}
 	all := upTo >= l.mu.leo
 	upTo = min(upTo, l.mu.leo)
 	var dirty []*segment
@@ -34,6 +41,7 @@ func (l *Log) flushTo(upTo int64) error {
 	}
 	dirDirty := l.mu.dirDirty
 	l.mu.dirDirty = false
+	syncFault := l.cfg.syncFault
 	pending, since := int64(0), time.Time{}
 	if all {
 		pending, since = l.mu.unflushedRecords, l.mu.unflushedSince
@@ -43,7 +51,13 @@ func (l *Log) flushTo(upTo int64) error {
 
 	var err error
 	for i, s := range dirty {
-		if err = s.sync(); err != nil {
+		if syncFault != nil {
+			err = syncFault(s.String())
+		}
+		if err == nil {
+			err = s.sync()
+		}
+		if err != nil {
 			dirty = dirty[i:]
 			break
 		}
@@ -53,7 +67,6 @@ func (l *Log) flushTo(upTo int64) error {
 	}
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err != nil {
 		for _, s := range dirty {
 			s.dirty = true
@@ -63,9 +76,13 @@ func (l *Log) flushTo(upTo int64) error {
 		if !since.IsZero() && (l.mu.unflushedSince.IsZero() || since.Before(l.mu.unflushedSince)) {
 			l.mu.unflushedSince = since
 		}
+		err = l.failLocked(err)
+		l.mu.Unlock()
+		l.reportOffline()
 		return fmt.Errorf("flush log %s: %w", l.dir, err)
 	}
 	l.mu.recoveryPoint = max(l.mu.recoveryPoint, upTo)
+	l.mu.Unlock()
 	return nil
 }
 
@@ -88,6 +105,30 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.mu.closed {
 		return ErrClosed
 	}
+	if l.mu.offline != nil {
+		return fmt.Errorf("truncate log %s: %w", l.dir, l.mu.offline)
+	}
+	return l.truncateToLocked(offset)
+}
+
+// truncateBack removes a failed append, [first, end), from the log end. It
+// runs on an offline log, since it only takes back what was just written.
+func (l *Log) truncateBack(first, end int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.mu.leo != end {
+		return fmt.Errorf("log end %d moved from %d", l.mu.leo, end)
+	}
+	return l.truncateToLocked(first)
+}
+
+// truncateToLocked is TruncateTo with flushMu and mu held.
+func (l *Log) truncateToLocked(offset int64) error {
 	switch {
 	case offset > l.mu.leo || offset < 0:
 		return fmt.Errorf("truncate log %s to %d: beyond [0, %d]", l.dir, offset, l.mu.leo)
@@ -218,6 +259,9 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if l.mu.closed {
 		return ErrClosed
 	}
+	if l.mu.offline != nil {
+		return fmt.Errorf("log %s: set start offset: %w", l.dir, l.mu.offline)
+	}
 	if offset > l.mu.leo {
 		return fmt.Errorf("log %s: start offset %d beyond log end %d", l.dir, offset, l.mu.leo)
 	}
@@ -248,7 +292,8 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 
 // Close seals the active segment's time index, fsyncs everything unflushed
 // and closes the files. Further calls return nil; other methods return
-// ErrClosed.
+// ErrClosed. An offline log is closed without writing and Close returns its
+// offline error, so its dir is not marked cleanly shut down.
 func (l *Log) Close() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -257,17 +302,31 @@ func (l *Log) Close() error {
 	if l.mu.closed {
 		return nil
 	}
+	if l.mu.offline != nil {
+		for _, s := range l.mu.segments {
+			s.close()
+		}
+		l.mu.closed = true
+		return fmt.Errorf("close log %s: %w", l.dir, l.mu.offline)
+	}
 	var errs []error
 	if n := len(l.mu.segments); n > 0 {
 		errs = append(errs, l.mu.segments[n-1].seal())
 	}
+	var syncErrs []error
 	for _, s := range l.mu.segments {
 		if s.dirty {
-			errs = append(errs, s.sync())
+			if f := l.cfg.syncFault; f != nil {
+				syncErrs = append(syncErrs, f(s.String()))
+			}
+			syncErrs = append(syncErrs, s.sync())
 		}
 	}
 	if l.mu.dirDirty {
-		errs = append(errs, syncDir(l.dir))
+		syncErrs = append(syncErrs, syncDir(l.dir))
+	}
+	if err := errors.Join(syncErrs...); err != nil {
+		errs = append(errs, l.failLocked(err))
 	}
 	for _, s := range l.mu.segments {
 		errs = append(errs, s.close())
@@ -280,23 +339,37 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// Delete closes the log without flushing and removes its directory.
-func (l *Log) Delete() error {
+// closeFiles closes the log without flushing, as a process exit would:
+// what was written stays in the page cache and reaches the disk in time.
+// Further calls return nil; other methods return ErrClosed.
+func (l *Log) closeFiles() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
 	var errs []error
-	if !l.mu.closed {
-		for _, s := range l.mu.segments {
-			errs = append(errs, s.close())
-		}
-		l.mu.closed = true
+	for _, s := range l.mu.segments {
+		errs = append(errs, s.close())
 	}
-	if err := os.RemoveAll(l.dir); err != nil {
-		errs = append(errs, err)
-	}
+	l.mu.closed = true
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close log %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Delete closes the log without flushing and removes its directory at once.
+// A Dir's logs are removed with Dir.Remove instead, which keeps the files
+// for file.delete.delay.ms.
+func (l *Log) Delete() error {
+	err := l.closeFiles()
+	if rerr := os.RemoveAll(l.dir); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
 		return fmt.Errorf("delete log %s: %w", l.dir, err)
 	}
 	return nil
