@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -128,7 +129,7 @@ func (b *Broker) alterTopicConfigs(name string, validateOnly bool,
 	if kerrv != nil {
 		return kerrv, msg
 	}
-	if err := validateTopicConfigs(next); err != nil {
+	if err := config.ValidateTopicConfigs(next); err != nil {
 		return kerr.InvalidConfig, err.Error()
 	}
 	if validateOnly {

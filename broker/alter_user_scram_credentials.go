@@ -16,6 +16,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,9 +85,9 @@ func (b *Broker) handleAlterUserSCRAMCredentials(_ *reqCtx, req *kmsg.AlterUserS
 		m, e := validateScramUser(u.Name, u.Mechanism)
 		switch {
 		case e != nil:
-		case u.Iterations < scramMinIterations:
+		case u.Iterations < config.ScramMinIterations:
 			e = &scramAPIError{kerr.UnacceptableCredential, "Too few iterations"}
-		case u.Iterations > scramMaxIterations:
+		case u.Iterations > config.ScramMaxIterations:
 			e = &scramAPIError{kerr.UnacceptableCredential, "Too many iterations"}
 		}
 		if e != nil {
@@ -161,7 +162,7 @@ func (b *Broker) bootstrapScram() error {
 		}
 		cred, err := bootstrapCredential(u)
 		if err != nil {
-			return fmt.Errorf("config %s: user %s: %w", keyScramBootstrap, u.Name, err)
+			return fmt.Errorf("config %s: user %s: %w", config.KeyScramBootstrap, u.Name, err)
 		}
 		changes = append(changes, controller.ScramChange{User: u.Name, Mechanism: u.Mechanism, Credential: cred})
 	}
@@ -169,7 +170,7 @@ func (b *Broker) bootstrapScram() error {
 		return nil
 	}
 	if err := b.store.AlterScramCredentials(changes); err != nil {
-		return fmt.Errorf("storing %s: %w", keyScramBootstrap, err)
+		return fmt.Errorf("storing %s: %w", config.KeyScramBootstrap, err)
 	}
 	for _, ch := range changes {
 		b.log.Info("stored bootstrap SCRAM credential", "user", ch.User, "mechanism", ch.Mechanism)

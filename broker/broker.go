@@ -12,13 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
 )
 
 // Broker is one kbroker node. Start it with Start, stop it with Close.
 type Broker struct {
-	cfg   Config
+	cfg   config.Config
 	log   *slog.Logger
 	now   func() time.Time
 	store controller.Store
@@ -54,7 +55,7 @@ type Broker struct {
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
 // already locked by another process is an error (storage.ErrLocked).
-func New(cfg Config) (*Broker, error) {
+func New(cfg config.Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -133,7 +134,7 @@ func (b *Broker) Addrs() []net.Addr {
 	return out
 }
 
-func (b *Broker) acceptLoop(ln net.Listener, l Listener) {
+func (b *Broker) acceptLoop(ln net.Listener, l config.Listener) {
 	defer b.wg.Done()
 	for {
 		nc, err := ln.Accept()

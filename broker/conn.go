@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,7 +22,7 @@ type conn struct {
 	nc   net.Conn
 	addr string
 	// listener is the listener the connection came in on.
-	listener Listener
+	listener config.Listener
 	// principal is who the client is: "User:<name>" after SASL
 	// authentication (sasl_conn.go), anonymousPrincipal otherwise.
 	principal string
@@ -65,7 +66,7 @@ func (c *conn) serve() {
 	defer c.nc.Close()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	w := bufio.NewWriterSize(c.nc, 64<<10)
-	if c.listener.SecurityProtocol == protoSASLPlaintext && !c.authenticate(r, w) {
+	if c.listener.SecurityProtocol == config.ProtoSASLPlaintext && !c.authenticate(r, w) {
 		return
 	}
 	q := make(chan queued, maxPipelined)

@@ -8,6 +8,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -79,13 +80,13 @@ func (b *Broker) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRe
 	if t != nil {
 		st.TopicID = t.meta.ID
 	}
-	rc := resolveTopicConfig(b.cfg, configs)
-	for _, d := range topicConfigs {
-		v := rc.values[d.name]
+	rc := config.ResolveTopicConfig(b.cfg, configs)
+	for _, d := range config.TopicConfigs {
+		v := rc.Values[d.Name]
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name = d.name
+		c.Name = d.Name
 		c.Value = &v
-		c.Source = configSource(rc, d)
+		c.Source = config.ConfigSource(rc, d)
 		st.Configs = append(st.Configs, c)
 	}
 	return nil, ""

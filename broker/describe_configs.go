@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -64,37 +65,37 @@ func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name str
 	if t == nil {
 		return kerr.UnknownTopicOrPartition
 	}
-	rc := resolveTopicConfig(b.cfg, t.meta.Configs)
-	for _, d := range topicConfigs {
-		if !want(d.name) {
+	rc := config.ResolveTopicConfig(b.cfg, t.meta.Configs)
+	for _, d := range config.TopicConfigs {
+		if !want(d.Name) {
 			continue
 		}
-		v := rc.values[d.name]
+		v := rc.Values[d.Name]
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name = d.name
+		c.Name = d.Name
 		c.Value = &v
-		c.Source = kmsg.ConfigSource(configSource(rc, d))
+		c.Source = kmsg.ConfigSource(config.ConfigSource(rc, d))
 		if c.Source == kmsg.ConfigSourceDefaultConfig {
-			if _, set := b.cfg.brokerConfigValue(d.brokerProp); set {
+			if _, set := b.cfg.BrokerConfigValue(d.BrokerProp); set {
 				c.Source = kmsg.ConfigSourceStaticBrokerConfig
 			}
 		}
 		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
-		c.ConfigType = d.typ
+		c.ConfigType = d.Typ
 		if req.IncludeDocumentation {
-			doc := d.doc
+			doc := d.Doc
 			c.Documentation = &doc
 		}
 		if req.IncludeSynonyms {
-			if ov, ok := rc.overrides[d.name]; ok {
+			if ov, ok := rc.Overrides[d.Name]; ok {
 				ov := ov
-				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.Name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
 			}
-			if bv, set := b.cfg.brokerConfigValue(d.brokerProp); set {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.brokerProp, Value: &bv, Source: kmsg.ConfigSourceStaticBrokerConfig})
+			if bv, set := b.cfg.BrokerConfigValue(d.BrokerProp); set {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &bv, Source: kmsg.ConfigSourceStaticBrokerConfig})
 			}
-			dv := d.def(defaultConfig())
-			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.brokerProp, Value: &dv, Source: kmsg.ConfigSourceDefaultConfig})
+			dv := d.Def(defaultConfig())
+			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &dv, Source: kmsg.ConfigSourceDefaultConfig})
 		}
 		sr.Configs = append(sr.Configs, c)
 	}
@@ -102,8 +103,8 @@ func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name str
 }
 
 func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) {
-	keys := make([]string, 0, len(props))
-	for k := range props {
+	keys := make([]string, 0, len(config.Props))
+	for k := range config.Props {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -111,7 +112,7 @@ func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want fu
 		if !want(k) {
 			continue
 		}
-		v, set := b.cfg.brokerConfigValue(k)
+		v, set := b.cfg.BrokerConfigValue(k)
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		c.Name = k
 		c.Value = &v
@@ -130,7 +131,7 @@ func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want fu
 }
 
 // defaultConfig is the configuration with every property at Kafka's default.
-var defaultConfig = sync.OnceValue(func() Config {
-	c, _, _ := ParseConfig(nil)
+var defaultConfig = sync.OnceValue(func() config.Config {
+	c, _, _ := config.ParseConfig(nil)
 	return c
 })

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -78,7 +79,7 @@ func (b *Broker) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource
 
 // applyIncremental applies the operations to a topic's overrides.
 func (b *Broker) applyIncremental(cur map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, *kerr.Error, string) {
-	var eff resolvedConfig
+	var eff config.ResolvedConfig
 	for _, c := range ops {
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -86,25 +87,25 @@ func (b *Broker) applyIncremental(cur map[string]string, ops []kmsg.IncrementalA
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(cur, c.Name)
 		default:
-			d, ok := topicConfigDefByName(c.Name)
+			d, ok := config.TopicConfigDefByName(c.Name)
 			if !ok {
 				return nil, kerr.InvalidConfig, fmt.Sprintf("unknown topic config name: %s", c.Name)
 			}
-			if d.typ != kmsg.ConfigTypeList {
+			if d.Typ != kmsg.ConfigTypeList {
 				verb := "append"
 				if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
 					verb = "subtract"
 				}
 				return nil, kerr.InvalidRequest, fmt.Sprintf("Config value %s is not allowed for config key: %s", verb, c.Name)
 			}
-			if eff.values == nil {
-				eff = resolveTopicConfig(b.cfg, cur)
+			if eff.Values == nil {
+				eff = config.ResolveTopicConfig(b.cfg, cur)
 			}
-			items := splitList(cur[c.Name])
+			items := config.SplitList(cur[c.Name])
 			if _, set := cur[c.Name]; !set {
-				items = splitList(eff.values[c.Name])
+				items = config.SplitList(eff.Values[c.Name])
 			}
-			for _, v := range splitList(*c.Value) {
+			for _, v := range config.SplitList(*c.Value) {
 				has := slices.Contains(items, v)
 				switch {
 				case c.Op == kmsg.IncrementalAlterConfigOpAppend && !has:

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -151,7 +152,7 @@ func (b *Broker) cleanerConfig(p *partition, s *topicSettings) storage.CleanerCo
 			overrides = t.Configs
 		}
 	}
-	cc.MaxCompactionLagMs = resolveTopicConfig(b.cfg, overrides).int64("max.compaction.lag.ms")
+	cc.MaxCompactionLagMs = config.ResolveTopicConfig(b.cfg, overrides).Int64("max.compaction.lag.ms")
 	return cc
 }
 

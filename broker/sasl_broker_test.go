@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -136,7 +137,7 @@ func hasPrincipal(b *Broker, p string) bool {
 	b.lnMu.Lock()
 	defer b.lnMu.Unlock()
 	for c := range b.conns {
-		if c.principal == p && c.listener.SecurityProtocol == protoSASLPlaintext {
+		if c.principal == p && c.listener.SecurityProtocol == config.ProtoSASLPlaintext {
 			return true
 		}
 	}
@@ -266,9 +267,9 @@ func TestScramCredentialsAdmin(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := b.store.ScramCredential("alice", mechScramSHA256)
+	before, _ := b.store.ScramCredential("alice", config.MechScramSHA256)
 	b = startTestBroker(t, dir, saslOverrides())
-	after, _ := b.store.ScramCredential("alice", mechScramSHA256)
+	after, _ := b.store.ScramCredential("alice", config.MechScramSHA256)
 	if string(before.Salt) != string(after.Salt) {
 		t.Fatal("bootstrap credential re-created at restart")
 	}

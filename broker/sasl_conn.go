@@ -33,6 +33,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -196,12 +197,12 @@ func (a *authenticator) complete(done bool) {
 }
 
 // newAuthenticator starts the authentication of a connection on listener l.
-func (b *Broker) newAuthenticator(l Listener) *authenticator {
+func (b *Broker) newAuthenticator(l config.Listener) *authenticator {
 	users := b.cfg.SASL.PlainUsers[l.Name]
 	return &authenticator{
-		mechanisms: b.cfg.SASL.mechanismsFor(l.Name),
+		mechanisms: b.cfg.SASL.MechanismsFor(l.Name),
 		newMech: func(name string) saslMechServer {
-			if name == mechPlain {
+			if name == config.MechPlain {
 				return &plainServer{users: users}
 			}
 			return newScramServer(scramMechByName(name), func(user string) (controller.ScramCredential, bool) {

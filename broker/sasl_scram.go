@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
 )
 
@@ -46,8 +47,8 @@ type scramMech struct {
 }
 
 var scramMechs = []scramMech{
-	{mechScramSHA256, 1, sha256.New},
-	{mechScramSHA512, 2, sha512.New},
+	{config.MechScramSHA256, 1, sha256.New},
+	{config.MechScramSHA512, 2, sha512.New},
 }
 
 // scramMechByName returns the mechanism called name, or nil.
@@ -101,7 +102,7 @@ func (m *scramMech) saltedPassword(password string, salt []byte, iterations int3
 
 // bootstrapCredential computes the stored credential of a
 // sasl.scram.bootstrap.users entry; a missing salt is random.
-func bootstrapCredential(u ScramBootstrapUser) (controller.ScramCredential, error) {
+func bootstrapCredential(u config.ScramBootstrapUser) (controller.ScramCredential, error) {
 	m := scramMechByName(u.Mechanism)
 	if m == nil {
 		return controller.ScramCredential{}, fmt.Errorf("unknown SCRAM mechanism %q", u.Mechanism)
@@ -223,8 +224,8 @@ func (s *scramServer) clientFirst(msg string) ([]byte, error) {
 	if authzid != "" && authzid != user {
 		return nil, &saslClientError{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
-	if cred.Iterations < scramMinIterations {
-		return nil, fmt.Errorf("iterations %d is less than the minimum %d for %s", cred.Iterations, scramMinIterations, s.mech.name)
+	if cred.Iterations < config.ScramMinIterations {
+		return nil, fmt.Errorf("iterations %d is less than the minimum %d for %s", cred.Iterations, config.ScramMinIterations, s.mech.name)
 	}
 	s.user, s.cred, s.clientFirstBare, s.clientNonce = user, cred, bare, cnonce
 	s.fullNonce = cnonce + s.nonce()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,7 +19,7 @@ import (
 // user "user", password "pencil".
 func rfc7677Credential(t *testing.T) controller.ScramCredential {
 	t.Helper()
-	m := scramMechByName(mechScramSHA256)
+	m := scramMechByName(config.MechScramSHA256)
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
 	salted, err := m.saltedPassword("pencil", salt, 4096)
 	if err != nil {
@@ -29,7 +30,7 @@ func rfc7677Credential(t *testing.T) controller.ScramCredential {
 
 func rfc7677Server(t *testing.T) *scramServer {
 	cred := rfc7677Credential(t)
-	s := newScramServer(scramMechByName(mechScramSHA256), func(u string) (controller.ScramCredential, bool) {
+	s := newScramServer(scramMechByName(config.MechScramSHA256), func(u string) (controller.ScramCredential, bool) {
 		return cred, u == "user"
 	})
 	s.nonce = func() string { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0" }
@@ -101,14 +102,14 @@ func TestScramServerRejects(t *testing.T) {
 func TestScramServerWithFranzClient(t *testing.T) {
 	for _, m := range scramMechs {
 		t.Run(m.name, func(t *testing.T) {
-			cred, err := bootstrapCredential(ScramBootstrapUser{Mechanism: m.name, Name: "a,b=c", Password: "s3cret", Iterations: 4096})
+			cred, err := bootstrapCredential(config.ScramBootstrapUser{Mechanism: m.name, Name: "a,b=c", Password: "s3cret", Iterations: 4096})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, pass := range []string{"s3cret", "wrong"} {
 				auth := scram.Auth{User: "a,b=c", Pass: pass}
 				mech := auth.AsSha256Mechanism()
-				if m.name == mechScramSHA512 {
+				if m.name == config.MechScramSHA512 {
 					mech = auth.AsSha512Mechanism()
 				}
 				sess, msg, err := mech.Authenticate(context.Background(), "")
@@ -175,147 +176,6 @@ func TestPlainMessage(t *testing.T) {
 	}
 }
 
-func TestParseJAAS(t *testing.T) {
-	m, err := parseJAAS(`org.apache.kafka.common.security.plain.PlainLoginModule required
-		username="admin" password="admin-secret"
-		user_admin="admin-secret" user_alice="a \"quoted\" s;cret" user_bob=bare;`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Class != plainLoginModule || m.Flag != "required" {
-		t.Fatalf("module %+v", m)
-	}
-	users := m.plainUsers()
-	want := map[string]string{"admin": "admin-secret", "alice": `a "quoted" s;cret`, "bob": "bare"}
-	if len(users) != len(want) {
-		t.Fatalf("users %v", users)
-	}
-	for u, p := range want {
-		if users[u] != p {
-			t.Errorf("user %s: %q, want %q", u, users[u], p)
-		}
-	}
-	for _, bad := range []string{
-		``,
-		`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="x"`,
-		`org.apache.kafka.common.security.plain.PlainLoginModule mandatory user_a="x";`,
-		`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="x;`,
-		`org.apache.kafka.common.security.plain.PlainLoginModule required user_a=;`,
-		`A required; B required;`,
-	} {
-		if _, err := parseJAAS(bad); err == nil {
-			t.Errorf("parseJAAS(%q) accepted", bad)
-		}
-	}
-}
-
-func TestParseScramBootstrap(t *testing.T) {
-	salt := base64.StdEncoding.EncodeToString([]byte("0123456789"))
-	got, err := parseScramBootstrap(`SCRAM-SHA-256=[name=alice,password=alice-secret], SCRAM-SHA-512=[name="bob",password="b,",iterations=8192];` +
-		`SCRAM-SHA-256=[name=carol,salt=` + salt + `,saltedpassword=` + salt + `]`)
-	if err == nil {
-		t.Fatalf("a comma inside a password is a separator, as in kafka-storage; got %+v", got)
-	}
-	got, err = parseScramBootstrap(`SCRAM-SHA-256=[name=alice,password=alice-secret], SCRAM-SHA-512=[name="bob",password="b=1",iterations=8192];` +
-		`SCRAM-SHA-256=[name=carol,salt=` + salt + `,saltedpassword=` + salt + `]`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 3 || got[0].Name != "alice" || got[0].Password != "alice-secret" || got[0].Iterations != 4096 ||
-		got[1].Mechanism != mechScramSHA512 || got[1].Name != "bob" || got[1].Password != "b=1" || got[1].Iterations != 8192 ||
-		string(got[2].Salt) != "0123456789" || string(got[2].SaltedPassword) != "0123456789" {
-		t.Fatalf("parsed %+v", got)
-	}
-	for _, bad := range []string{
-		`SCRAM-SHA-1=[name=a,password=b]`,
-		`SCRAM-SHA-256=[password=b]`,
-		`SCRAM-SHA-256=[name=a]`,
-		`SCRAM-SHA-256=[name=a,password=b,iterations=100]`,
-		`SCRAM-SHA-256=[name=a,password=b,iterations=20000]`,
-		`SCRAM-SHA-256=[name=a,saltedpassword=` + salt + `]`,
-		`SCRAM-SHA-256=[name=a,password=b,colour=blue]`,
-		`SCRAM-SHA-256=[name=a,password=b`,
-		`SCRAM-SHA-256=name=a,password=b`,
-	} {
-		if _, err := parseScramBootstrap(bad); err == nil {
-			t.Errorf("parseScramBootstrap(%q) accepted", bad)
-		}
-	}
-}
-
-func TestSecurityConfig(t *testing.T) {
-	cfg, unknown, err := ParseConfig(map[string]string{
-		"listeners":                                           "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,client://:9094",
-		"advertised.listeners":                                "SASL_PLAINTEXT://kafka.example:19093",
-		"listener.security.protocol.map":                      "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CLIENT:SASL_PLAINTEXT",
-		"inter.broker.listener.name":                          "PLAINTEXT",
-		"sasl.jaas.config":                                    `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a";`,
-		"listener.name.client.plain.sasl.jaas.config":         `org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="b";`,
-		"listener.name.client.sasl.enabled.mechanisms":        "SCRAM-SHA-512",
-		"listener.name.client.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required;`,
-		"sasl.scram.bootstrap.users":                          "SCRAM-SHA-256=[name=alice,password=alice-secret]",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(unknown) != 0 {
-		t.Fatalf("unknown %v", unknown)
-	}
-	want := []Listener{
-		{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092, SecurityProtocol: "PLAINTEXT"},
-		{Name: "SASL_PLAINTEXT", Host: "127.0.0.1", Port: 9093, SecurityProtocol: "SASL_PLAINTEXT"},
-		{Name: "CLIENT", Host: "", Port: 9094, SecurityProtocol: "SASL_PLAINTEXT"},
-	}
-	for i, l := range want {
-		if cfg.Listeners[i] != l {
-			t.Errorf("listener %d: %+v, want %+v", i, cfg.Listeners[i], l)
-		}
-	}
-	if a := cfg.AdvertisedListeners; len(a) != 1 || a[0].Host != "kafka.example" || a[0].SecurityProtocol != "SASL_PLAINTEXT" {
-		t.Errorf("advertised %+v", a)
-	}
-	if cfg.SASL.PlainUsers["SASL_PLAINTEXT"]["alice"] != "a" || cfg.SASL.PlainUsers["CLIENT"]["bob"] != "b" || cfg.SASL.PlainUsers["CLIENT"]["alice"] != "" {
-		t.Errorf("plain users %v", cfg.SASL.PlainUsers)
-	}
-	if m := cfg.SASL.mechanismsFor("CLIENT"); len(m) != 1 || m[0] != mechScramSHA512 {
-		t.Errorf("CLIENT mechanisms %v", m)
-	}
-	if m := cfg.SASL.mechanismsFor("SASL_PLAINTEXT"); strings.Join(m, ",") != defaultSASLMechanisms {
-		t.Errorf("default mechanisms %v", m)
-	}
-	if len(cfg.SASL.BootstrapScram) != 1 {
-		t.Errorf("bootstrap %+v", cfg.SASL.BootstrapScram)
-	}
-	for _, v := range cfg.Props {
-		if strings.Contains(v, "alice-secret") || strings.Contains(v, `user_alice`) {
-			t.Errorf("a secret is in Props (DescribeConfigs): %q", v)
-		}
-	}
-
-	for _, tc := range []struct {
-		props map[string]string
-		key   string
-	}{
-		{map[string]string{"listeners": "SSL://127.0.0.1:9093"}, "listeners"},
-		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093"}, "listeners"},
-		{map[string]string{"listeners": "CLIENT://127.0.0.1:9093"}, "listener.security.protocol.map"},
-		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:TLS"}, "listener.security.protocol.map"},
-		{map[string]string{"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms"},
-		{map[string]string{"sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, "sasl.enabled.mechanisms"},
-		{map[string]string{"advertised.listeners": "OTHER://h:1"}, "advertised.listeners"},
-		{map[string]string{"inter.broker.listener.name": "OTHER"}, "inter.broker.listener.name"},
-		{map[string]string{"listeners": "PLAINTEXT://a:1,PLAINTEXT://b:2"}, "listeners"},
-		{map[string]string{"sasl.jaas.config": "nonsense"}, "sasl.jaas.config"},
-		{map[string]string{"sasl.scram.bootstrap.users": "SCRAM-SHA-256=[name=a]"}, "sasl.scram.bootstrap.users"},
-		{map[string]string{"listener.name.plaintext.plain.sasl.jaas.config": `x.Other required;`}, "listener.name.plaintext.plain.sasl.jaas.config"},
-	} {
-		_, _, err := ParseConfig(tc.props)
-		if err == nil || !strings.Contains(err.Error(), tc.key) {
-			t.Errorf("%v: error %v does not name %s", tc.props, err, tc.key)
-		}
-	}
-}
-
 // authTestFrame encodes a request as the frame body the authenticator reads.
 func authTestFrame(req kmsg.Request, corr int32) []byte {
 	b := make([]byte, 0, 64)
@@ -330,7 +190,7 @@ func authTestFrame(req kmsg.Request, corr int32) []byte {
 
 func testAuthenticator(users map[string]string) *authenticator {
 	return &authenticator{
-		mechanisms: []string{mechPlain, mechScramSHA256},
+		mechanisms: []string{config.MechPlain, config.MechScramSHA256},
 		newMech: func(string) saslMechServer {
 			return &plainServer{users: users}
 		},
@@ -368,7 +228,7 @@ func TestAuthenticatorSequence(t *testing.T) {
 		if out := a.handle(authTestFrame(apiVersions, 1)); out.close || out.resp == nil || out.corr != 1 {
 			t.Fatalf("ApiVersions: %+v", out)
 		}
-		out := a.handle(authTestFrame(handshake(mechPlain, 1), 2))
+		out := a.handle(authTestFrame(handshake(config.MechPlain, 1), 2))
 		hr, ok := out.resp.(*kmsg.SASLHandshakeResponse)
 		if out.close || !ok || hr.ErrorCode != 0 || len(hr.SupportedMechanisms) != 2 {
 			t.Fatalf("handshake: %+v", out)
@@ -383,7 +243,7 @@ func TestAuthenticatorSequence(t *testing.T) {
 	})
 	t.Run("v0 raw tokens", func(t *testing.T) {
 		a := testAuthenticator(users)
-		if out := a.handle(authTestFrame(handshake(mechPlain, 0), 1)); out.close {
+		if out := a.handle(authTestFrame(handshake(config.MechPlain, 0), 1)); out.close {
 			t.Fatalf("handshake v0: %+v", out)
 		}
 		out := a.handle([]byte("\x00alice\x00alice-secret"))
@@ -391,14 +251,14 @@ func TestAuthenticatorSequence(t *testing.T) {
 			t.Fatalf("raw token: %+v", out)
 		}
 		b := testAuthenticator(users)
-		b.handle(authTestFrame(handshake(mechPlain, 0), 1))
+		b.handle(authTestFrame(handshake(config.MechPlain, 0), 1))
 		if out := b.handle([]byte("\x00alice\x00nope")); !out.close || out.resp != nil || out.rawReply {
 			t.Fatalf("raw bad password must close without an answer: %+v", out)
 		}
 	})
 	t.Run("wrong password", func(t *testing.T) {
 		a := testAuthenticator(users)
-		a.handle(authTestFrame(handshake(mechPlain, 1), 1))
+		a.handle(authTestFrame(handshake(config.MechPlain, 1), 1))
 		out := a.handle(authTestFrame(authReq("\x00alice\x00nope"), 2))
 		ar, ok := out.resp.(*kmsg.SASLAuthenticateResponse)
 		if !out.close || !ok || ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil ||
@@ -408,11 +268,11 @@ func TestAuthenticatorSequence(t *testing.T) {
 	})
 	t.Run("generic failure message", func(t *testing.T) {
 		a := testAuthenticator(users)
-		a.mechanisms = []string{mechScramSHA256}
+		a.mechanisms = []string{config.MechScramSHA256}
 		a.newMech = func(string) saslMechServer {
-			return newScramServer(scramMechByName(mechScramSHA256), func(string) (controller.ScramCredential, bool) { return controller.ScramCredential{}, false })
+			return newScramServer(scramMechByName(config.MechScramSHA256), func(string) (controller.ScramCredential, bool) { return controller.ScramCredential{}, false })
 		}
-		a.handle(authTestFrame(handshake(mechScramSHA256, 1), 1))
+		a.handle(authTestFrame(handshake(config.MechScramSHA256, 1), 1))
 		out := a.handle(authTestFrame(authReq("n,,n=alice,r=abc"), 2))
 		ar, _ := out.resp.(*kmsg.SASLAuthenticateResponse)
 		want := "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
@@ -430,8 +290,8 @@ func TestAuthenticatorSequence(t *testing.T) {
 		{"not kafka", [][]byte{[]byte("GET / HTTP/1.1\r\n")}, false},
 		{"api versions twice", [][]byte{authTestFrame(apiVersions, 1), authTestFrame(apiVersions, 2)}, false},
 		{"unsupported mechanism", [][]byte{authTestFrame(handshake("GSSAPI", 1), 1)}, true},
-		{"metadata mid-auth", [][]byte{authTestFrame(handshake(mechPlain, 1), 1), authTestFrame(metadata, 2)}, false},
-		{"second handshake", [][]byte{authTestFrame(handshake(mechPlain, 1), 1), authTestFrame(handshake(mechPlain, 1), 2)}, true},
+		{"metadata mid-auth", [][]byte{authTestFrame(handshake(config.MechPlain, 1), 1), authTestFrame(metadata, 2)}, false},
+		{"second handshake", [][]byte{authTestFrame(handshake(config.MechPlain, 1), 1), authTestFrame(handshake(config.MechPlain, 1), 2)}, true},
 		{"authenticate before handshake", [][]byte{authTestFrame(authReq("x"), 1)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -457,11 +317,11 @@ func TestAuthenticatorSequence(t *testing.T) {
 // before 2.6.1 sends (its client nonce, then the full nonce) and checks the
 // proof over the message as sent.
 func TestScramOldLibrdkafkaNonce(t *testing.T) {
-	cred, err := bootstrapCredential(ScramBootstrapUser{Mechanism: mechScramSHA256, Name: "u", Password: "p", Iterations: 4096})
+	cred, err := bootstrapCredential(config.ScramBootstrapUser{Mechanism: config.MechScramSHA256, Name: "u", Password: "p", Iterations: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := scramMechByName(mechScramSHA256)
+	m := scramMechByName(config.MechScramSHA256)
 	s := newScramServer(m, func(string) (controller.ScramCredential, bool) { return cred, true })
 	const cnonce = "abc"
 	serverFirst, _, err := s.step([]byte("n,,n=u,r=" + cnonce))

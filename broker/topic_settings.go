@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -36,7 +37,7 @@ type topicSettings struct {
 // its metadata changes), so partitions always see the latest settings.
 type topicConf struct{ p atomic.Pointer[topicSettings] }
 
-func newTopicConf(c Config, overrides map[string]string) *topicConf {
+func newTopicConf(c config.Config, overrides map[string]string) *topicConf {
 	tc := &topicConf{}
 	tc.p.Store(resolveSettings(c, overrides))
 	return tc
@@ -53,31 +54,31 @@ var codecs = map[string]records.Codec{
 
 // resolveSettings resolves broker defaults and topic overrides (already
 // validated by validateTopicConfigs).
-func resolveSettings(c Config, overrides map[string]string) *topicSettings {
-	rc := resolveTopicConfig(c, overrides)
-	policy := splitList(rc.values["cleanup.policy"])
+func resolveSettings(c config.Config, overrides map[string]string) *topicSettings {
+	rc := config.ResolveTopicConfig(c, overrides)
+	policy := config.SplitList(rc.Values["cleanup.policy"])
 	s := &topicSettings{
-		maxMessageBytes: int(rc.int64("max.message.bytes")),
+		maxMessageBytes: int(rc.Int64("max.message.bytes")),
 		validate: records.ValidateOptions{
-			Compacted:            strings.Contains(rc.values["cleanup.policy"], "compact"),
-			LogAppendTime:        rc.values["message.timestamp.type"] == "LogAppendTime",
-			CheckTimestamps:      rc.values["message.timestamp.type"] != "LogAppendTime",
-			TimestampBeforeMaxMs: rc.int64("message.timestamp.before.max.ms"),
-			TimestampAfterMaxMs:  rc.int64("message.timestamp.after.max.ms"),
+			Compacted:            strings.Contains(rc.Values["cleanup.policy"], "compact"),
+			LogAppendTime:        rc.Values["message.timestamp.type"] == "LogAppendTime",
+			CheckTimestamps:      rc.Values["message.timestamp.type"] != "LogAppendTime",
+			TimestampBeforeMaxMs: rc.Int64("message.timestamp.before.max.ms"),
+			TimestampAfterMaxMs:  rc.Int64("message.timestamp.after.max.ms"),
 		},
-		minInsyncReplicas: int32(rc.int64("min.insync.replicas")),
-		retentionMs:       rc.int64("retention.ms"),
-		retentionBytes:    rc.int64("retention.bytes"),
+		minInsyncReplicas: int32(rc.Int64("min.insync.replicas")),
+		retentionMs:       rc.Int64("retention.ms"),
+		retentionBytes:    rc.Int64("retention.bytes"),
 		cleaner: storage.CleanerConfig{
-			DeleteRetentionMs:  rc.int64("delete.retention.ms"),
-			MinCompactionLagMs: rc.int64("min.compaction.lag.ms"),
+			DeleteRetentionMs:  rc.Int64("delete.retention.ms"),
+			MinCompactionLagMs: rc.Int64("min.compaction.lag.ms"),
 		},
 	}
-	s.cleaner.MinCleanableRatio, _ = strconv.ParseFloat(strings.TrimSpace(rc.values["min.cleanable.dirty.ratio"]), 64)
+	s.cleaner.MinCleanableRatio, _ = strconv.ParseFloat(strings.TrimSpace(rc.Values["min.cleanable.dirty.ratio"]), 64)
 	for _, p := range policy {
 		s.cleanupDelete = s.cleanupDelete || p == "delete"
 		s.cleanupCompact = s.cleanupCompact || p == "compact"
 	}
-	s.codec, s.recompress = codecs[rc.values["compression.type"]]
+	s.codec, s.recompress = codecs[rc.Values["compression.type"]]
 	return s
 }

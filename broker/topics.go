@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,18 +59,18 @@ func (b *Broker) logConfigFor(topicName string, _ int32) storage.Config {
 }
 
 func (b *Broker) logConfig(overrides map[string]string) storage.Config {
-	tc := resolveTopicConfig(b.cfg, overrides)
-	segmentMs := tc.int64("segment.ms")
-	if strings.Contains(tc.values["cleanup.policy"], "compact") {
+	tc := config.ResolveTopicConfig(b.cfg, overrides)
+	segmentMs := tc.Int64("segment.ms")
+	if strings.Contains(tc.Values["cleanup.policy"], "compact") {
 		// A compacted topic rolls early enough for max.compaction.lag.ms to be met (Kafka's maxSegmentMs).
-		segmentMs = min(segmentMs, tc.int64("max.compaction.lag.ms"))
+		segmentMs = min(segmentMs, tc.Int64("max.compaction.lag.ms"))
 	}
 	return storage.Config{
-		SegmentBytes:          tc.int64("segment.bytes"),
+		SegmentBytes:          tc.Int64("segment.bytes"),
 		SegmentMs:             segmentMs,
-		IndexIntervalBytes:    int32(tc.int64("index.interval.bytes")),
-		FlushIntervalMessages: tc.int64("flush.messages"),
-		FlushIntervalMs:       tc.int64("flush.ms"),
+		IndexIntervalBytes:    int32(tc.Int64("index.interval.bytes")),
+		FlushIntervalMessages: tc.Int64("flush.messages"),
+		FlushIntervalMs:       tc.Int64("flush.ms"),
 		Now:                   b.now,
 		Logger:                b.log,
 	}
@@ -192,7 +193,7 @@ func (b *Broker) createTopic(name string, partitions int32, rf int16, configs ma
 	if rf > 1 {
 		return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor %d is larger than the 1 available broker", rf)
 	}
-	if err := validateTopicConfigs(configs); err != nil {
+	if err := config.ValidateTopicConfigs(configs); err != nil {
 		return nil, kerr.InvalidConfig, err.Error()
 	}
 	b.mu.Lock()

@@ -1,4 +1,4 @@
-package broker
+package config
 
 // Security configuration: listener security protocols and SASL. The Kafka
 // property names are Kafka's; the defaults are Kafka's except
@@ -26,25 +26,25 @@ import (
 
 const (
 	defaultSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"
-	defaultSASLMechanisms      = mechPlain + "," + mechScramSHA256 + "," + mechScramSHA512
+	defaultSASLMechanisms      = MechPlain + "," + MechScramSHA256 + "," + MechScramSHA512
 
 	protoPlaintext     = "PLAINTEXT"
-	protoSASLPlaintext = "SASL_PLAINTEXT"
+	ProtoSASLPlaintext = "SASL_PLAINTEXT"
 
-	mechPlain       = "PLAIN"
-	mechScramSHA256 = "SCRAM-SHA-256"
-	mechScramSHA512 = "SCRAM-SHA-512"
+	MechPlain       = "PLAIN"
+	MechScramSHA256 = "SCRAM-SHA-256"
+	MechScramSHA512 = "SCRAM-SHA-512"
 
 	plainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 	keyJAAS           = "sasl.jaas.config"
-	keyScramBootstrap = "sasl.scram.bootstrap.users"
+	KeyScramBootstrap = "sasl.scram.bootstrap.users"
 	listenerKeyPrefix = "listener.name."
 
 	// scramMinIterations and scramMaxIterations are Kafka's bounds
 	// (ScramMechanism.minIterations, ScramControlManager.MAX_ITERATIONS).
-	scramMinIterations     = 4096
-	scramMaxIterations     = 16384
+	ScramMinIterations     = 4096
+	ScramMaxIterations     = 16384
 	scramDefaultIterations = 4096
 )
 
@@ -77,7 +77,7 @@ type ScramBootstrapUser struct {
 }
 
 // mechanismsFor is the mechanisms enabled on listener name.
-func (c SASLConfig) mechanismsFor(name string) []string {
+func (c SASLConfig) MechanismsFor(name string) []string {
 	if m, ok := c.ListenerMechanisms[name]; ok {
 		return m
 	}
@@ -86,7 +86,7 @@ func (c SASLConfig) mechanismsFor(name string) []string {
 
 func parseSecurityProtocolMap(v string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, e := range splitList(v) {
+	for _, e := range SplitList(v) {
 		name, proto, ok := strings.Cut(e, ":")
 		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
 		if !ok || name == "" {
@@ -104,9 +104,9 @@ func parseSecurityProtocolMap(v string) (map[string]string, error) {
 
 func parseSASLMechanisms(v string) ([]string, error) {
 	var out []string
-	for _, m := range splitList(v) {
+	for _, m := range SplitList(v) {
 		switch m {
-		case mechPlain, mechScramSHA256, mechScramSHA512:
+		case MechPlain, MechScramSHA256, MechScramSHA512:
 			out = append(out, m)
 		case "GSSAPI", "OAUTHBEARER":
 			return nil, fmt.Errorf("SASL mechanism %s is not supported by kbroker (supported: %s)", m, defaultSASLMechanisms)
@@ -120,7 +120,7 @@ func parseSASLMechanisms(v string) ([]string, error) {
 // isSecurityKey reports whether k is a security property outside the props
 // table: a secret or a listener.name.<l>. property.
 func isSecurityKey(k string) bool {
-	if k == keyJAAS || k == keyScramBootstrap {
+	if k == keyJAAS || k == KeyScramBootstrap {
 		return true
 	}
 	_, rest, ok := listenerKey(k)
@@ -147,7 +147,7 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 			return fmt.Errorf("config listener.security.protocol.map: no security protocol for listener %s", l.Name)
 		}
 		switch proto {
-		case protoPlaintext, protoSASLPlaintext:
+		case protoPlaintext, ProtoSASLPlaintext:
 		default:
 			return fmt.Errorf("config listeners: listener %s uses security protocol %s; kbroker has no TLS (PLAINTEXT and SASL_PLAINTEXT only)", l.Name, proto)
 		}
@@ -195,7 +195,7 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 			if err != nil {
 				return fmt.Errorf("config %s: %w", k, err)
 			}
-			if mech == mechPlain {
+			if mech == MechPlain {
 				if jm.Class != plainLoginModule {
 					return fmt.Errorf("config %s: login module %s is not %s", k, jm.Class, plainLoginModule)
 				}
@@ -214,7 +214,7 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 		}
 	}
 	for _, l := range c.Listeners {
-		if l.SecurityProtocol != protoSASLPlaintext {
+		if l.SecurityProtocol != ProtoSASLPlaintext {
 			continue
 		}
 		users := global
@@ -229,10 +229,10 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 			c.SASL.PlainUsers[l.Name] = users
 		}
 	}
-	if v, ok := p[keyScramBootstrap]; ok {
+	if v, ok := p[KeyScramBootstrap]; ok {
 		users, err := parseScramBootstrap(v)
 		if err != nil {
-			return fmt.Errorf("config %s: %w", keyScramBootstrap, err)
+			return fmt.Errorf("config %s: %w", KeyScramBootstrap, err)
 		}
 		c.SASL.BootstrapScram = users
 	}
@@ -423,8 +423,8 @@ func parseAddScram(e string) (ScramBootstrapUser, error) {
 	if !ok {
 		return ScramBootstrapUser{}, fmt.Errorf("no '=' in SCRAM entry %q", e)
 	}
-	if mech != mechScramSHA256 && mech != mechScramSHA512 {
-		return ScramBootstrapUser{}, fmt.Errorf("SCRAM mechanism %q is not supported (%s, %s)", mech, mechScramSHA256, mechScramSHA512)
+	if mech != MechScramSHA256 && mech != MechScramSHA512 {
+		return ScramBootstrapUser{}, fmt.Errorf("SCRAM mechanism %q is not supported (%s, %s)", mech, MechScramSHA256, MechScramSHA512)
 	}
 	if !strings.HasPrefix(body, "[") || !strings.HasSuffix(body, "]") {
 		return ScramBootstrapUser{}, fmt.Errorf("SCRAM entry %q: expected %s=[name=...,password=...]", e, mech)
@@ -469,8 +469,8 @@ func parseAddScram(e string) (ScramBootstrapUser, error) {
 		return ScramBootstrapUser{}, fmt.Errorf("SCRAM entry %q: password or saltedpassword is required", e)
 	case haveSalted && u.Salt == nil:
 		return ScramBootstrapUser{}, fmt.Errorf("SCRAM entry %q: saltedpassword needs salt", e)
-	case u.Iterations < scramMinIterations || u.Iterations > scramMaxIterations:
-		return ScramBootstrapUser{}, fmt.Errorf("SCRAM entry %q: iterations must be in [%d, %d]", e, scramMinIterations, scramMaxIterations)
+	case u.Iterations < ScramMinIterations || u.Iterations > ScramMaxIterations:
+		return ScramBootstrapUser{}, fmt.Errorf("SCRAM entry %q: iterations must be in [%d, %d]", e, ScramMinIterations, ScramMaxIterations)
 	}
 	return u, nil
 }

@@ -1,30 +1,31 @@
-package broker
+package config
 
 import (
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // topicConfigDef describes one topic-level config: its Kafka name, the broker
 // property that supplies its default, and how to check a value.
 type topicConfigDef struct {
-	name       string
-	brokerProp string // "" when the default is fixed
-	typ        kmsg.ConfigType
-	def        func(c Config) string
-	doc        string
+	Name       string
+	BrokerProp string // "" when the default is fixed
+	Typ        kmsg.ConfigType
+	Def        func(c Config) string
+	Doc        string
 }
 
 func fixed(v string) func(Config) string { return func(Config) string { return v } }
 func i64(v int64) string                 { return strconv.FormatInt(v, 10) }
 
 // topicConfigs is the catalog of topic configs, Kafka's names and defaults.
-var topicConfigs = []topicConfigDef{
+var TopicConfigs = []topicConfigDef{
 	{"cleanup.policy", "log.cleanup.policy", kmsg.ConfigTypeList, func(c Config) string { return c.LogCleanupPolicy }, "delete or compact or both"},
 	{"compression.type", "compression.type", kmsg.ConfigTypeString, func(c Config) string { return c.CompressionType }, "final compression type for the topic"},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, fixed("86400000"), "how long tombstones are kept for compacted topics"},
@@ -50,9 +51,9 @@ var topicConfigs = []topicConfigDef{
 	{"unclean.leader.election.enable", "unclean.leader.election.enable", kmsg.ConfigTypeBoolean, fixed("false"), "allow out-of-sync replicas to become leader"},
 }
 
-func topicConfigDefByName(name string) (topicConfigDef, bool) {
-	for _, d := range topicConfigs {
-		if d.name == name {
+func TopicConfigDefByName(name string) (topicConfigDef, bool) {
+	for _, d := range TopicConfigs {
+		if d.Name == name {
 			return d, true
 		}
 	}
@@ -61,14 +62,14 @@ func topicConfigDefByName(name string) (topicConfigDef, bool) {
 
 // validateTopicConfigs checks names and values the way CreateTopics and
 // AlterConfigs must (INVALID_CONFIG naming the key).
-func validateTopicConfigs(cfgs map[string]string) error {
+func ValidateTopicConfigs(cfgs map[string]string) error {
 	names := make([]string, 0, len(cfgs))
 	for k := range cfgs {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		d, ok := topicConfigDefByName(k)
+		d, ok := TopicConfigDefByName(k)
 		if !ok {
 			return fmt.Errorf("unknown topic config name: %s", k)
 		}
@@ -80,10 +81,10 @@ func validateTopicConfigs(cfgs map[string]string) error {
 }
 
 func checkConfigValue(d topicConfigDef, v string) error {
-	switch d.typ {
+	switch d.Typ {
 	case kmsg.ConfigTypeInt, kmsg.ConfigTypeLong:
 		bits, what := 64, "long"
-		if d.typ == kmsg.ConfigTypeInt {
+		if d.Typ == kmsg.ConfigTypeInt {
 			bits, what = 32, "int"
 		}
 		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, bits); err != nil {
@@ -98,9 +99,9 @@ func checkConfigValue(d topicConfigDef, v string) error {
 			return fmt.Errorf("expected true or false")
 		}
 	}
-	switch d.name {
+	switch d.Name {
 	case "cleanup.policy":
-		for _, p := range splitList(v) {
+		for _, p := range SplitList(v) {
 			if p != "delete" && p != "compact" {
 				return fmt.Errorf("expected delete, compact or both")
 			}
@@ -124,30 +125,30 @@ func checkConfigValue(d topicConfigDef, v string) error {
 }
 
 // resolvedConfig is a topic's effective configs with where each came from.
-type resolvedConfig struct {
-	values    map[string]string
-	overrides map[string]string
+type ResolvedConfig struct {
+	Values    map[string]string
+	Overrides map[string]string
 }
 
-func resolveTopicConfig(c Config, overrides map[string]string) resolvedConfig {
-	r := resolvedConfig{values: make(map[string]string, len(topicConfigs)), overrides: overrides}
-	for _, d := range topicConfigs {
-		r.values[d.name] = d.def(c)
-		if v, ok := overrides[d.name]; ok {
-			r.values[d.name] = v
+func ResolveTopicConfig(c Config, overrides map[string]string) ResolvedConfig {
+	r := ResolvedConfig{Values: make(map[string]string, len(TopicConfigs)), Overrides: overrides}
+	for _, d := range TopicConfigs {
+		r.Values[d.Name] = d.Def(c)
+		if v, ok := overrides[d.Name]; ok {
+			r.Values[d.Name] = v
 		}
 	}
 	return r
 }
 
-func (r resolvedConfig) int64(name string) int64 {
-	n, _ := strconv.ParseInt(r.values[name], 10, 64)
+func (r ResolvedConfig) Int64(name string) int64 {
+	n, _ := strconv.ParseInt(r.Values[name], 10, 64)
 	return n
 }
 
 // configSource says where a topic config's effective value comes from.
-func configSource(r resolvedConfig, d topicConfigDef) int8 {
-	if _, ok := r.overrides[d.name]; ok {
+func ConfigSource(r ResolvedConfig, d topicConfigDef) int8 {
+	if _, ok := r.Overrides[d.Name]; ok {
 		return int8(kmsg.ConfigSourceDynamicTopicConfig)
 	}
 	return int8(kmsg.ConfigSourceDefaultConfig)

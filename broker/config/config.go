@@ -1,4 +1,8 @@
-package broker
+// Package config maps Kafka's property names onto the broker's configuration:
+// broker properties (Config, ParseConfig, one table of names and defaults),
+// listener security and SASL settings, and the catalog of topic configs with
+// their broker defaults. It is the one place a Kafka property name is mapped.
+package config
 
 import (
 	"fmt"
@@ -147,7 +151,7 @@ func boolProp(set func(c *Config, v bool)) func(*Config, string) error {
 }
 
 // props is the table of every Kafka property the broker honours, with Kafka's defaults.
-var props = map[string]prop{
+var Props = map[string]prop{
 	"node.id":   {"0", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
 	"broker.id": {"", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
 	"listeners": {"PLAINTEXT://127.0.0.1:9092", func(c *Config, v string) (err error) {
@@ -159,12 +163,12 @@ var props = map[string]prop{
 		return err
 	}},
 	"log.dirs": {"", func(c *Config, v string) error {
-		c.LogDirs = splitList(v)
+		c.LogDirs = SplitList(v)
 		return nil
 	}},
 	"log.dir": {"", func(c *Config, v string) error {
 		if len(c.LogDirs) == 0 {
-			c.LogDirs = splitList(v)
+			c.LogDirs = SplitList(v)
 		}
 		return nil
 	}},
@@ -184,7 +188,7 @@ var props = map[string]prop{
 	"log.retention.ms":            {"", intProp(func(c *Config, v int64) { c.LogRetentionMs = v }, -1, math.MaxInt64)},
 	"log.retention.bytes":         {"-1", intProp(func(c *Config, v int64) { c.LogRetentionBytes = v }, -1, math.MaxInt64)},
 	"log.cleanup.policy": {"delete", func(c *Config, v string) error {
-		for _, p := range splitList(v) {
+		for _, p := range SplitList(v) {
 			if p != "delete" && p != "compact" {
 				return fmt.Errorf("unknown cleanup policy %q", p)
 			}
@@ -217,7 +221,7 @@ var props = map[string]prop{
 	"group.consumer.heartbeat.interval.ms": {"5000", intProp(func(c *Config, v int64) { c.GroupConsumerHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
 	"group.consumer.session.timeout.ms":    {"45000", intProp(func(c *Config, v int64) { c.GroupConsumerSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
 	"group.consumer.assignors": {"uniform,range", func(c *Config, v string) error {
-		for _, a := range splitList(v) {
+		for _, a := range SplitList(v) {
 			if a != "uniform" && a != "range" {
 				return fmt.Errorf("unknown assignor %q (uniform, range)", a)
 			}
@@ -262,11 +266,11 @@ var props = map[string]prop{
 }
 
 // brokerConfigValue is the value DescribeConfigs reports for a broker property.
-func (c Config) brokerConfigValue(key string) (string, bool) {
+func (c Config) BrokerConfigValue(key string) (string, bool) {
 	if v, ok := c.Props[key]; ok {
 		return v, true
 	}
-	return props[key].def, false
+	return Props[key].def, false
 }
 
 // order makes later, more specific properties win: log.roll.ms over
@@ -277,8 +281,8 @@ var order = []string{"log.roll.hours", "log.roll.ms", "log.retention.hours", "lo
 // know are returned in unknown (the caller logs and ignores them); a malformed
 // value is an error naming its key.
 func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) {
-	keys := make([]string, 0, len(props))
-	for k := range props {
+	keys := make([]string, 0, len(Props))
+	for k := range Props {
 		keys = append(keys, k)
 	}
 	rank := func(k string) int {
@@ -298,24 +302,24 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 	for _, k := range keys {
 		v, set := p[k]
 		if !set {
-			v = props[k].def
+			v = Props[k].def
 		}
 		if v == "" && !set {
 			continue
 		}
-		if err := props[k].apply(&cfg, v); err != nil {
+		if err := Props[k].apply(&cfg, v); err != nil {
 			return Config{}, nil, fmt.Errorf("config %s: %w", k, err)
 		}
 	}
 	for k := range p {
-		if _, ok := props[k]; !ok && !isSecurityKey(k) {
+		if _, ok := Props[k]; !ok && !isSecurityKey(k) {
 			unknown = append(unknown, k)
 		}
 	}
 	sort.Strings(unknown)
 	cfg.Props = make(map[string]string, len(p))
 	for k, v := range p {
-		if _, ok := props[k]; ok {
+		if _, ok := Props[k]; ok {
 			cfg.Props[k] = v
 		}
 	}
@@ -337,7 +341,7 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 	return cfg, unknown, nil
 }
 
-func splitList(v string) []string {
+func SplitList(v string) []string {
 	var out []string
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -353,7 +357,7 @@ func splitList(v string) []string {
 // interface.
 func parseListeners(v string) ([]Listener, error) {
 	var out []Listener
-	for _, s := range splitList(v) {
+	for _, s := range SplitList(v) {
 		name, addr, ok := strings.Cut(s, "://")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("listener %q is not NAME://host:port", s)
