@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network/sasl"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,7 +60,7 @@ func (b *Broker) handleAlterUserSCRAMCredentials(_ *reqCtx, req *kmsg.AlterUserS
 		}
 		m, e := validateScramUser(d.Name, d.Mechanism)
 		if e == nil {
-			if _, ok := b.store.ScramCredential(d.Name, m.name); !ok {
+			if _, ok := b.store.ScramCredential(d.Name, m.Name); !ok {
 				e = &scramAPIError{kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist"}
 			}
 		}
@@ -67,7 +68,7 @@ func (b *Broker) handleAlterUserSCRAMCredentials(_ *reqCtx, req *kmsg.AlterUserS
 			fail(d.Name, e.err, e.msg)
 			continue
 		}
-		deletes[d.Name] = controller.ScramChange{User: d.Name, Mechanism: m.name, Delete: true}
+		deletes[d.Name] = controller.ScramChange{User: d.Name, Mechanism: m.Name, Delete: true}
 		delOrder = append(delOrder, d.Name)
 	}
 	for _, u := range req.Upsertions {
@@ -94,8 +95,8 @@ func (b *Broker) handleAlterUserSCRAMCredentials(_ *reqCtx, req *kmsg.AlterUserS
 			fail(u.Name, e.err, e.msg)
 			continue
 		}
-		upserts[u.Name] = controller.ScramChange{User: u.Name, Mechanism: m.name,
-			Credential: m.credentialFromSalted(u.Salt, u.SaltedPassword, u.Iterations)}
+		upserts[u.Name] = controller.ScramChange{User: u.Name, Mechanism: m.Name,
+			Credential: m.CredentialFromSalted(u.Salt, u.SaltedPassword, u.Iterations)}
 		upOrder = append(upOrder, u.Name)
 	}
 
@@ -139,11 +140,11 @@ func (b *Broker) handleAlterUserSCRAMCredentials(_ *reqCtx, req *kmsg.AlterUserS
 }
 
 // validateScramUser checks a user name and mechanism number.
-func validateScramUser(name string, kind int8) (*scramMech, *scramAPIError) {
+func validateScramUser(name string, kind int8) (*sasl.ScramMech, *scramAPIError) {
 	if name == "" {
 		return nil, &scramAPIError{kerr.UnacceptableCredential, "Username must not be empty"}
 	}
-	m := scramMechByKind(kind)
+	m := sasl.ScramMechByKind(kind)
 	if m == nil {
 		return nil, &scramAPIError{kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism"}
 	}
@@ -160,7 +161,7 @@ func (b *Broker) bootstrapScram() error {
 		if _, ok := b.store.ScramCredential(u.Name, u.Mechanism); ok {
 			continue
 		}
-		cred, err := bootstrapCredential(u)
+		cred, err := sasl.BootstrapCredential(u)
 		if err != nil {
 			return fmt.Errorf("config %s: user %s: %w", config.KeyScramBootstrap, u.Name, err)
 		}

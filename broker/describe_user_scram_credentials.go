@@ -9,6 +9,7 @@ package broker
 // Kafka makes always passes.
 
 import (
+	"github.com/kbroker/kbroker/broker/network/sasl"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,10 +47,10 @@ func (b *Broker) handleDescribeUserSCRAMCredentials(_ *reqCtx, req *kmsg.Describ
 			msg := "Attempt to describe a user credential that does not exist: " + u
 			r.ErrorMessage = &msg
 		default:
-			for _, m := range scramMechs {
-				if c, ok := creds[u][m.name]; ok {
+			for _, m := range sasl.ScramMechs {
+				if c, ok := creds[u][m.Name]; ok {
 					ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
-					ci.Mechanism = m.kind
+					ci.Mechanism = m.Kind
 					ci.Iterations = c.Iterations
 					r.CredentialInfos = append(r.CredentialInfos, ci)
 				}

@@ -155,7 +155,7 @@ func TestSASLUnauthenticatedRequestCloses(t *testing.T) {
 	defer nc.Close()
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 9
-	body := authTestFrame(md, 7)
+	body := requestFrame(md, 7)
 	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
 	if _, err := nc.Write(append(frame, body...)); err != nil {
 		t.Fatal(err)
@@ -284,4 +284,16 @@ func TestScramCredentialsAdmin(t *testing.T) {
 	if err := saslClient(t, b, bob, kgo.RetryTimeout(time.Second)).Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("bob after delete: %v", err)
 	}
+}
+
+// requestFrame encodes a request as the frame body the authenticator reads.
+func requestFrame(req kmsg.Request, corr int32) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, byte(req.Key()>>8), byte(req.Key()), byte(req.GetVersion()>>8), byte(req.GetVersion()))
+	b = append(b, byte(corr>>24), byte(corr>>16), byte(corr>>8), byte(corr))
+	b = append(b, 0, 1, 'c')
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	return req.AppendTo(b)
 }

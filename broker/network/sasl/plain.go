@@ -1,4 +1,4 @@
-package broker
+package sasl
 
 // SASL/PLAIN (RFC 4616) as Kafka's PlainSaslServer runs it: one message,
 // authzid NUL authcid NUL passwd, checked against the user_NAME="password"

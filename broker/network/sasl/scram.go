@@ -1,4 +1,4 @@
-package broker
+package sasl
 
 // SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka's
 // ScramSaslServer runs them:
@@ -40,44 +40,44 @@ import (
 
 // scramMech is one SCRAM mechanism: its name, Kafka's number for it in
 // Describe/AlterUserScramCredentials, and its hash.
-type scramMech struct {
-	name string
-	kind int8
+type ScramMech struct {
+	Name string
+	Kind int8
 	hash func() hash.Hash
 }
 
-var scramMechs = []scramMech{
+var ScramMechs = []ScramMech{
 	{config.MechScramSHA256, 1, sha256.New},
 	{config.MechScramSHA512, 2, sha512.New},
 }
 
 // scramMechByName returns the mechanism called name, or nil.
-func scramMechByName(name string) *scramMech {
-	for i := range scramMechs {
-		if scramMechs[i].name == name {
-			return &scramMechs[i]
+func scramMechByName(name string) *ScramMech {
+	for i := range ScramMechs {
+		if ScramMechs[i].Name == name {
+			return &ScramMechs[i]
 		}
 	}
 	return nil
 }
 
 // scramMechByKind returns the mechanism numbered kind, or nil.
-func scramMechByKind(kind int8) *scramMech {
-	for i := range scramMechs {
-		if scramMechs[i].kind == kind {
-			return &scramMechs[i]
+func ScramMechByKind(kind int8) *ScramMech {
+	for i := range ScramMechs {
+		if ScramMechs[i].Kind == kind {
+			return &ScramMechs[i]
 		}
 	}
 	return nil
 }
 
-func (m *scramMech) hmac(key []byte, msg string) []byte {
+func (m *ScramMech) hmac(key []byte, msg string) []byte {
 	h := hmac.New(m.hash, key)
 	h.Write([]byte(msg))
 	return h.Sum(nil)
 }
 
-func (m *scramMech) sum(b []byte) []byte {
+func (m *ScramMech) sum(b []byte) []byte {
 	h := m.hash()
 	h.Write(b)
 	return h.Sum(nil)
@@ -86,7 +86,7 @@ func (m *scramMech) sum(b []byte) []byte {
 // credentialFromSalted derives what the server keeps from a salted password:
 // StoredKey = H(HMAC(SaltedPassword, "Client Key")) and
 // ServerKey = HMAC(SaltedPassword, "Server Key").
-func (m *scramMech) credentialFromSalted(salt, salted []byte, iterations int32) controller.ScramCredential {
+func (m *ScramMech) CredentialFromSalted(salt, salted []byte, iterations int32) controller.ScramCredential {
 	return controller.ScramCredential{
 		Salt:       append([]byte(nil), salt...),
 		StoredKey:  m.sum(m.hmac(salted, "Client Key")),
@@ -96,13 +96,13 @@ func (m *scramMech) credentialFromSalted(salt, salted []byte, iterations int32) 
 }
 
 // saltedPassword is Hi(password, salt, i) of RFC 5802: PBKDF2 with HMAC-H.
-func (m *scramMech) saltedPassword(password string, salt []byte, iterations int32) ([]byte, error) {
+func (m *ScramMech) saltedPassword(password string, salt []byte, iterations int32) ([]byte, error) {
 	return pbkdf2.Key(m.hash, password, salt, int(iterations), m.hash().Size())
 }
 
 // bootstrapCredential computes the stored credential of a
 // sasl.scram.bootstrap.users entry; a missing salt is random.
-func bootstrapCredential(u config.ScramBootstrapUser) (controller.ScramCredential, error) {
+func BootstrapCredential(u config.ScramBootstrapUser) (controller.ScramCredential, error) {
 	m := scramMechByName(u.Mechanism)
 	if m == nil {
 		return controller.ScramCredential{}, fmt.Errorf("unknown SCRAM mechanism %q", u.Mechanism)
@@ -119,7 +119,7 @@ func bootstrapCredential(u config.ScramBootstrapUser) (controller.ScramCredentia
 			return controller.ScramCredential{}, err
 		}
 	}
-	return m.credentialFromSalted(salt, salted, u.Iterations), nil
+	return m.CredentialFromSalted(salt, salted, u.Iterations), nil
 }
 
 // saslClientError is an authentication failure whose message Kafka sends to
@@ -133,7 +133,7 @@ func (e *saslClientError) Error() string { return e.msg }
 // scramServer is the server side of one SCRAM exchange. It does no I/O:
 // step takes each client message and returns the server's answer.
 type scramServer struct {
-	mech   *scramMech
+	mech   *ScramMech
 	lookup func(user string) (controller.ScramCredential, bool)
 	// nonce returns the server's part of the nonce.
 	nonce func() string
@@ -147,7 +147,7 @@ type scramServer struct {
 	fullNonce       string
 }
 
-func newScramServer(m *scramMech, lookup func(string) (controller.ScramCredential, bool)) *scramServer {
+func newScramServer(m *ScramMech, lookup func(string) (controller.ScramCredential, bool)) *scramServer {
 	return &scramServer{mech: m, lookup: lookup, nonce: randomNonce}
 }
 
@@ -219,13 +219,13 @@ func (s *scramServer) clientFirst(msg string) ([]byte, error) {
 	}
 	cred, ok := s.lookup(user)
 	if !ok {
-		return nil, fmt.Errorf("no %s credential for user %q", s.mech.name, user)
+		return nil, fmt.Errorf("no %s credential for user %q", s.mech.Name, user)
 	}
 	if authzid != "" && authzid != user {
 		return nil, &saslClientError{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
 	if cred.Iterations < config.ScramMinIterations {
-		return nil, fmt.Errorf("iterations %d is less than the minimum %d for %s", cred.Iterations, config.ScramMinIterations, s.mech.name)
+		return nil, fmt.Errorf("iterations %d is less than the minimum %d for %s", cred.Iterations, config.ScramMinIterations, s.mech.Name)
 	}
 	s.user, s.cred, s.clientFirstBare, s.clientNonce = user, cred, bare, cnonce
 	s.fullNonce = cnonce + s.nonce()

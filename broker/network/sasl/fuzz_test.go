@@ -1,4 +1,4 @@
-package broker
+package sasl
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func FuzzAuthenticator(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		auth := testAuthenticator(map[string]string{"alice": "secret"})
 		for _, frame := range [][]byte{a, b, a} {
-			if out := auth.handle(frame); out.close {
+			if out := auth.Handle(frame); out.Close {
 				return
 			}
 		}

@@ -1,4 +1,4 @@
-package broker
+package sasl
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func rfc7677Credential(t *testing.T) controller.ScramCredential {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.credentialFromSalted(salt, salted, 4096)
+	return m.CredentialFromSalted(salt, salted, 4096)
 }
 
 func rfc7677Server(t *testing.T) *scramServer {
@@ -100,16 +100,16 @@ func TestScramServerRejects(t *testing.T) {
 // TestScramServerWithFranzClient runs franz-go's SCRAM client against the
 // server for both mechanisms, with a name that needs escaping.
 func TestScramServerWithFranzClient(t *testing.T) {
-	for _, m := range scramMechs {
-		t.Run(m.name, func(t *testing.T) {
-			cred, err := bootstrapCredential(config.ScramBootstrapUser{Mechanism: m.name, Name: "a,b=c", Password: "s3cret", Iterations: 4096})
+	for _, m := range ScramMechs {
+		t.Run(m.Name, func(t *testing.T) {
+			cred, err := BootstrapCredential(config.ScramBootstrapUser{Mechanism: m.Name, Name: "a,b=c", Password: "s3cret", Iterations: 4096})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, pass := range []string{"s3cret", "wrong"} {
 				auth := scram.Auth{User: "a,b=c", Pass: pass}
 				mech := auth.AsSha256Mechanism()
-				if m.name == config.MechScramSHA512 {
+				if m.Name == config.MechScramSHA512 {
 					mech = auth.AsSha512Mechanism()
 				}
 				sess, msg, err := mech.Authenticate(context.Background(), "")
@@ -188,8 +188,8 @@ func authTestFrame(req kmsg.Request, corr int32) []byte {
 	return req.AppendTo(b)
 }
 
-func testAuthenticator(users map[string]string) *authenticator {
-	return &authenticator{
+func testAuthenticator(users map[string]string) *Authenticator {
+	return &Authenticator{
 		mechanisms: []string{config.MechPlain, config.MechScramSHA256},
 		newMech: func(string) saslMechServer {
 			return &plainServer{users: users}
@@ -225,43 +225,43 @@ func TestAuthenticatorSequence(t *testing.T) {
 
 	t.Run("v1 handshake", func(t *testing.T) {
 		a := testAuthenticator(users)
-		if out := a.handle(authTestFrame(apiVersions, 1)); out.close || out.resp == nil || out.corr != 1 {
+		if out := a.Handle(authTestFrame(apiVersions, 1)); out.Close || out.Resp == nil || out.Corr != 1 {
 			t.Fatalf("ApiVersions: %+v", out)
 		}
-		out := a.handle(authTestFrame(handshake(config.MechPlain, 1), 2))
-		hr, ok := out.resp.(*kmsg.SASLHandshakeResponse)
-		if out.close || !ok || hr.ErrorCode != 0 || len(hr.SupportedMechanisms) != 2 {
+		out := a.Handle(authTestFrame(handshake(config.MechPlain, 1), 2))
+		hr, ok := out.Resp.(*kmsg.SASLHandshakeResponse)
+		if out.Close || !ok || hr.ErrorCode != 0 || len(hr.SupportedMechanisms) != 2 {
 			t.Fatalf("handshake: %+v", out)
 		}
-		out = a.handle(authTestFrame(authReq("\x00alice\x00alice-secret"), 3))
-		if ar, ok := out.resp.(*kmsg.SASLAuthenticateResponse); out.close || !ok || ar.ErrorCode != 0 {
+		out = a.Handle(authTestFrame(authReq("\x00alice\x00alice-secret"), 3))
+		if ar, ok := out.Resp.(*kmsg.SASLAuthenticateResponse); out.Close || !ok || ar.ErrorCode != 0 {
 			t.Fatalf("authenticate: %+v", out)
 		}
-		if a.state != authComplete || a.principal != "User:alice" {
-			t.Fatalf("state %v principal %q", a.state, a.principal)
+		if a.state != authComplete || a.Principal != "User:alice" {
+			t.Fatalf("state %v principal %q", a.state, a.Principal)
 		}
 	})
 	t.Run("v0 raw tokens", func(t *testing.T) {
 		a := testAuthenticator(users)
-		if out := a.handle(authTestFrame(handshake(config.MechPlain, 0), 1)); out.close {
+		if out := a.Handle(authTestFrame(handshake(config.MechPlain, 0), 1)); out.Close {
 			t.Fatalf("handshake v0: %+v", out)
 		}
-		out := a.handle([]byte("\x00alice\x00alice-secret"))
-		if out.close || !out.rawReply || len(out.token) != 0 || a.state != authComplete {
+		out := a.Handle([]byte("\x00alice\x00alice-secret"))
+		if out.Close || !out.RawReply || len(out.Token) != 0 || a.state != authComplete {
 			t.Fatalf("raw token: %+v", out)
 		}
 		b := testAuthenticator(users)
-		b.handle(authTestFrame(handshake(config.MechPlain, 0), 1))
-		if out := b.handle([]byte("\x00alice\x00nope")); !out.close || out.resp != nil || out.rawReply {
+		b.Handle(authTestFrame(handshake(config.MechPlain, 0), 1))
+		if out := b.Handle([]byte("\x00alice\x00nope")); !out.Close || out.Resp != nil || out.RawReply {
 			t.Fatalf("raw bad password must close without an answer: %+v", out)
 		}
 	})
 	t.Run("wrong password", func(t *testing.T) {
 		a := testAuthenticator(users)
-		a.handle(authTestFrame(handshake(config.MechPlain, 1), 1))
-		out := a.handle(authTestFrame(authReq("\x00alice\x00nope"), 2))
-		ar, ok := out.resp.(*kmsg.SASLAuthenticateResponse)
-		if !out.close || !ok || ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil ||
+		a.Handle(authTestFrame(handshake(config.MechPlain, 1), 1))
+		out := a.Handle(authTestFrame(authReq("\x00alice\x00nope"), 2))
+		ar, ok := out.Resp.(*kmsg.SASLAuthenticateResponse)
+		if !out.Close || !ok || ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil ||
 			*ar.ErrorMessage != "Authentication failed: Invalid username or password" {
 			t.Fatalf("%+v", out)
 		}
@@ -272,11 +272,11 @@ func TestAuthenticatorSequence(t *testing.T) {
 		a.newMech = func(string) saslMechServer {
 			return newScramServer(scramMechByName(config.MechScramSHA256), func(string) (controller.ScramCredential, bool) { return controller.ScramCredential{}, false })
 		}
-		a.handle(authTestFrame(handshake(config.MechScramSHA256, 1), 1))
-		out := a.handle(authTestFrame(authReq("n,,n=alice,r=abc"), 2))
-		ar, _ := out.resp.(*kmsg.SASLAuthenticateResponse)
+		a.Handle(authTestFrame(handshake(config.MechScramSHA256, 1), 1))
+		out := a.Handle(authTestFrame(authReq("n,,n=alice,r=abc"), 2))
+		ar, _ := out.Resp.(*kmsg.SASLAuthenticateResponse)
 		want := "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
-		if !out.close || ar == nil || ar.ErrorMessage == nil || *ar.ErrorMessage != want {
+		if !out.Close || ar == nil || ar.ErrorMessage == nil || *ar.ErrorMessage != want {
 			t.Fatalf("%+v", out)
 		}
 	})
@@ -296,17 +296,17 @@ func TestAuthenticatorSequence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testAuthenticator(users)
-			var out authOutput
+			var out Output
 			for i, f := range tc.frames {
-				out = a.handle(f)
-				if out.close != (i == len(tc.frames)-1) {
-					t.Fatalf("frame %d: close %v (%s)", i, out.close, out.reason)
+				out = a.Handle(f)
+				if out.Close != (i == len(tc.frames)-1) {
+					t.Fatalf("frame %d: close %v (%s)", i, out.Close, out.Reason)
 				}
 			}
-			if (out.resp != nil) != tc.answered {
-				t.Fatalf("answer %+v, want answered %v", out.resp, tc.answered)
+			if (out.Resp != nil) != tc.answered {
+				t.Fatalf("answer %+v, want answered %v", out.Resp, tc.answered)
 			}
-			if out.reason == "" {
+			if out.Reason == "" {
 				t.Fatal("no reason to log")
 			}
 		})
@@ -317,7 +317,7 @@ func TestAuthenticatorSequence(t *testing.T) {
 // before 2.6.1 sends (its client nonce, then the full nonce) and checks the
 // proof over the message as sent.
 func TestScramOldLibrdkafkaNonce(t *testing.T) {
-	cred, err := bootstrapCredential(config.ScramBootstrapUser{Mechanism: config.MechScramSHA256, Name: "u", Password: "p", Iterations: 4096})
+	cred, err := BootstrapCredential(config.ScramBootstrapUser{Mechanism: config.MechScramSHA256, Name: "u", Password: "p", Iterations: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
