@@ -20,11 +20,12 @@ import (
 	"strings"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleAlterConfigs(_ *reqCtx, req *kmsg.AlterConfigsRequest) kmsg.Response {
+func (b *Broker) handleAlterConfigs(_ *network.RequestContext, req *kmsg.AlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	dups := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
 		return req.Resources[i].ResourceType, req.Resources[i].ResourceName

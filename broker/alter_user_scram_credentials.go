@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/network/sasl"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +30,7 @@ type scramAPIError struct {
 	msg string
 }
 
-func (b *Broker) handleAlterUserSCRAMCredentials(_ *reqCtx, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
+func (b *Broker) handleAlterUserSCRAMCredentials(_ *network.RequestContext, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	b.scramMu.Lock()
 	defer b.scramMu.Unlock()

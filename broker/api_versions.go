@@ -6,6 +6,7 @@ package broker
 // the client retries at a version we know.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,7 +21,7 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	return out
 }
 
-func (b *Broker) handleApiVersions(_ *reqCtx, req *kmsg.ApiVersionsRequest) kmsg.Response {
+func (b *Broker) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = apiKeys()
 	if req.Version >= 3 {

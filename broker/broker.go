@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -45,10 +46,8 @@ type Broker struct {
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
 
-	lnMu      sync.Mutex
-	listeners []net.Listener
-	conns     map[*conn]struct{}
-	wg        sync.WaitGroup // accept loops and connections
+	// net owns the listeners and connections.
+	net       *network.Server
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -62,12 +61,19 @@ func New(cfg config.Config) (*Broker, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{}), conns: map[*conn]struct{}{}}
+	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
 	b.mu.topics = map[string]*topic{}
 	b.mu.byID = map[[16]byte]*topic{}
 	b.pids.b = b
 	b.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
 	b.initShares()
+	b.net = network.NewServer(network.Config{
+		Listeners:             cfg.Listeners,
+		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
+		Logger:                b.log,
+		Handler:               network.HandlerFunc(b.handle),
+		NewAuthenticator:      b.newAuthenticator,
+	})
 
 	ok := false
 	defer func() {
@@ -106,73 +112,16 @@ func New(cfg config.Config) (*Broker, error) {
 // Start binds every listener and serves connections until Close.
 // It returns once the listeners accept connections.
 func (b *Broker) Start() error {
-	for _, l := range b.cfg.Listeners {
-		ln, err := net.Listen("tcp", l.Addr())
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("listening on %s: %w", l, err)
-		}
-		b.lnMu.Lock()
-		b.listeners = append(b.listeners, ln)
-		b.lnMu.Unlock()
-		b.log.Info("listening", "listener", l.String(), "addr", ln.Addr().String())
-		b.wg.Add(1)
-		go b.acceptLoop(ln, l)
+	if err := b.net.Start(); err != nil {
+		b.Close()
+		return err
 	}
 	b.startLogTasks()
 	return nil
 }
 
 // Addrs returns the bound listener addresses (useful with port 0).
-func (b *Broker) Addrs() []net.Addr {
-	b.lnMu.Lock()
-	defer b.lnMu.Unlock()
-	var out []net.Addr
-	for _, ln := range b.listeners {
-		out = append(out, ln.Addr())
-	}
-	return out
-}
-
-func (b *Broker) acceptLoop(ln net.Listener, l config.Listener) {
-	defer b.wg.Done()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-b.closing:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			b.log.Error("accept failed; listener stopped", "addr", ln.Addr().String(), "err", err)
-			return
-		}
-		c := newConn(b, nc)
-		c.listener = l
-		b.lnMu.Lock()
-		select {
-		case <-b.closing:
-			b.lnMu.Unlock()
-			nc.Close()
-			return
-		default:
-		}
-		b.conns[c] = struct{}{}
-		b.wg.Add(1)
-		b.lnMu.Unlock()
-		go func() {
-			defer b.wg.Done()
-			c.serve()
-			b.lnMu.Lock()
-			delete(b.conns, c)
-			b.lnMu.Unlock()
-		}()
-	}
-}
+func (b *Broker) Addrs() []net.Addr { return b.net.Addrs() }
 
 // Close stops accepting, lets in-flight requests finish, then flushes and
 // closes every log. It is safe to call more than once.
@@ -180,15 +129,7 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.closing)
 		b.shareHost.close() // parked ShareFetches return on closing
-		b.lnMu.Lock()
-		for _, ln := range b.listeners {
-			ln.Close()
-		}
-		for c := range b.conns {
-			c.stopForShutdown()
-		}
-		b.lnMu.Unlock()
-		b.wg.Wait()
+		b.net.Close()       // in-flight requests are answered first
 		b.fetchSessions.clear()
 		b.stopLogTasks()
 		b.txns.close()

@@ -13,12 +13,13 @@ package broker
 import (
 	"fmt"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleCreatePartitions(_ *reqCtx, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+func (b *Broker) handleCreatePartitions(_ *network.RequestContext, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	count := map[string]int{}
 	for _, rt := range req.Topics {

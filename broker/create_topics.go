@@ -9,11 +9,12 @@ import (
 	"fmt"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleCreateTopics(_ *reqCtx, req *kmsg.CreateTopicsRequest) kmsg.Response {
+func (b *Broker) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {

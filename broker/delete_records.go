@@ -12,12 +12,13 @@ package broker
 // log-start-offset-checkpoint before answering.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDeleteRecords(_ *reqCtx, req *kmsg.DeleteRecordsRequest) kmsg.Response {
+func (b *Broker) handleDeleteRecords(_ *network.RequestContext, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	dirty := map[*storage.Dir]bool{}
 	for _, rt := range req.Topics {

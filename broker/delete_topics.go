@@ -5,11 +5,12 @@ package broker
 // before answering.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDeleteTopics(_ *reqCtx, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func (b *Broker) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string

@@ -3,11 +3,12 @@ package broker
 // DescribeCluster v0–v1. v1 added EndpointType (1 = brokers).
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeCluster(ctx *reqCtx, req *kmsg.DescribeClusterRequest) kmsg.Response {
+func (b *Broker) handleDescribeCluster(ctx *network.RequestContext, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code

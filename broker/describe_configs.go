@@ -11,11 +11,12 @@ import (
 	"sync"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeConfigs(_ *reqCtx, req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func (b *Broker) handleDescribeConfigs(_ *network.RequestContext, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()

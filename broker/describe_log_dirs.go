@@ -13,11 +13,12 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeLogDirs(_ *reqCtx, req *kmsg.DescribeLogDirsRequest) kmsg.Response {
+func (b *Broker) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.DescribeLogDirsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	want := func(storage.TopicPartition) bool { return true }
 	if req.Topics != nil {

@@ -7,11 +7,12 @@ package broker
 import (
 	"sort"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeProducers(_ *reqCtx, req *kmsg.DescribeProducersRequest) kmsg.Response {
+func (b *Broker) handleDescribeProducers(_ *network.RequestContext, req *kmsg.DescribeProducersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()

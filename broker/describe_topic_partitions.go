@@ -15,6 +15,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,7 +23,7 @@ import (
 // maxRequestPartitionSizeLimit is Kafka's max.request.partition.size.limit default.
 const maxRequestPartitionSizeLimit = 2000
 
-func (b *Broker) handleDescribeTopicPartitions(_ *reqCtx, req *kmsg.DescribeTopicPartitionsRequest) kmsg.Response {
+func (b *Broker) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg.DescribeTopicPartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	var names []string
 	if len(req.Topics) == 0 {

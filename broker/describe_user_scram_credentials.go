@@ -9,13 +9,14 @@ package broker
 // Kafka makes always passes.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/network/sasl"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeUserSCRAMCredentials(_ *reqCtx, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
+func (b *Broker) handleDescribeUserSCRAMCredentials(_ *network.RequestContext, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	creds := b.store.ScramCredentials()
 

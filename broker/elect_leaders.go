@@ -12,11 +12,12 @@ package broker
 // INVALID_REQUEST.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleElectLeaders(_ *reqCtx, req *kmsg.ElectLeadersRequest) kmsg.Response {
+func (b *Broker) handleElectLeaders(_ *network.RequestContext, req *kmsg.ElectLeadersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	if req.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code

@@ -15,12 +15,13 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleFetch(ctx *reqCtx, req *kmsg.FetchRequest) kmsg.Response {
+func (b *Broker) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	fc, code := b.fetchSessions.begin(b.now(), req)
 	if code != 0 {

@@ -5,11 +5,12 @@ package broker
 // coordinated by this node; __consumer_offsets is created on first use.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleFindCoordinator(ctx *reqCtx, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+func (b *Broker) handleFindCoordinator(ctx *network.RequestContext, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/protocol/records"
@@ -335,7 +336,7 @@ func (g *groups) tick() {
 
 // handleGroupRequest hands a group API request to the coordinator and waits
 // for its answer (a JoinGroup may wait for the whole rebalance).
-func (b *Broker) handleGroupRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response {
+func (b *Broker) handleGroupRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
 	tok := make(token, 1)
 	client := coordinatorClient(ctx)
 	var handleErr error

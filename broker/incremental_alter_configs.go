@@ -17,11 +17,12 @@ import (
 	"strings"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleIncrementalAlterConfigs(_ *reqCtx, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+func (b *Broker) handleIncrementalAlterConfigs(_ *network.RequestContext, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	dups := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
 		return req.Resources[i].ResourceType, req.Resources[i].ResourceName

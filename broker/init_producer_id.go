@@ -9,6 +9,7 @@ package broker
 import (
 	"sync"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,7 +41,7 @@ func (p *producerIDs) allocate() (int64, error) {
 	return id, nil
 }
 
-func (b *Broker) handleInitProducerID(ctx *reqCtx, req *kmsg.InitProducerIDRequest) kmsg.Response {
+func (b *Broker) handleInitProducerID(ctx *network.RequestContext, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID = -1
 	resp.ProducerEpoch = -1

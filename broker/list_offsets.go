@@ -6,6 +6,7 @@ package broker
 // since there is no tiered storage.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,7 +19,7 @@ const (
 	listEarliestLocal = -4
 )
 
-func (b *Broker) handleListOffsets(_ *reqCtx, req *kmsg.ListOffsetsRequest) kmsg.Response {
+func (b *Broker) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()

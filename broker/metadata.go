@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,10 +20,10 @@ import (
 // Kafka answers with the endpoints of the request's listener (the listener
 // itself when advertised.listeners leaves it out; the first advertised
 // listener when there is no connection).
-func (b *Broker) endpointsFor(ctx *reqCtx) []kmsg.MetadataResponseBroker {
+func (b *Broker) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataResponseBroker {
 	l := b.cfg.AdvertisedListeners[0]
-	if ctx != nil && ctx.conn != nil && ctx.conn.listener.Name != "" {
-		l = ctx.conn.listener
+	if ctx != nil && ctx.Listener.Name != "" {
+		l = ctx.Listener
 		for _, a := range b.cfg.AdvertisedListeners {
 			if a.Name == l.Name {
 				l = a
@@ -51,7 +52,7 @@ func (b *Broker) endpointsFor(ctx *reqCtx) []kmsg.MetadataResponseBroker {
 	return []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: host, Port: port}}
 }
 
-func (b *Broker) handleMetadata(ctx *reqCtx, req *kmsg.MetadataRequest) kmsg.Response {
+func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = b.endpointsFor(ctx)
 	cid := b.store.ClusterID()

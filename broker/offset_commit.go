@@ -5,11 +5,12 @@ package broker
 // partitions that do not exist, as Kafka does, and hands the rest on.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleOffsetCommit(ctx *reqCtx, req *kmsg.OffsetCommitRequest) kmsg.Response {
+func (b *Broker) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	known := *req
 	known.Topics = nil
 	var unknown []kmsg.OffsetCommitResponseTopic

@@ -13,12 +13,13 @@ package broker
 // log (no batch appended in it yet) answers the log end offset.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleOffsetForLeaderEpoch(_ *reqCtx, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+func (b *Broker) handleOffsetForLeaderEpoch(_ *network.RequestContext, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()

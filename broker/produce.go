@@ -19,12 +19,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleProduce(ctx *reqCtx, req *kmsg.ProduceRequest) kmsg.Response {
+func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	for _, rt := range req.Topics {
@@ -79,9 +80,9 @@ func (b *Broker) handleProduce(ctx *reqCtx, req *kmsg.ProduceRequest) kmsg.Respo
 // produceTo validates the partition's record set and appends it. It returns
 // the Kafka error and, for bad input, a message for the client; bad input and
 // storage failures are logged once here.
-func (b *Broker) produceTo(ctx *reqCtx, version int16, txnID *string, p *partition, recs []byte) (appendResult, string) {
+func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *partition, recs []byte) (appendResult, string) {
 	bad := func(e *kerr.Error, msg string) (appendResult, string) {
-		b.log.Warn("rejected produce", "client", ctx.conn.addr, "client_id", ctx.hdr.ClientID,
+		b.log.Warn("rejected produce", "client", ctx.RemoteAddr, "client_id", ctx.Header.ClientID,
 			"topic", p.t.meta.Name, "partition", p.index, "error", e.Message, "reason", msg)
 		return appendResult{err: e}, msg
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,14 +135,7 @@ func TestSASLListeners(t *testing.T) {
 }
 
 func hasPrincipal(b *Broker, p string) bool {
-	b.lnMu.Lock()
-	defer b.lnMu.Unlock()
-	for c := range b.conns {
-		if c.principal == p && c.listener.SecurityProtocol == config.ProtoSASLPlaintext {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(b.net.Principals(config.ProtoSASLPlaintext), p)
 }
 
 // TestSASLUnauthenticatedRequestCloses sends Metadata before any handshake

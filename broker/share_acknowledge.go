@@ -13,12 +13,13 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleShareAcknowledge(ctx *reqCtx, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
+func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	group, member, ok := shareMemberCheck(req.GroupID, req.MemberID)
 	if !ok {
@@ -63,7 +64,7 @@ func (b *Broker) handleShareAcknowledge(ctx *reqCtx, req *kmsg.ShareAcknowledgeR
 		codes = b.applyShareAcks(c, now, group, member, renew, acks)
 	})
 	if err != nil {
-		ctx.closeConn = true
+		ctx.CloseConn = true
 		return nil
 	}
 	topics := map[[16]byte]int{}

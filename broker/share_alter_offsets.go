@@ -9,12 +9,13 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleAlterShareGroupOffsets(ctx *reqCtx, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleAlterShareGroupOffsets(ctx *network.RequestContext, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 	if req.GroupID == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
@@ -49,7 +50,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx *reqCtx, req *kmsg.AlterShareG
 		}
 	})
 	if err != nil {
-		ctx.closeConn = true
+		ctx.CloseConn = true
 		return nil
 	}
 	return resp

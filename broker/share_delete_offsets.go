@@ -9,12 +9,13 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDeleteShareGroupOffsets(ctx *reqCtx, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleDeleteShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	err := b.shares().call(func(c *share.Coordinator, _ time.Time) {
 		if code := c.CanAlterOffsets(req.GroupID, true); code != 0 {
@@ -34,7 +35,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx *reqCtx, req *kmsg.DeleteShar
 		}
 	})
 	if err != nil {
-		ctx.closeConn = true
+		ctx.CloseConn = true
 		return nil
 	}
 	return resp

@@ -12,12 +12,13 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeShareGroupOffsets(ctx *reqCtx, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleDescribeShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	err := b.shares().call(func(c *share.Coordinator, _ time.Time) {
 		for _, rg := range req.Groups {
@@ -25,7 +26,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx *reqCtx, req *kmsg.Describe
 		}
 	})
 	if err != nil {
-		ctx.closeConn = true
+		ctx.CloseConn = true
 		return nil
 	}
 	return resp

@@ -28,6 +28,7 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,7 +38,7 @@ import (
 // shareReadChunk is how much log one read step takes while acquiring.
 const shareReadChunk = 256 << 10
 
-func (b *Broker) handleShareFetch(ctx *reqCtx, req *kmsg.ShareFetchRequest) kmsg.Response {
+func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	group, member, ok := shareMemberCheck(req.GroupID, req.MemberID)
 	if !ok {
@@ -111,7 +112,7 @@ func (b *Broker) handleShareFetch(ctx *reqCtx, req *kmsg.ShareFetchRequest) kmsg
 		targets = c.SessionPartitions(group, member)
 	})
 	if err != nil {
-		ctx.closeConn = true
+		ctx.CloseConn = true
 		return nil
 	}
 	resp.AcquisitionLockTimeoutMillis = lockMs
@@ -148,7 +149,7 @@ func (b *Broker) handleShareFetch(ctx *reqCtx, req *kmsg.ShareFetchRequest) kmsg
 			got = b.acquireShare(c, now, group, member, readComm, targets, int(maxRecs), maxBytes, out, &waits)
 		})
 		if err != nil {
-			ctx.closeConn = true
+			ctx.CloseConn = true
 			return nil
 		}
 		if got > 0 || req.MaxWaitMillis <= 0 {

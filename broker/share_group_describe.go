@@ -8,15 +8,16 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleShareGroupDescribe(ctx *reqCtx, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
+func (b *Broker) handleShareGroupDescribe(ctx *network.RequestContext, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
 	var resp *kmsg.ShareGroupDescribeResponse
 	err := b.shares().call(func(c *share.Coordinator, _ time.Time) { resp = c.Describe(req) })
 	if err != nil {
-		ctx.closeConn = true
+		ctx.CloseConn = true
 		return nil
 	}
 	return resp

@@ -10,18 +10,19 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleShareGroupHeartbeat(ctx *reqCtx, req *kmsg.ShareGroupHeartbeatRequest) kmsg.Response {
+func (b *Broker) handleShareGroupHeartbeat(ctx *network.RequestContext, req *kmsg.ShareGroupHeartbeatRequest) kmsg.Response {
 	var resp *kmsg.ShareGroupHeartbeatResponse
-	client := share.Client{ID: ctx.hdr.ClientID, Host: "/" + hostOf(ctx.conn.addr)}
+	client := share.Client{ID: ctx.Header.ClientID, Host: "/" + hostOf(ctx.RemoteAddr)}
 	err := b.shares().call(func(c *share.Coordinator, now time.Time) {
 		resp = c.Heartbeat(now, client, req)
 	})
 	if err != nil {
-		ctx.closeConn = true
+		ctx.CloseConn = true
 		return nil
 	}
 	return resp

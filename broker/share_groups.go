@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -194,7 +195,7 @@ func shareMemberCheck(group, member *string) (string, string, bool) {
 // handleListGroupsWithShare answers ListGroups from the group coordinators
 // and adds the share groups (type and protocol type "share"), honouring
 // the state (v4+) and type (v5+) filters.
-func (b *Broker) handleListGroupsWithShare(ctx *reqCtx, req *kmsg.ListGroupsRequest) kmsg.Response {
+func (b *Broker) handleListGroupsWithShare(ctx *network.RequestContext, req *kmsg.ListGroupsRequest) kmsg.Response {
 	out := b.handleGroupRequest(ctx, req)
 	resp, ok := out.(*kmsg.ListGroupsResponse)
 	if !ok || resp.ErrorCode != 0 {
@@ -223,7 +224,7 @@ func (b *Broker) handleListGroupsWithShare(ctx *reqCtx, req *kmsg.ListGroupsRequ
 
 // handleDeleteGroupsWithShare deletes share groups itself and hands the
 // other ids to the group coordinators, answering in request order.
-func (b *Broker) handleDeleteGroupsWithShare(ctx *reqCtx, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+func (b *Broker) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	codes := map[string]int16{}
 	err := b.shares().call(func(c *share.Coordinator, _ time.Time) {
 		for _, id := range req.Groups {

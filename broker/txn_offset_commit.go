@@ -9,13 +9,14 @@ package broker
 // that do not exist are answered UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleTxnOffsetCommit(ctx *reqCtx, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	fail := func(code int16) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range req.Topics {
@@ -111,7 +112,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx *reqCtx, req *kmsg.TxnOffsetCommitReq
 // handleOffsetFetch answers OffsetFetch through the coordinators, then marks
 // partitions with pending transactional offsets UNSTABLE_OFFSET_COMMIT when
 // the client asked for stable offsets (v7+).
-func (b *Broker) handleOffsetFetch(ctx *reqCtx, req *kmsg.OffsetFetchRequest) kmsg.Response {
+func (b *Broker) handleOffsetFetch(ctx *network.RequestContext, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := b.handleGroupRequest(ctx, req)
 	r, ok := resp.(*kmsg.OffsetFetchResponse)
 	if !ok || !req.RequireStable {

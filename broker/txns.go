@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/kbroker/kbroker/protocol/records"
@@ -239,7 +240,7 @@ func (x *txns) tick() {
 }
 
 // handleTxnRequest hands a transaction API request to the coordinator.
-func (b *Broker) handleTxnRequest(ctx *reqCtx, req kmsg.Request) kmsg.Response {
+func (b *Broker) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
 	tok := make(token, 1)
 	client := coordinatorClient(ctx)
 	var handleErr error

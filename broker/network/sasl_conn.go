@@ -1,7 +1,4 @@
-package broker
-
-// Connection side of SASL authentication: the frame loop of a SASL listener
-// connection (the state machine is authenticator, sasl_auth.go).
+package network
 
 import (
 	"bufio"
@@ -10,37 +7,22 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kbroker/kbroker/broker/config"
-	"github.com/kbroker/kbroker/broker/network/sasl"
 	"github.com/kbroker/kbroker/protocol"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // saslMaxReceiveSize bounds a frame during authentication (Kafka's
 // sasl.server.max.receive.size default).
 const saslMaxReceiveSize = 524288
 
-// anonymousPrincipal is the principal of a connection that did not
+// AnonymousPrincipal is the principal of a connection that did not
 // authenticate (PLAINTEXT listeners), Kafka's KafkaPrincipal.ANONYMOUS.
-const anonymousPrincipal = "User:ANONYMOUS"
-
-// newAuthenticator starts the authentication of a connection on listener l.
-func (b *Broker) newAuthenticator(l config.Listener) *sasl.Authenticator {
-	return sasl.NewAuthenticator(b.cfg.SASL.MechanismsFor(l.Name), b.cfg.SASL.PlainUsers[l.Name], b.store.ScramCredential,
-		func(req protocol.Request) kmsg.Response {
-			if req.Body == nil {
-				return b.apiVersionsUnsupported()
-			}
-			return b.handleApiVersions(&reqCtx{hdr: req.Header}, req.Body.(*kmsg.ApiVersionsRequest))
-		})
-}
+const AnonymousPrincipal = "User:ANONYMOUS"
 
 // authenticate runs the SASL exchange on a new connection of a SASL
 // listener, reading from r and writing to w. It reports whether the client
 // authenticated; the connection is closed by the caller otherwise.
 func (c *conn) authenticate(r *bufio.Reader, w *bufio.Writer) bool {
-	a := c.b.newAuthenticator(c.listener)
+	a := c.s.cfg.NewAuthenticator(c.listener)
 	var buf []byte
 	for {
 		frame, err := readSASLFrame(r)
@@ -64,7 +46,7 @@ func (c *conn) authenticate(r *bufio.Reader, w *bufio.Writer) bool {
 			return false
 		}
 		if out.Close {
-			c.b.log.Warn("closing connection during SASL authentication", "client", c.addr, "listener", c.listener.Name, "reason", out.Reason)
+			c.s.log.Warn("closing connection during SASL authentication", "client", c.addr, "listener", c.listener.Name, "reason", out.Reason)
 			return false
 		}
 		if a.Authenticated() {
@@ -94,20 +76,4 @@ func readSASLFrame(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	return frame, nil
-}
-
-// handleSASLHandshake answers a SaslHandshake outside authentication.
-func (b *Broker) handleSASLHandshake(_ *reqCtx, req *kmsg.SASLHandshakeRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	resp.ErrorCode = kerr.IllegalSaslState.Code
-	return resp
-}
-
-// handleSASLAuthenticate answers a SaslAuthenticate outside authentication.
-func (b *Broker) handleSASLAuthenticate(_ *reqCtx, req *kmsg.SASLAuthenticateRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	resp.ErrorCode = kerr.IllegalSaslState.Code
-	msg := "SaslAuthenticate request received after successful authentication"
-	resp.ErrorMessage = &msg
-	return resp
 }
