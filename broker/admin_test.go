@@ -347,7 +347,7 @@ func TestAdminCreatePartitions(t *testing.T) {
 	if err != nil || resp["cp"].Err != nil {
 		t.Fatalf("validate: %v %v", err, resp)
 	}
-	if n := len(b.topicByName("cp").partitions); n != 1 {
+	if n := len(b.rm.topicByName("cp").partitions); n != 1 {
 		t.Fatalf("validate-only created partitions: %d", n)
 	}
 	resp, err = adm.UpdatePartitions(ctx, 3, "cp")
@@ -571,7 +571,7 @@ func TestRetentionAndCompactionBoundDisk(t *testing.T) {
 			time.Sleep(10 * time.Millisecond) // pace the producer so segments roll by time
 		}
 	}
-	ret, cmp := b.partitionOf("ret", 0).log, b.partitionOf("cmp", 0).log
+	ret, cmp := b.rm.partitionOf("ret", 0).log, b.rm.partitionOf("cmp", 0).log
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		// One more record each so the active segments roll past old data.
@@ -607,7 +607,7 @@ func TestRetentionAndCompactionBoundDisk(t *testing.T) {
 		}
 	}
 	// The retention topic's log start moved and was checkpointed.
-	starts, err := storage.ReadOffsetCheckpoint(b.dirs[0].Path() + "/" + storage.LogStartOffsetCheckpointFile)
+	starts, err := storage.ReadOffsetCheckpoint(b.rm.dirs[0].Path() + "/" + storage.LogStartOffsetCheckpointFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,7 +61,7 @@ func (b *Broker) alterConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly,
 	}
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		return b.alterTopicConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *kerr.Error, string) {
+		return b.rm.alterTopicConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *kerr.Error, string) {
 			return configs, nil, ""
 		})
 	case kmsg.ConfigResourceTypeBroker:
@@ -106,52 +105,4 @@ func (b *Broker) alterBrokerConfigs(name string, names []string) (*kerr.Error, s
 	}
 	sort.Strings(names)
 	return kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: %s", strings.Join(names, ", "))
-}
-
-// alterTopicConfigs computes a topic's new overrides from its current ones
-// with update, validates them and, unless validateOnly, persists and applies
-// them. It returns a Kafka error and message, nil on success.
-func (b *Broker) alterTopicConfigs(name string, validateOnly bool,
-	update func(current map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string) {
-	if err := validTopicName(name); err != nil {
-		return kerr.InvalidTopicException, err.Error()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.mu.topics[name]
-	if !ok {
-		return kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist", name)
-	}
-	current := make(map[string]string, len(t.meta.Configs))
-	for k, v := range t.meta.Configs {
-		current[k] = v
-	}
-	next, kerrv, msg := update(current)
-	if kerrv != nil {
-		return kerrv, msg
-	}
-	if err := config.ValidateTopicConfigs(next); err != nil {
-		return kerr.InvalidConfig, err.Error()
-	}
-	if validateOnly {
-		return nil, ""
-	}
-	if err := b.store.UpdateTopicConfigs(name, next); err != nil {
-		b.log.Error("persisting topic configs failed", "topic", name, "err", err)
-		return kerr.KafkaStorageError, err.Error()
-	}
-	meta := t.meta
-	meta.Configs = next
-	nt := &topic{meta: meta, partitions: t.partitions, conf: t.conf}
-	t.conf.p.Store(resolveSettings(b.cfg, next))
-	lc := b.logConfig(next)
-	for _, p := range t.partitions {
-		if err := p.log.SetConfig(lc); err != nil {
-			b.log.Error("applying topic configs to log failed", "topic", name, "partition", p.index, "err", err)
-		}
-	}
-	b.mu.topics[name] = nt
-	b.mu.byID[meta.ID] = nt
-	b.log.Info("altered topic configs", "topic", name, "configs", next)
-	return nil, ""
 }

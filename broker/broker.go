@@ -6,7 +6,6 @@ package broker
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/controller"
-	"github.com/kbroker/kbroker/storage"
 )
 
 // Broker is one kbroker node. Start it with Start, stop it with Close.
@@ -24,25 +22,17 @@ type Broker struct {
 	log   *slog.Logger
 	now   func() time.Time
 	store controller.Store
-	dirs  []*storage.Dir
 
 	// closing is closed when shutdown starts: listeners stop, parked fetches return.
 	closing chan struct{}
 
-	mu struct {
-		sync.RWMutex
-		topics map[string]*topic
-		byID   map[[16]byte]*topic
-	}
+	// rm owns the partitions (replica_manager.go).
+	rm *Manager
 
 	pids      producerIDs
 	groups    groups
 	txns      txns
 	shareHost shareHost
-	// tasks are the retention and cleaner goroutines (log_tasks.go).
-	tasks logTasks
-	// fetchSessions are the incremental fetch sessions (fetch_session.go).
-	fetchSessions *fetchSessionCache
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
 
@@ -62,10 +52,8 @@ func New(cfg config.Config) (*Broker, error) {
 		cfg.Now = time.Now
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
-	b.mu.topics = map[string]*topic{}
-	b.mu.byID = map[[16]byte]*topic{}
+	b.rm = NewManager(cfg, b.closing)
 	b.pids.b = b
-	b.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
 	b.initShares()
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,
@@ -81,12 +69,8 @@ func New(cfg config.Config) (*Broker, error) {
 			b.closeStorage()
 		}
 	}()
-	for _, d := range cfg.LogDirs {
-		dir, err := storage.OpenDir(d, b.logConfigFor, b.log)
-		if err != nil {
-			return nil, fmt.Errorf("opening log dir %s: %w", d, err)
-		}
-		b.dirs = append(b.dirs, dir)
+	if err := b.rm.OpenDirs(); err != nil {
+		return nil, err
 	}
 	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID)
 	if err != nil {
@@ -96,7 +80,7 @@ func New(cfg config.Config) (*Broker, error) {
 	if err := b.bootstrapScram(); err != nil {
 		return nil, err
 	}
-	if err := b.loadTopics(); err != nil {
+	if err := b.rm.Load(store); err != nil {
 		return nil, err
 	}
 	if err := b.loadGroups(); err != nil {
@@ -116,7 +100,7 @@ func (b *Broker) Start() error {
 		b.Close()
 		return err
 	}
-	b.startLogTasks()
+	b.rm.Start()
 	return nil
 }
 
@@ -130,8 +114,7 @@ func (b *Broker) Close() error {
 		close(b.closing)
 		b.shareHost.close() // parked ShareFetches return on closing
 		b.net.Close()       // in-flight requests are answered first
-		b.fetchSessions.clear()
-		b.stopLogTasks()
+		b.rm.Stop()
 		b.txns.close()
 		b.groups.close()
 		b.closeErr = b.closeStorage()
@@ -141,23 +124,7 @@ func (b *Broker) Close() error {
 }
 
 func (b *Broker) closeStorage() error {
-	var errs []error
-	b.mu.Lock()
-	for _, t := range b.mu.topics {
-		for _, p := range t.partitions {
-			p.closeAndSnapshot()
-		}
-	}
-	b.mu.Unlock()
-	if err := b.writeHighWatermarks(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, d := range b.dirs {
-		if err := d.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	b.dirs = nil
+	errs := []error{b.rm.CloseStorage()}
 	if b.store != nil {
 		errs = append(errs, b.store.Close())
 	}

@@ -32,10 +32,9 @@ func (b *Broker) consumerGroupConfig() consumer.Config {
 
 // topicInfos is the topic snapshot KIP-848 assignment works from (internal topics excluded by the coordinator).
 func (b *Broker) topicInfos() []consumer.TopicInfo {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make([]consumer.TopicInfo, 0, len(b.mu.topics))
-	for _, t := range b.mu.topics {
+	ts := b.rm.topics()
+	out := make([]consumer.TopicInfo, 0, len(ts))
+	for _, t := range ts {
 		out = append(out, consumer.TopicInfo{Name: t.meta.Name, ID: t.meta.ID, Partitions: int32(len(t.partitions))})
 	}
 	return out

@@ -69,7 +69,7 @@ func (b *Broker) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRe
 	if len(configs) == 0 {
 		configs = nil
 	}
-	t, kerrv, msg := b.createTopic(rt.Topic, partitions, rf, configs, req.ValidateOnly)
+	t, kerrv, msg := b.rm.createTopic(rt.Topic, partitions, rf, configs, req.ValidateOnly)
 	if kerrv != nil {
 		return kerrv, msg
 	}

@@ -35,12 +35,12 @@ func (b *Broker) handleDeleteRecords(_ *network.RequestContext, req *kmsg.Delete
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.checkpointDirs(dirty)
+	b.rm.checkpointDirs(dirty)
 	return resp
 }
 
 func (b *Broker) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition, dirty map[*storage.Dir]bool) *kerr.Error {
-	p := b.partitionOf(topicName, rp.Partition)
+	p := b.rm.partitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}

@@ -32,20 +32,20 @@ func (b *Broker) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteT
 		var kerrv *kerr.Error
 		switch {
 		case tg.name == nil || *tg.name == "":
-			if t := b.topicByID(tg.id); t == nil {
+			if t := b.rm.topicByID(tg.id); t == nil {
 				kerrv = kerr.UnknownTopicID
 			} else {
 				name := t.meta.Name
 				st.Topic = &name
-				kerrv = b.deleteTopic(name)
+				kerrv = b.rm.deleteTopic(name)
 			}
 		case isInternal(*tg.name):
 			kerrv = kerr.TopicAuthorizationFailed
 		default:
-			if t := b.topicByName(*tg.name); t != nil {
+			if t := b.rm.topicByName(*tg.name); t != nil {
 				st.TopicID = t.meta.ID
 			}
-			kerrv = b.deleteTopic(*tg.name)
+			kerrv = b.rm.deleteTopic(*tg.name)
 		}
 		if kerrv != nil {
 			st.ErrorCode = kerrv.Code

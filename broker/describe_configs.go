@@ -62,7 +62,7 @@ func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name str
 	if err := validTopicName(name); err != nil {
 		return kerr.InvalidTopicException
 	}
-	t := b.topicByName(name)
+	t := b.rm.topicByName(name)
 	if t == nil {
 		return kerr.UnknownTopicOrPartition
 	}

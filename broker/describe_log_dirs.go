@@ -31,10 +31,10 @@ func (b *Broker) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.Desc
 		want = func(tp storage.TopicPartition) bool { return set[tp] }
 	}
 	served := map[storage.TopicPartition]*partition{}
-	for _, p := range b.allPartitions() {
+	for _, p := range b.rm.allPartitions() {
 		served[storage.TopicPartition{Topic: p.t.meta.Name, Partition: p.index}] = p
 	}
-	for _, d := range b.dirs {
+	for _, d := range b.rm.dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d.Path()
 		if abs, err := filepath.Abs(rd.Dir); err == nil {

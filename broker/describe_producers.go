@@ -20,7 +20,7 @@ func (b *Broker) handleDescribeProducers(_ *network.RequestContext, req *kmsg.De
 		for _, pi := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = pi
-			p := b.partitionOf(rt.Topic, pi)
+			p := b.rm.partitionOf(rt.Topic, pi)
 			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {

@@ -27,11 +27,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ *network.RequestContext, req *k
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	var names []string
 	if len(req.Topics) == 0 {
-		b.mu.RLock()
-		for n := range b.mu.topics {
-			names = append(names, n)
-		}
-		b.mu.RUnlock()
+		names = b.rm.topicNames()
 	} else {
 		seen := map[string]bool{}
 		for _, rt := range req.Topics {
@@ -67,7 +63,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ *network.RequestContext, req *k
 		name := name
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic = &name
-		t := b.topicByName(name)
+		t := b.rm.topicByName(name)
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, rt)

@@ -11,7 +11,7 @@ import (
 // the first success after them is logged as a recovery. Reads of data
 // already on disk are not affected by a failing append: storage.Log.Append
 // removes whatever part of the batch reached the file.
-func (b *Broker) noteAppend(p *partition, err error) {
+func (b *Manager) noteAppend(p *partition, err error) {
 	if err == nil {
 		if p.appendFailing.CompareAndSwap(true, false) {
 			b.log.Info("appends succeed again", "topic", p.t.meta.Name, "partition", p.index)

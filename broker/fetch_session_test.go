@@ -323,7 +323,7 @@ func TestFetchSessionsFranz(t *testing.T) {
 		}
 	}
 	consume(map[string]int{"fs-a/0": 5, "fs-a/1": 5})
-	if b.fetchSessions.len() == 0 {
+	if b.rm.fetchSessions.len() == 0 {
 		t.Fatal("franz-go consumed without a fetch session")
 	}
 	for round := 1; round <= 3; round++ {
@@ -344,7 +344,7 @@ func TestFetchSessionsFranz(t *testing.T) {
 	produce("fs-a", 5)
 	produce("fs-b", 2)
 	consume(map[string]int{"fs-a/2": 5, "fs-b/3": 5})
-	if b.fetchSessions.len() == 0 {
+	if b.rm.fetchSessions.len() == 0 {
 		t.Fatal("no fetch session at the end")
 	}
 }
@@ -359,7 +359,7 @@ func TestFetchSessionsRaw(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	topicID := b.topicByName("fs-raw").meta.ID
+	topicID := b.rm.topicByName("fs-raw").meta.ID
 
 	fetch := func(id, epoch int32, wait int32, parts map[int32]int64, forget []int32) *kmsg.FetchResponse {
 		t.Helper()
@@ -428,7 +428,7 @@ func TestFetchSessionsRaw(t *testing.T) {
 	if r := fetch(id, 3, 0, map[int32]int64{1: 1}, []int32{0}); r.ErrorCode != 0 || len(parts(r)) != 0 {
 		t.Fatalf("forget: %+v", parts(r))
 	}
-	fc, _ := b.fetchSessions.begin(b.now(), &kmsg.FetchRequest{Version: 16, SessionID: id, SessionEpoch: 4})
+	fc, _ := b.rm.fetchSessions.begin(b.now(), &kmsg.FetchRequest{Version: 16, SessionID: id, SessionEpoch: 4})
 	if n := len(fc.req.Topics[0].Partitions); n != 1 {
 		t.Fatalf("session has %d partitions, want 1", n)
 	}
@@ -449,7 +449,7 @@ func TestFetchSessionsRaw(t *testing.T) {
 		t.Fatalf("unknown topic id, incremental: %+v", r)
 	}
 	b.Close()
-	if b.fetchSessions.len() != 0 {
+	if b.rm.fetchSessions.len() != 0 {
 		t.Fatal("sessions kept after Close")
 	}
 }

@@ -65,7 +65,7 @@ func (b *Broker) groupConfig() group.Config {
 // loadGroups replays __consumer_offsets if it exists; called from New.
 func (b *Broker) loadGroups() error {
 	b.groups.b = b
-	if b.topicByName(offsetsTopic) == nil {
+	if b.rm.topicByName(offsetsTopic) == nil {
 		return nil
 	}
 	_, err := b.groups.ensure()
@@ -83,7 +83,7 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 		return g.mu.c, nil
 	}
 	b := g.b
-	t, err := b.internalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
+	t, err := b.rm.internalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
 		"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),

@@ -41,7 +41,7 @@ func (b *Broker) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffs
 }
 
 func (b *Broker) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
-	p := b.partitionOf(topicName, rp.Partition)
+	p := b.rm.partitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}

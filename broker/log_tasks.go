@@ -31,7 +31,7 @@ type logTasks struct {
 	once sync.Once
 }
 
-func (b *Broker) startLogTasks() {
+func (b *Manager) startLogTasks() {
 	b.tasks.stop = make(chan struct{})
 	b.tasks.wg.Add(1)
 	go b.loop(time.Duration(b.cfg.LogRetentionCheckIntervalMs)*time.Millisecond, func() bool {
@@ -48,7 +48,7 @@ func (b *Broker) startLogTasks() {
 }
 
 // stopLogTasks stops the goroutines and waits for a pass in progress.
-func (b *Broker) stopLogTasks() {
+func (b *Manager) stopLogTasks() {
 	b.tasks.once.Do(func() {
 		if b.tasks.stop != nil {
 			close(b.tasks.stop)
@@ -59,7 +59,7 @@ func (b *Broker) stopLogTasks() {
 
 // loop runs pass every interval until stopped; a pass that reports more
 // work runs again at once.
-func (b *Broker) loop(interval time.Duration, pass func() (again bool)) {
+func (b *Manager) loop(interval time.Duration, pass func() (again bool)) {
 	defer b.tasks.wg.Done()
 	interval = max(interval, time.Millisecond)
 	timer := time.NewTimer(interval)
@@ -82,7 +82,7 @@ func (b *Broker) loop(interval time.Duration, pass func() (again bool)) {
 }
 
 // allPartitions snapshots every partition with its topic.
-func (b *Broker) allPartitions() []*partition {
+func (b *Manager) allPartitions() []*partition {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var out []*partition
@@ -94,7 +94,7 @@ func (b *Broker) allPartitions() []*partition {
 
 // runRetention applies the retention limits of every partition whose topic
 // has the delete policy once, and returns the number of segments deleted.
-func (b *Broker) runRetention() int {
+func (b *Manager) runRetention() int {
 	deleted := 0
 	dirty := map[*storage.Dir]bool{}
 	for _, p := range b.allPartitions() {
@@ -117,7 +117,7 @@ func (b *Broker) runRetention() int {
 
 // runCleaner compacts once every partition whose topic has the compact
 // policy, and returns the number of segments rewritten.
-func (b *Broker) runCleaner() int {
+func (b *Manager) runCleaner() int {
 	cleaned := 0
 	dirty := map[*storage.Dir]bool{}
 	for _, p := range b.allPartitions() {
@@ -144,7 +144,7 @@ func (b *Broker) runCleaner() int {
 // cleanerConfig is the topic's compaction settings. max.compaction.lag.ms is
 // resolved here from the topic's current overrides, as it is only needed by
 // the cleaner.
-func (b *Broker) cleanerConfig(p *partition, s *topicSettings) storage.CleanerConfig {
+func (b *Manager) cleanerConfig(p *partition, s *topicSettings) storage.CleanerConfig {
 	cc := s.cleaner
 	overrides := p.t.meta.Configs
 	if b.store != nil {
@@ -186,7 +186,7 @@ func (p *partition) forgetAborted(gone []storage.AbortedTxn) {
 }
 
 // checkpointDirs rewrites the checkpoints of the given log dirs.
-func (b *Broker) checkpointDirs(dirs map[*storage.Dir]bool) {
+func (b *Manager) checkpointDirs(dirs map[*storage.Dir]bool) {
 	for d := range dirs {
 		if err := d.Checkpoint(); err != nil {
 			b.log.Error("checkpoint failed", "log_dir", d.Path(), "err", err)

@@ -62,15 +62,10 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		b.mu.RLock()
-		names := make([]string, 0, len(b.mu.topics))
-		for n := range b.mu.topics {
-			names = append(names, n)
-		}
-		b.mu.RUnlock()
+		names := b.rm.topicNames()
 		sort.Strings(names)
 		for _, n := range names {
-			if t := b.topicByName(n); t != nil {
+			if t := b.rm.topicByName(n); t != nil {
 				resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
 			}
 		}
@@ -85,7 +80,7 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 	}()
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
-			t := b.topicByID(rt.TopicID)
+			t := b.rm.topicByID(rt.TopicID)
 			if t == nil {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
@@ -97,7 +92,7 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 			continue
 		}
 		name := *rt.Topic
-		t := b.topicByName(name)
+		t := b.rm.topicByName(name)
 		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = rt.Topic
@@ -109,9 +104,9 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				var kerrv *kerr.Error
-				t, kerrv, _ = b.createTopic(name, -1, -1, nil, false)
+				t, kerrv, _ = b.rm.createTopic(name, -1, -1, nil, false)
 				if kerrv == kerr.TopicAlreadyExists {
-					t, kerrv = b.topicByName(name), nil
+					t, kerrv = b.rm.topicByName(name), nil
 				}
 				if kerrv != nil || t == nil {
 					mt.ErrorCode = kerr.LeaderNotAvailable.Code

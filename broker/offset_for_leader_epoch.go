@@ -28,7 +28,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ *network.RequestContext, req *kmsg
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.rm.partitionOf(rt.Topic, rp.Partition)
 			switch {
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -62,7 +62,7 @@ type partitionEnv struct {
 	producerExpirationCheckMs int64
 }
 
-func (b *Broker) partitionEnv() partitionEnv {
+func (b *Manager) partitionEnv() partitionEnv {
 	return partitionEnv{logger: b.log, now: b.now, producerExpirationMs: b.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: b.cfg.ProducerIDExpirationCheckIntervalMs}
 }
 

@@ -41,7 +41,7 @@ func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReq
 				kerrv *kerr.Error
 				msg   string
 			)
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.rm.partitionOf(rt.Topic, rp.Partition)
 			switch {
 			case !validAcks:
 				kerrv = kerr.InvalidRequiredAcks
@@ -139,7 +139,7 @@ func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *st
 	}
 	res, err := p.append(recs, h)
 	if !errors.Is(err, errPartitionClosed) {
-		b.noteAppend(p, err)
+		b.rm.noteAppend(p, err)
 	}
 	res.logAppendTime = logAppendTime
 	return res, ""

@@ -29,7 +29,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx *network.RequestContext, req *
 		for _, rt := range req.Topics {
 			st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 			st.Topic = rt.Topic
-			t := b.topicByName(rt.Topic)
+			t := b.rm.topicByName(rt.Topic)
 			if t != nil {
 				st.TopicID = t.meta.ID
 			}

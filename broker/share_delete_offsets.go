@@ -25,7 +25,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx *network.RequestContext, req 
 		for _, rt := range req.Topics {
 			st := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 			st.Topic = rt.Topic
-			if t := b.topicByName(rt.Topic); t == nil {
+			if t := b.rm.topicByName(rt.Topic); t == nil {
 				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				st.TopicID = t.meta.ID

@@ -39,7 +39,7 @@ func (b *Broker) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShar
 	if topics == nil {
 		byName := map[string][]int32{}
 		for _, o := range c.Offsets(rg.GroupID) {
-			if t := b.topicByID(o.TopicID); t != nil {
+			if t := b.rm.topicByID(o.TopicID); t != nil {
 				byName[t.meta.Name] = append(byName[t.meta.Name], o.Partition)
 			}
 		}
@@ -52,7 +52,7 @@ func (b *Broker) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShar
 	for _, rt := range topics {
 		st := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 		st.Topic = rt.Topic
-		t := b.topicByName(rt.Topic)
+		t := b.rm.topicByName(rt.Topic)
 		if t != nil {
 			st.TopicID = t.meta.ID
 		}

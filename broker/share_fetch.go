@@ -156,7 +156,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 			return resp
 		}
 		left := deadline.Sub(b.now())
-		if left <= 0 || !b.waitAny(waits, left) {
+		if left <= 0 || !b.rm.waitAny(waits, left) {
 			return resp
 		}
 	}
@@ -211,7 +211,7 @@ func (b *Broker) acquireShare(c *share.Coordinator, now time.Time, group, member
 	}
 	for i := 0; i < n; i++ {
 		tp := targets[(start+i)%n]
-		t := b.topicByID(tp.TopicID)
+		t := b.rm.topicByID(tp.TopicID)
 		if t == nil {
 			out.part(tp).ErrorCode = kerr.UnknownTopicID.Code
 			continue

@@ -74,10 +74,9 @@ func (b *Broker) shareConfig() share.Config {
 // shareTopics is the topic snapshot share-group assignment works from:
 // every topic but the internal ones.
 func (b *Broker) shareTopics() []share.TopicInfo {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make([]share.TopicInfo, 0, len(b.mu.topics))
-	for _, t := range b.mu.topics {
+	ts := b.rm.topics()
+	out := make([]share.TopicInfo, 0, len(ts))
+	for _, t := range ts {
 		if isInternal(t.meta.Name) {
 			continue
 		}
@@ -170,7 +169,7 @@ type shareAcks struct {
 func (b *Broker) applyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []shareAcks) []int16 {
 	codes := make([]int16, len(acks))
 	for i, a := range acks {
-		t := b.topicByID(a.tp.TopicID)
+		t := b.rm.topicByID(a.tp.TopicID)
 		switch {
 		case t == nil:
 			codes[i] = kerr.UnknownTopicID.Code

@@ -48,7 +48,7 @@ func isInternal(name string) bool {
 }
 
 // logConfigFor is the storage config of one partition: broker defaults, then topic overrides.
-func (b *Broker) logConfigFor(topicName string, _ int32) storage.Config {
+func (b *Manager) logConfigFor(topicName string, _ int32) storage.Config {
 	var overrides map[string]string
 	if b.store != nil {
 		if t, ok := b.store.Topic(topicName); ok {
@@ -58,7 +58,7 @@ func (b *Broker) logConfigFor(topicName string, _ int32) storage.Config {
 	return b.logConfig(overrides)
 }
 
-func (b *Broker) logConfig(overrides map[string]string) storage.Config {
+func (b *Manager) logConfig(overrides map[string]string) storage.Config {
 	tc := config.ResolveTopicConfig(b.cfg, overrides)
 	segmentMs := tc.Int64("segment.ms")
 	if strings.Contains(tc.Values["cleanup.policy"], "compact") {
@@ -78,7 +78,7 @@ func (b *Broker) logConfig(overrides map[string]string) storage.Config {
 
 // loadTopics opens a partition for every topic in the metadata store,
 // creating missing logs, and removes logs of topics that no longer exist.
-func (b *Broker) loadTopics() error {
+func (b *Manager) loadTopics() error {
 	known := map[storage.TopicPartition]bool{}
 	for _, meta := range b.store.Topics() {
 		t, err := b.openTopic(meta)
@@ -105,7 +105,7 @@ func (b *Broker) loadTopics() error {
 }
 
 // openTopic finds or creates the logs of every partition of meta.
-func (b *Broker) openTopic(meta controller.Topic) (*topic, error) {
+func (b *Manager) openTopic(meta controller.Topic) (*topic, error) {
 	t := &topic{meta: meta, conf: newTopicConf(b.cfg, meta.Configs)}
 	for i := int32(0); i < meta.Partitions; i++ {
 		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
@@ -139,7 +139,7 @@ func (b *Broker) openTopic(meta controller.Topic) (*topic, error) {
 }
 
 // leastLoadedDir is the log dir with the fewest partitions, where new ones go.
-func (b *Broker) leastLoadedDir() *storage.Dir {
+func (b *Manager) leastLoadedDir() *storage.Dir {
 	best := b.dirs[0]
 	for _, d := range b.dirs[1:] {
 		if len(d.Logs()) < len(best.Logs()) {
@@ -150,21 +150,21 @@ func (b *Broker) leastLoadedDir() *storage.Dir {
 }
 
 // topicByName returns the topic or nil.
-func (b *Broker) topicByName(name string) *topic {
+func (b *Manager) topicByName(name string) *topic {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.mu.topics[name]
 }
 
 // topicByID returns the topic or nil.
-func (b *Broker) topicByID(id [16]byte) *topic {
+func (b *Manager) topicByID(id [16]byte) *topic {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.mu.byID[id]
 }
 
 // partitionOf returns the partition or nil.
-func (b *Broker) partitionOf(name string, idx int32) *partition {
+func (b *Manager) partitionOf(name string, idx int32) *partition {
 	t := b.topicByName(name)
 	if t == nil || idx < 0 || idx >= int32(len(t.partitions)) {
 		return nil
@@ -174,7 +174,7 @@ func (b *Broker) partitionOf(name string, idx int32) *partition {
 
 // createTopic validates and creates a topic. It returns a Kafka error and a
 // message for the client; validateOnly checks without creating.
-func (b *Broker) createTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*topic, *kerr.Error, string) {
+func (b *Manager) createTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*topic, *kerr.Error, string) {
 	if err := validTopicName(name); err != nil {
 		return nil, kerr.InvalidTopicException, err.Error()
 	}
@@ -213,7 +213,7 @@ func (b *Broker) createTopic(name string, partitions int32, rf int16, configs ma
 
 // addTopicLocked records a validated topic in the metadata store and opens
 // its partitions. b.mu must be held.
-func (b *Broker) addTopicLocked(meta controller.Topic) (*topic, error) {
+func (b *Manager) addTopicLocked(meta controller.Topic) (*topic, error) {
 	if err := b.store.CreateTopic(meta); err != nil {
 		b.log.Error("create topic failed", "topic", meta.Name, "err", err)
 		return nil, err
@@ -232,7 +232,7 @@ func (b *Broker) addTopicLocked(meta controller.Topic) (*topic, error) {
 
 // internalTopic returns the internal topic name, creating it with the given
 // partitions and configs if it does not exist yet.
-func (b *Broker) internalTopic(name string, partitions int32, configs map[string]string) (*topic, error) {
+func (b *Manager) internalTopic(name string, partitions int32, configs map[string]string) (*topic, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t, ok := b.mu.topics[name]; ok {
@@ -242,7 +242,7 @@ func (b *Broker) internalTopic(name string, partitions int32, configs map[string
 }
 
 // deleteTopic removes a topic from the metadata store and its data from disk.
-func (b *Broker) deleteTopic(name string) *kerr.Error {
+func (b *Manager) deleteTopic(name string) *kerr.Error {
 	b.mu.Lock()
 	t, ok := b.mu.topics[name]
 	if !ok {
@@ -269,7 +269,7 @@ func (b *Broker) deleteTopic(name string) *kerr.Error {
 }
 
 // writeHighWatermarks checkpoints every partition's HW into its log dir.
-func (b *Broker) writeHighWatermarks() error {
+func (b *Manager) writeHighWatermarks() error {
 	per := map[*storage.Dir]map[storage.TopicPartition]int64{}
 	b.mu.RLock()
 	for _, t := range b.mu.topics {
@@ -290,4 +290,26 @@ func (b *Broker) writeHighWatermarks() error {
 
 func fmtUUID(id [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
+
+// topicNames returns the name of every topic, in no order.
+func (b *Manager) topicNames() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	names := make([]string, 0, len(b.mu.topics))
+	for n := range b.mu.topics {
+		names = append(names, n)
+	}
+	return names
+}
+
+// topics returns every topic, in no order.
+func (b *Manager) topics() []*topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make([]*topic, 0, len(b.mu.topics))
+	for _, t := range b.mu.topics {
+		out = append(out, t)
+	}
+	return out
 }

@@ -41,7 +41,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.Tx
 		kt, ut := rt, kmsg.NewTxnOffsetCommitResponseTopic()
 		kt.Partitions, ut.Topic = nil, rt.Topic
 		for _, rp := range rt.Partitions {
-			if b.partitionOf(rt.Topic, rp.Partition) == nil {
+			if b.rm.partitionOf(rt.Topic, rp.Partition) == nil {
 				ut.Partitions = append(ut.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 				continue
 			}
@@ -58,7 +58,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.Tx
 		// KIP-890 part 2: the commit itself adds the group's offsets
 		// partition to the transaction (no AddOffsetsToTxn). Done before
 		// taking groups.mu: txns.mu comes first in the lock order.
-		if t := b.topicByName(offsetsTopic); t != nil {
+		if t := b.rm.topicByName(offsetsTopic); t != nil {
 			part := group.PartitionFor(req.Group, int32(len(t.partitions)))
 			if code := b.addTxnPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, part); code != 0 {
 				return fail(code)

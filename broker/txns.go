@@ -57,14 +57,14 @@ func (b *Broker) txnConfig() txn.Config {
 	tc.TransactionStateLogNumPartitions = b.cfg.TransactionStateLogNumPartitions
 	tc.OffsetsTopicNumPartitions = b.cfg.OffsetsTopicNumPartitions
 	tc.NextProducerID = b.pids.allocate
-	tc.PartitionExists = func(topic string, partition int32) bool { return b.partitionOf(topic, partition) != nil }
+	tc.PartitionExists = func(topic string, partition int32) bool { return b.rm.partitionOf(topic, partition) != nil }
 	return tc
 }
 
 // loadTxns replays __transaction_state if it exists; called from New.
 func (b *Broker) loadTxns() error {
 	b.txns.b = b
-	if b.topicByName(txnStateTopic) == nil {
+	if b.rm.topicByName(txnStateTopic) == nil {
 		return nil
 	}
 	return b.txns.ensure()
@@ -85,7 +85,7 @@ func (x *txns) ensureLocked() error {
 		return nil
 	}
 	b := x.b
-	t, err := b.internalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
+	t, err := b.rm.internalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "uncompressed",
 		"segment.bytes":    fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
@@ -186,7 +186,7 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 		}
 		var left []txn.TopicPartition
 		for _, tp := range m.Partitions {
-			p := x.b.partitionOf(tp.Topic, tp.Partition)
+			p := x.b.rm.partitionOf(tp.Topic, tp.Partition)
 			if p == nil {
 				continue // deleted: nothing to mark
 			}

@@ -32,7 +32,7 @@ func TestAbandonedTransactionIsAborted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := b.partitionOf("abandon", 0)
+	p := b.rm.partitionOf("abandon", 0)
 	if lso := p.lastStableOffset(); lso != 0 {
 		t.Fatalf("LSO %d with the transaction open, want 0", lso)
 	}
@@ -123,7 +123,7 @@ func TestProduceV12AddsPartitionToTransaction(t *testing.T) {
 	if code := produce(12, 0); code != 0 {
 		t.Fatalf("Produce v12 transactional batch: error %d", code)
 	}
-	if lso := b.partitionOf("v12", 0).lastStableOffset(); lso != 0 {
+	if lso := b.rm.partitionOf("v12", 0).lastStableOffset(); lso != 0 {
 		t.Fatalf("LSO %d: the v12 batch did not open a transaction in the partition", lso)
 	}
 	if code := produce(11, 1); code != kerr.InvalidTxnState.Code && code != kerr.TransactionAbortable.Code {

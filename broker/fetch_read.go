@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or shutdown.
+func (b *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		waits := b.arrivalChans(req)
+		bytes, stop := b.fillFetch(req, resp)
+		if stop || int64(bytes) >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
+			return
+		}
+		left := deadline.Sub(b.now())
+		if left <= 0 {
+			return
+		}
+		if !b.waitAny(waits, left) {
+			// Shutting down or timed out: answer with what there is.
+			b.fillFetch(req, resp)
+			return
+		}
+	}
+}
+
+// arrivalChans collects each requested partition's wake-up channel. They are
+// taken before reading so an append between the read and the wait is not missed.
+func (b *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
+	var out []<-chan struct{}
+	for _, rt := range req.Topics {
+		t := b.fetchTopic(req.Version, rt)
+		if t == nil {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			if rp.Partition >= 0 && int(rp.Partition) < len(t.partitions) {
+				out = append(out, t.partitions[rp.Partition].waitArrival())
+			}
+		}
+	}
+	return out
+}
+
+// waitAny blocks until one channel fires (true), or the timeout or shutdown (false).
+func (b *Manager) waitAny(chans []<-chan struct{}, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.closing)})
+	for _, c := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
+}
+
+func (b *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *topic {
+	if version >= 13 {
+		return b.topicByID(rt.TopicID)
+	}
+	return b.topicByName(rt.Topic)
+}
+
+// fillFetch reads every requested partition into resp (replacing its topics).
+// It returns the record bytes gathered and whether to answer at once because
+// a partition has an error.
+func (b *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, stop bool) {
+	resp.Topics = resp.Topics[:0]
+	maxBytes := int(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = int(^uint(0) >> 1)
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		t := b.fetchTopic(req.Version, rt)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark = -1
+			sp.LastStableOffset = -1
+			sp.LogStartOffset = -1
+			sp.PreferredReadReplica = -1
+			// Never null: librdkafka rejects a null record set (size -1).
+			sp.RecordBatches = []byte{}
+			var kerrv *kerr.Error
+			switch {
+			case t == nil && req.Version >= 13:
+				kerrv = kerr.UnknownTopicID
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.partitions):
+				kerrv = kerr.UnknownTopicOrPartition
+			default:
+				p := t.partitions[rp.Partition]
+				var n int
+				n, kerrv = b.readPartition(req, rp, p, &sp, maxBytes-total, total == 0)
+				total += n
+			}
+			if kerrv != nil {
+				sp.ErrorCode = kerrv.Code
+				stop = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return total, stop
+}
+
+// readPartition fills one partition of the answer and returns its record bytes.
+func (b *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
+	if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < p.leaderEpoch:
+			return 0, kerr.FencedLeaderEpoch
+		case rp.CurrentLeaderEpoch > p.leaderEpoch:
+			return 0, kerr.UnknownLeaderEpoch
+		}
+	}
+	hw := p.highWatermark()
+	sp.HighWatermark = hw
+	sp.LastStableOffset = p.lastStableOffset()
+	sp.LogStartOffset = p.log.LogStartOffset()
+	readCommitted := req.IsolationLevel == 1
+	maxOffset := hw
+	if readCommitted {
+		maxOffset = sp.LastStableOffset
+	}
+	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > hw {
+		return 0, kerr.OffsetOutOfRange
+	}
+	limit := int(rp.PartitionMaxBytes)
+	if budget < limit {
+		limit = budget
+	}
+	if limit < 0 {
+		limit = 0
+	}
+	data, err := p.log.Read(rp.FetchOffset, limit, maxOffset, first)
+	switch {
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return 0, kerr.OffsetOutOfRange
+	case err != nil:
+		b.log.Error("fetch read failed", "topic", p.t.meta.Name, "partition", p.index, "offset", rp.FetchOffset, "err", err)
+		return 0, kerr.KafkaStorageError
+	}
+	if data != nil {
+		sp.RecordBatches = data
+	}
+	if readCommitted {
+		// Clients drop records of these producers from FirstOffset up to the abort marker.
+		sp.AbortedTransactions = p.abortedBetween(rp.FetchOffset, maxOffset)
+	}
+	return len(data), nil
+}

@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// Manager owns this broker's partitions, as Kafka's ReplicaManager: the
+// topic registry, appends and reads, the long-poll wait of fetches, the
+// incremental fetch sessions and the background log tasks.
+type Manager struct {
+	cfg   config.Config
+	log   *slog.Logger
+	now   func() time.Time
+	store controller.Store
+	dirs  []*storage.Dir
+
+	// closing is closed when the broker shuts down: parked fetches return.
+	closing <-chan struct{}
+
+	mu struct {
+		sync.RWMutex
+		topics map[string]*topic
+		byID   map[[16]byte]*topic
+	}
+
+	// tasks are the retention and cleaner goroutines (log_tasks.go).
+	tasks logTasks
+	// fetchSessions are the incremental fetch sessions (fetch_session.go).
+	fetchSessions *fetchSessionCache
+}
+
+// NewManager returns a manager with no log dirs and no topics yet; closing
+// is closed when the broker shuts down.
+func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
+	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: closing}
+	m.mu.topics = map[string]*topic{}
+	m.mu.byID = map[[16]byte]*topic{}
+	m.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
+	return m
+}
+
+// OpenDirs opens (and locks) every log dir of cfg.LogDirs. On an error the
+// dirs already open stay open until CloseStorage.
+func (m *Manager) OpenDirs() error {
+	for _, d := range m.cfg.LogDirs {
+		dir, err := storage.OpenDir(d, m.logConfigFor, m.log)
+		if err != nil {
+			return fmt.Errorf("opening log dir %s: %w", d, err)
+		}
+		m.dirs = append(m.dirs, dir)
+	}
+	return nil
+}
+
+// Load opens a partition for every topic in store and removes the logs of
+// topics that no longer exist. store is the metadata the manager follows
+// from now on.
+func (m *Manager) Load(store controller.Store) error {
+	m.store = store
+	return m.loadTopics()
+}
+
+// Start starts the background log tasks (retention, cleaner).
+func (m *Manager) Start() { m.startLogTasks() }
+
+// Stop drops the fetch sessions and stops the log tasks, waiting for a
+// pass in progress.
+func (m *Manager) Stop() {
+	m.fetchSessions.clear()
+	m.stopLogTasks()
+}
+
+// CloseStorage snapshots every partition's producer state, checkpoints the
+// high watermarks and closes the log dirs (flush, checkpoints, clean
+// shutdown marker, lock release).
+func (m *Manager) CloseStorage() error {
+	var errs []error
+	m.mu.Lock()
+	for _, t := range m.mu.topics {
+		for _, p := range t.partitions {
+			p.closeAndSnapshot()
+		}
+	}
+	m.mu.Unlock()
+	if err := m.writeHighWatermarks(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, d := range m.dirs {
+		if err := d.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.dirs = nil
+	return errors.Join(errs...)
+}
