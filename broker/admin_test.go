@@ -607,7 +607,7 @@ func TestRetentionAndCompactionBoundDisk(t *testing.T) {
 		}
 	}
 	// The retention topic's log start moved and was checkpointed.
-	starts, err := storage.ReadOffsetCheckpoint(b.rm.dirs[0].Path() + "/" + storage.LogStartOffsetCheckpointFile)
+	starts, err := storage.ReadOffsetCheckpoint(b.rm.Dirs()[0].Path() + "/" + storage.LogStartOffsetCheckpointFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func (b *Broker) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTop
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}
-	if !p.t.settings().cleanupDelete {
+	if !p.topic.settings().cleanupDelete {
 		return kerr.PolicyViolation
 	}
 	hw := p.highWatermark()

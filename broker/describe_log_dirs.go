@@ -32,9 +32,9 @@ func (b *Broker) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.Desc
 	}
 	served := map[storage.TopicPartition]*partition{}
 	for _, p := range b.rm.allPartitions() {
-		served[storage.TopicPartition{Topic: p.t.meta.Name, Partition: p.index}] = p
+		served[storage.TopicPartition{Topic: p.topic.meta.Name, Partition: p.index}] = p
 	}
-	for _, d := range b.rm.dirs {
+	for _, d := range b.rm.Dirs() {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d.Path()
 		if abs, err := filepath.Abs(rd.Dir); err == nil {

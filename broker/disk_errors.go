@@ -14,12 +14,12 @@ import (
 func (b *Manager) noteAppend(p *partition, err error) {
 	if err == nil {
 		if p.appendFailing.CompareAndSwap(true, false) {
-			b.log.Info("appends succeed again", "topic", p.t.meta.Name, "partition", p.index)
+			b.log.Info("appends succeed again", "topic", p.topic.meta.Name, "partition", p.index)
 		}
 		return
 	}
 	if p.appendFailing.CompareAndSwap(false, true) {
 		b.log.Error("append failed; further failures of this partition are not logged until one succeeds",
-			"topic", p.t.meta.Name, "partition", p.index, "disk_full", errors.Is(err, syscall.ENOSPC), "err", err)
+			"topic", p.topic.meta.Name, "partition", p.index, "disk_full", errors.Is(err, syscall.ENOSPC), "err", err)
 	}
 }

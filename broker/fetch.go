@@ -17,12 +17,6 @@ import (
 
 func (b *Broker) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	fc, code := b.rm.fetchSessions.begin(b.now(), req)
-	if code != 0 {
-		resp.ErrorCode = code
-		return resp
-	}
-	b.rm.pollFetch(fc.req, resp)
-	b.rm.fetchSessions.finish(b.now(), fc, resp)
+	b.rm.fetch(req, resp)
 	return resp
 }

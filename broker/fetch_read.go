@@ -10,6 +10,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// fetch answers a consumer's Fetch into resp: the incremental fetch session
+// it names (fetch_session.go) picks the partitions, which are read and, below
+// MinBytes, waited on until MaxWaitMs or shutdown.
+func (b *Manager) fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	fc, code := b.fetchSessions.begin(b.now(), req)
+	if code != 0 {
+		resp.ErrorCode = code
+		return
+	}
+	b.pollFetch(fc.req, resp)
+	b.fetchSessions.finish(b.now(), fc, resp)
+}
+
 // pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or shutdown.
 func (b *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -151,7 +164,7 @@ func (b *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return 0, kerr.OffsetOutOfRange
 	case err != nil:
-		b.log.Error("fetch read failed", "topic", p.t.meta.Name, "partition", p.index, "offset", rp.FetchOffset, "err", err)
+		b.log.Error("fetch read failed", "topic", p.topic.meta.Name, "partition", p.index, "offset", rp.FetchOffset, "err", err)
 		return 0, kerr.KafkaStorageError
 	}
 	if data != nil {

@@ -291,6 +291,16 @@ func (c *fetchSessionCache) len() int {
 	return len(c.sessions)
 }
 
+// sessionPartitions returns how many partitions session id holds (-1: no such session).
+func (c *fetchSessionCache) sessionPartitions(id int32) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.sessions[id]; ok {
+		return len(s.parts)
+	}
+	return -1
+}
+
 // record notes what a response told the client about p. After an error
 // the high watermark is forgotten so the partition is sent again once the
 // error clears.

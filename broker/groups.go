@@ -163,30 +163,6 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 	return c, nil
 }
 
-// replayPartition calls f with every batch of the partition up to its HW.
-func replayPartition(p *partition, f func(h records.Header, recs []records.Record)) error {
-	off, end := p.log.LogStartOffset(), p.highWatermark()
-	for off < end {
-		data, err := p.log.Read(off, rebuildChunk, end, true)
-		if err != nil {
-			return err
-		}
-		if len(data) == 0 {
-			return nil
-		}
-		for len(data) > 0 {
-			h, recs, err := records.DecodeRecords(data)
-			if err != nil {
-				return fmt.Errorf("batch at offset %d: %w", off, err)
-			}
-			f(h, recs)
-			off = h.NextOffset()
-			data = data[h.TotalSize():]
-		}
-	}
-	return nil
-}
-
 // pendingOffset is a transactional offset commit record waiting for its
 // transaction's marker in __consumer_offsets partition part.
 type pendingOffset struct {

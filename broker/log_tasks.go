@@ -98,13 +98,13 @@ func (b *Manager) runRetention() int {
 	deleted := 0
 	dirty := map[*storage.Dir]bool{}
 	for _, p := range b.allPartitions() {
-		s := p.t.settings()
+		s := p.topic.settings()
 		if !s.cleanupDelete {
 			continue
 		}
 		n, err := p.log.ApplyRetention(b.now(), s.retentionMs, s.retentionBytes)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
-			b.log.Error("retention failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+			b.log.Error("retention failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
 		}
 		if n > 0 {
 			deleted += n
@@ -121,7 +121,7 @@ func (b *Manager) runCleaner() int {
 	cleaned := 0
 	dirty := map[*storage.Dir]bool{}
 	for _, p := range b.allPartitions() {
-		s := p.t.settings()
+		s := p.topic.settings()
 		if !s.cleanupCompact {
 			continue
 		}
@@ -129,7 +129,7 @@ func (b *Manager) runCleaner() int {
 		// with data below it has its marker in the log Clean sees.
 		st, err := p.log.Clean(b.now(), p.lastStableOffset(), b.cleanerConfig(p, s))
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
-			b.log.Error("compaction failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+			b.log.Error("compaction failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
 		}
 		p.forgetAborted(st.EmptiedAborts)
 		if st.Segments > 0 {
@@ -146,9 +146,9 @@ func (b *Manager) runCleaner() int {
 // the cleaner.
 func (b *Manager) cleanerConfig(p *partition, s *topicSettings) storage.CleanerConfig {
 	cc := s.cleaner
-	overrides := p.t.meta.Configs
+	overrides := p.topic.meta.Configs
 	if b.store != nil {
-		if t, ok := b.store.Topic(p.t.meta.Name); ok {
+		if t, ok := b.store.Topic(p.topic.meta.Name); ok {
 			overrides = t.Configs
 		}
 	}
@@ -181,7 +181,7 @@ func (p *partition) forgetAborted(gone []storage.AbortedTxn) {
 	// A snapshot taken before this would bring the dropped entries back after
 	// a crash, when their markers may be gone: replace it now.
 	if err := p.snapshotLocked(); err != nil {
-		p.logger.Warn("producer snapshot failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+		p.logger.Warn("producer snapshot failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // producer state. On a single node every append is immediately replicated to
 // the whole ISR (itself), so the HW follows the LEO.
 type partition struct {
-	t     *topic
+	topic *topic
 	index int32
 	log   *storage.Log
 	dir   *storage.Dir
@@ -68,7 +68,7 @@ func (b *Manager) partitionEnv() partitionEnv {
 
 func newPartition(t *topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*partition, error) {
 	logger := env.logger
-	p := &partition{t: t, index: index, log: log, dir: dir, logger: logger, env: env}
+	p := &partition{topic: t, index: index, log: log, dir: dir, logger: logger, env: env}
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
@@ -200,7 +200,7 @@ func (p *partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
 	if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
 		if err := p.snapshotLocked(); err != nil {
-			p.logger.Warn("producer snapshot failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+			p.logger.Warn("producer snapshot failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
 		}
 	}
 	hw := info.LastOffset + 1
@@ -225,7 +225,7 @@ func (p *partition) closeAndSnapshot() {
 	p.mu.Lock()
 	if !p.mu.closed {
 		if err := p.snapshotLocked(); err != nil {
-			p.logger.Warn("producer snapshot failed", "topic", p.t.meta.Name, "partition", p.index, "err", err)
+			p.logger.Warn("producer snapshot failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
 		}
 	}
 	p.mu.Unlock()
@@ -279,4 +279,28 @@ func (p *partition) append(batch []byte, h records.Header) (appendResult, error)
 	}
 	p.advanceLocked(h, info, 0)
 	return appendResult{baseOffset: info.FirstOffset}, nil
+}
+
+// replayPartition calls f with every batch of the partition up to its HW.
+func replayPartition(p *partition, f func(h records.Header, recs []records.Record)) error {
+	off, end := p.log.LogStartOffset(), p.highWatermark()
+	for off < end {
+		data, err := p.log.Read(off, rebuildChunk, end, true)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		for len(data) > 0 {
+			h, recs, err := records.DecodeRecords(data)
+			if err != nil {
+				return fmt.Errorf("batch at offset %d: %w", off, err)
+			}
+			f(h, recs)
+			off = h.NextOffset()
+			data = data[h.TotalSize():]
+		}
+	}
+	return nil
 }

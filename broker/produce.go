@@ -49,7 +49,7 @@ func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReq
 				kerrv = kerr.UnknownTopicOrPartition
 			case isInternal(rt.Topic):
 				kerrv = kerr.InvalidTopicException // clients may not write internal topics
-			case req.Acks == -1 && p.t.settings().minInsyncReplicas > 1:
+			case req.Acks == -1 && p.topic.settings().minInsyncReplicas > 1:
 				kerrv = kerr.NotEnoughReplicas // the ISR is this broker alone
 			default:
 				var res appendResult
@@ -83,13 +83,13 @@ func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReq
 func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *partition, recs []byte) (appendResult, string) {
 	bad := func(e *kerr.Error, msg string) (appendResult, string) {
 		b.log.Warn("rejected produce", "client", ctx.RemoteAddr, "client_id", ctx.Header.ClientID,
-			"topic", p.t.meta.Name, "partition", p.index, "error", e.Message, "reason", msg)
+			"topic", p.topic.meta.Name, "partition", p.index, "error", e.Message, "reason", msg)
 		return appendResult{err: e}, msg
 	}
 	if len(recs) == 0 {
 		return bad(kerr.InvalidRecord, "produce requests must have at least one record batch per partition")
 	}
-	set := p.t.settings()
+	set := p.topic.settings()
 	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > set.maxMessageBytes {
 		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), set.maxMessageBytes))
 	}
@@ -117,7 +117,7 @@ func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *st
 		if version >= 12 {
 			check = b.addTxnPartition // KIP-890 part 2: the produce adds the partition
 		}
-		if code := check(*txnID, h.ProducerID, h.ProducerEpoch, p.t.meta.Name, p.index); code != 0 {
+		if code := check(*txnID, h.ProducerID, h.ProducerEpoch, p.topic.meta.Name, p.index); code != 0 {
 			kerrv, _ := kerr.ErrorForCode(code).(*kerr.Error)
 			if kerrv == nil {
 				kerrv = kerr.UnknownServerError
@@ -137,10 +137,7 @@ func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *st
 		logAppendTime = now
 		records.SetMaxTimestampLogAppendTime(recs, now)
 	}
-	res, err := p.append(recs, h)
-	if !errors.Is(err, errPartitionClosed) {
-		b.rm.noteAppend(p, err)
-	}
+	res := b.rm.appendRecords(p, recs, h)
 	res.logAppendTime = logAppendTime
 	return res, ""
 }

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"sort"
+
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // producerBatchesKept is how many recent batches per producer are remembered
@@ -101,4 +104,29 @@ func (ps producerStates) observeMarker(h records.Header) {
 	if st := ps[h.ProducerID]; st == nil || h.ProducerEpoch > st.epoch {
 		ps[h.ProducerID] = &producerState{epoch: h.ProducerEpoch}
 	}
+}
+
+// activeProducers lists the partition's producer state, by producer id.
+func (p *partition) activeProducers() []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := []kmsg.DescribeProducersResponseTopicPartitionActiveProducer{}
+	for pid, st := range p.mu.producers {
+		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+		ap.ProducerID = pid
+		ap.ProducerEpoch = int32(st.epoch)
+		ap.LastSequence = -1
+		if n := len(st.batches); n > 0 {
+			ap.LastSequence = st.batches[n-1].lastSeq
+		}
+		ap.LastTimestamp = st.lastAppendMs
+		ap.CoordinatorEpoch = -1
+		ap.CurrentTxnStartOffset = -1
+		if first, ok := p.mu.txns.ongoing[pid]; ok {
+			ap.CurrentTxnStartOffset = first
+		}
+		out = append(out, ap)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -78,6 +79,16 @@ func (m *Manager) Stop() {
 	m.stopLogTasks()
 }
 
+// Dirs returns the log dirs.
+func (m *Manager) Dirs() []*storage.Dir { return m.dirs }
+
+// FetchSessionCount returns how many incremental fetch sessions are cached.
+func (m *Manager) FetchSessionCount() int { return m.fetchSessions.len() }
+
+// FetchSessionPartitions returns how many partitions fetch session id holds
+// (-1: no such session).
+func (m *Manager) FetchSessionPartitions(id int32) int { return m.fetchSessions.sessionPartitions(id) }
+
 // CloseStorage snapshots every partition's producer state, checkpoints the
 // high watermarks and closes the log dirs (flush, checkpoints, clean
 // shutdown marker, lock release).
@@ -100,4 +111,15 @@ func (m *Manager) CloseStorage() error {
 	}
 	m.dirs = nil
 	return errors.Join(errs...)
+}
+
+// appendRecords appends one validated client batch to p (partition.append:
+// idempotence checks, HW and LSO) and logs storage trouble once per episode
+// (noteAppend).
+func (m *Manager) appendRecords(p *partition, batch []byte, h records.Header) appendResult {
+	res, err := p.append(batch, h)
+	if !errors.Is(err, errPartitionClosed) {
+		m.noteAppend(p, err)
+	}
+	return res
 }

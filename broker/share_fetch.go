@@ -267,7 +267,7 @@ func (b *Broker) acquirePartition(c *share.Coordinator, now time.Time, group, me
 		chunk := min(shareReadChunk, maxBytes-len(data))
 		raw, err := p.log.Read(pos, chunk, end, first && len(data) == 0)
 		if err != nil {
-			b.log.Warn("share fetch read failed", "topic", p.t.meta.Name, "partition", p.index, "offset", pos, "err", err)
+			b.log.Warn("share fetch read failed", "topic", p.topic.meta.Name, "partition", p.index, "offset", pos, "err", err)
 			if len(data) == 0 {
 				return 0, nil, nil, kerr.KafkaStorageError.Code
 			}
