@@ -347,7 +347,7 @@ func TestAdminCreatePartitions(t *testing.T) {
 	if err != nil || resp["cp"].Err != nil {
 		t.Fatalf("validate: %v %v", err, resp)
 	}
-	if n := len(b.rm.topicByName("cp").partitions); n != 1 {
+	if n := len(b.rm.TopicByName("cp").Partitions); n != 1 {
 		t.Fatalf("validate-only created partitions: %d", n)
 	}
 	resp, err = adm.UpdatePartitions(ctx, 3, "cp")
@@ -571,7 +571,7 @@ func TestRetentionAndCompactionBoundDisk(t *testing.T) {
 			time.Sleep(10 * time.Millisecond) // pace the producer so segments roll by time
 		}
 	}
-	ret, cmp := b.rm.partitionOf("ret", 0).log, b.rm.partitionOf("cmp", 0).log
+	ret, cmp := b.rm.PartitionOf("ret", 0).Log, b.rm.PartitionOf("cmp", 0).Log
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		// One more record each so the active segments roll past old data.

@@ -61,7 +61,7 @@ func (b *Broker) alterConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly,
 	}
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		return b.rm.alterTopicConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *kerr.Error, string) {
+		return b.rm.AlterTopicConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *kerr.Error, string) {
 			return configs, nil, ""
 		})
 	case kmsg.ConfigResourceTypeBroker:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 )
 
@@ -26,8 +27,8 @@ type Broker struct {
 	// closing is closed when shutdown starts: listeners stop, parked fetches return.
 	closing chan struct{}
 
-	// rm owns the partitions (replica_manager.go).
-	rm *Manager
+	// rm owns the partitions (manager.go).
+	rm *replica.Manager
 
 	pids      producerIDs
 	groups    groups
@@ -52,7 +53,7 @@ func New(cfg config.Config) (*Broker, error) {
 		cfg.Now = time.Now
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
-	b.rm = NewManager(cfg, b.closing)
+	b.rm = replica.NewManager(cfg, b.closing)
 	b.pids.b = b
 	b.initShares()
 	b.net = network.NewServer(network.Config{

@@ -32,10 +32,10 @@ func (b *Broker) consumerGroupConfig() consumer.Config {
 
 // topicInfos is the topic snapshot KIP-848 assignment works from (internal topics excluded by the coordinator).
 func (b *Broker) topicInfos() []consumer.TopicInfo {
-	ts := b.rm.topics()
+	ts := b.rm.Topics()
 	out := make([]consumer.TopicInfo, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, consumer.TopicInfo{Name: t.meta.Name, ID: t.meta.ID, Partitions: int32(len(t.partitions))})
+		out = append(out, consumer.TopicInfo{Name: t.Meta.Name, ID: t.Meta.ID, Partitions: int32(len(t.Partitions))})
 	}
 	return out
 }

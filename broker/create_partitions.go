@@ -32,7 +32,7 @@ func (b *Broker) handleCreatePartitions(_ *network.RequestContext, req *kmsg.Cre
 		if count[rt.Topic] > 1 {
 			kerrv, msg = kerr.InvalidRequest, "Duplicate topic in request."
 		} else {
-			kerrv, msg = b.rm.createPartitions(rt, req.ValidateOnly)
+			kerrv, msg = b.rm.CreatePartitions(rt, req.ValidateOnly)
 		}
 		if kerrv != nil {
 			st.ErrorCode = kerrv.Code

@@ -69,7 +69,7 @@ func (b *Broker) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRe
 	if len(configs) == 0 {
 		configs = nil
 	}
-	t, kerrv, msg := b.rm.createTopic(rt.Topic, partitions, rf, configs, req.ValidateOnly)
+	t, kerrv, msg := b.rm.CreateTopic(rt.Topic, partitions, rf, configs, req.ValidateOnly)
 	if kerrv != nil {
 		return kerrv, msg
 	}
@@ -79,7 +79,7 @@ func (b *Broker) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRe
 	st.NumPartitions = partitions
 	st.ReplicationFactor = 1
 	if t != nil {
-		st.TopicID = t.meta.ID
+		st.TopicID = t.Meta.ID
 	}
 	rc := config.ResolveTopicConfig(b.cfg, configs)
 	for _, d := range config.TopicConfigs {

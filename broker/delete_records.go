@@ -35,19 +35,19 @@ func (b *Broker) handleDeleteRecords(_ *network.RequestContext, req *kmsg.Delete
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.rm.checkpointDirs(dirty)
+	b.rm.CheckpointDirs(dirty)
 	return resp
 }
 
 func (b *Broker) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition, dirty map[*storage.Dir]bool) *kerr.Error {
-	p := b.rm.partitionOf(topicName, rp.Partition)
+	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}
-	if !p.topic.settings().cleanupDelete {
+	if !p.Topic.Settings().CleanupDelete {
 		return kerr.PolicyViolation
 	}
-	hw := p.highWatermark()
+	hw := p.HighWatermark()
 	off := rp.Offset
 	if off == -1 {
 		off = hw
@@ -55,14 +55,14 @@ func (b *Broker) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTop
 	if off < 0 || off > hw {
 		return kerr.OffsetOutOfRange
 	}
-	if off > p.log.LogStartOffset() {
-		if err := p.log.SetLogStartOffset(off); err != nil {
+	if off > p.Log.LogStartOffset() {
+		if err := p.Log.SetLogStartOffset(off); err != nil {
 			b.log.Error("delete records failed", "topic", topicName, "partition", rp.Partition, "offset", off, "err", err)
 			return kerr.KafkaStorageError
 		}
-		dirty[p.dir] = true
+		dirty[p.Dir] = true
 		b.log.Info("deleted records", "topic", topicName, "partition", rp.Partition, "log_start_offset", off)
 	}
-	sp.LowWatermark = p.log.LogStartOffset()
+	sp.LowWatermark = p.Log.LogStartOffset()
 	return nil
 }

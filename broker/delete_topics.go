@@ -6,6 +6,7 @@ package broker
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,20 +33,20 @@ func (b *Broker) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteT
 		var kerrv *kerr.Error
 		switch {
 		case tg.name == nil || *tg.name == "":
-			if t := b.rm.topicByID(tg.id); t == nil {
+			if t := b.rm.TopicByID(tg.id); t == nil {
 				kerrv = kerr.UnknownTopicID
 			} else {
-				name := t.meta.Name
+				name := t.Meta.Name
 				st.Topic = &name
-				kerrv = b.rm.deleteTopic(name)
+				kerrv = b.rm.DeleteTopic(name)
 			}
-		case isInternal(*tg.name):
+		case replica.IsInternal(*tg.name):
 			kerrv = kerr.TopicAuthorizationFailed
 		default:
-			if t := b.rm.topicByName(*tg.name); t != nil {
-				st.TopicID = t.meta.ID
+			if t := b.rm.TopicByName(*tg.name); t != nil {
+				st.TopicID = t.Meta.ID
 			}
-			kerrv = b.rm.deleteTopic(*tg.name)
+			kerrv = b.rm.DeleteTopic(*tg.name)
 		}
 		if kerrv != nil {
 			st.ErrorCode = kerrv.Code

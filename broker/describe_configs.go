@@ -12,6 +12,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -59,14 +60,14 @@ func (b *Broker) handleDescribeConfigs(_ *network.RequestContext, req *kmsg.Desc
 }
 
 func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) *kerr.Error {
-	if err := validTopicName(name); err != nil {
+	if err := replica.ValidTopicName(name); err != nil {
 		return kerr.InvalidTopicException
 	}
-	t := b.rm.topicByName(name)
+	t := b.rm.TopicByName(name)
 	if t == nil {
 		return kerr.UnknownTopicOrPartition
 	}
-	rc := config.ResolveTopicConfig(b.cfg, t.meta.Configs)
+	rc := config.ResolveTopicConfig(b.cfg, t.Meta.Configs)
 	for _, d := range config.TopicConfigs {
 		if !want(d.Name) {
 			continue

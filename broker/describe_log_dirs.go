@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,9 +31,9 @@ func (b *Broker) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.Desc
 		}
 		want = func(tp storage.TopicPartition) bool { return set[tp] }
 	}
-	served := map[storage.TopicPartition]*partition{}
-	for _, p := range b.rm.allPartitions() {
-		served[storage.TopicPartition{Topic: p.topic.meta.Name, Partition: p.index}] = p
+	served := map[storage.TopicPartition]*replica.Partition{}
+	for _, p := range b.rm.AllPartitions() {
+		served[storage.TopicPartition{Topic: p.Topic.Meta.Name, Partition: p.Index}] = p
 	}
 	for _, d := range b.rm.Dirs() {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
@@ -54,7 +55,7 @@ func (b *Broker) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.Desc
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition = tp.Partition
 			rp.Size = l.Size()
-			rp.OffsetLag = max(p.highWatermark()-l.LogEndOffset(), 0)
+			rp.OffsetLag = max(p.HighWatermark()-l.LogEndOffset(), 0)
 			byTopic[tp.Topic] = append(byTopic[tp.Topic], rp)
 		}
 		names := make([]string, 0, len(byTopic))

@@ -18,11 +18,11 @@ func (b *Broker) handleDescribeProducers(_ *network.RequestContext, req *kmsg.De
 		for _, pi := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = pi
-			p := b.rm.partitionOf(rt.Topic, pi)
+			p := b.rm.PartitionOf(rt.Topic, pi)
 			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				sp.ActiveProducers = p.activeProducers()
+				sp.ActiveProducers = p.ActiveProducers()
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

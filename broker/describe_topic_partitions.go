@@ -16,6 +16,7 @@ import (
 	"sort"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,7 +28,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ *network.RequestContext, req *k
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	var names []string
 	if len(req.Topics) == 0 {
-		names = b.rm.topicNames()
+		names = b.rm.TopicNames()
 	} else {
 		seen := map[string]bool{}
 		for _, rt := range req.Topics {
@@ -63,30 +64,30 @@ func (b *Broker) handleDescribeTopicPartitions(_ *network.RequestContext, req *k
 		name := name
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic = &name
-		t := b.rm.topicByName(name)
+		t := b.rm.TopicByName(name)
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		rt.TopicID = t.meta.ID
-		rt.IsInternal = isInternal(name)
+		rt.TopicID = t.Meta.ID
+		rt.IsInternal = replica.IsInternal(name)
 		rt.AuthorizedOperations = topicOps
 		from := int32(0)
 		if i == 0 {
 			from = startPart
 		}
-		for pi := from; pi < int32(len(t.partitions)); pi++ {
+		for pi := from; pi < int32(len(t.Partitions)); pi++ {
 			if limit == 0 {
 				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: pi}
 				resp.Topics = append(resp.Topics, rt)
 				return resp
 			}
-			p := t.partitions[pi]
+			p := t.Partitions[pi]
 			rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			rp.Partition = pi
 			rp.LeaderID = b.cfg.NodeID
-			rp.LeaderEpoch = p.leaderEpoch
+			rp.LeaderEpoch = p.LeaderEpoch
 			rp.Replicas = []int32{b.cfg.NodeID}
 			rp.ISR = []int32{b.cfg.NodeID}
 			rp.EligibleLeaderReplicas = []int32{}

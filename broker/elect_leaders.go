@@ -30,7 +30,7 @@ func (b *Broker) handleElectLeaders(_ *network.RequestContext, req *kmsg.ElectLe
 			sp := kmsg.NewElectLeadersResponseTopicPartition()
 			sp.Partition = pi
 			kerrv := kerr.ElectionNotNeeded
-			if b.rm.partitionOf(rt.Topic, pi) == nil {
+			if b.rm.PartitionOf(rt.Topic, pi) == nil {
 				kerrv = kerr.UnknownTopicOrPartition
 			}
 			sp.ErrorCode = kerrv.Code

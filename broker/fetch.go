@@ -17,6 +17,6 @@ import (
 
 func (b *Broker) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	b.rm.fetch(req, resp)
+	b.rm.Fetch(req, resp)
 	return resp
 }

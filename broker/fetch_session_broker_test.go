@@ -104,7 +104,7 @@ func TestFetchSessionsRaw(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	topicID := b.rm.topicByName("fs-raw").meta.ID
+	topicID := b.rm.TopicByName("fs-raw").Meta.ID
 
 	fetch := func(id, epoch int32, wait int32, parts map[int32]int64, forget []int32) *kmsg.FetchResponse {
 		t.Helper()

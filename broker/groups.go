@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/protocol/records"
@@ -41,7 +42,7 @@ type groups struct {
 		sync.Mutex
 		c     *group.Coordinator
 		cc    *consumer.Coordinator
-		topic *topic
+		topic *replica.Topic
 		// pendingTxn holds transactional offset commits by producer id until
 		// their transaction's marker is written (Kafka's pending offsets).
 		pendingTxn map[int64][]pendingOffset
@@ -65,7 +66,7 @@ func (b *Broker) groupConfig() group.Config {
 // loadGroups replays __consumer_offsets if it exists; called from New.
 func (b *Broker) loadGroups() error {
 	b.groups.b = b
-	if b.rm.topicByName(offsetsTopic) == nil {
+	if b.rm.TopicByName(offsetsTopic) == nil {
 		return nil
 	}
 	_, err := b.groups.ensure()
@@ -83,7 +84,7 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 		return g.mu.c, nil
 	}
 	b := g.b
-	t, err := b.rm.internalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
+	t, err := b.rm.InternalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
 		"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
@@ -113,8 +114,8 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 		}
 	}
 	pending := map[int64][]pendingOffset{}
-	for _, p := range t.partitions {
-		err := replayPartition(p, func(h records.Header, recs []records.Record) {
+	for _, p := range t.Partitions {
+		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
 			switch {
 			case h.IsControl():
 				commit := false
@@ -125,7 +126,7 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 				var keep []pendingOffset
 				for _, po := range pending[h.ProducerID] {
 					switch {
-					case po.part != p.index:
+					case po.part != p.Index:
 						keep = append(keep, po)
 					case commit:
 						apply(po.part, po.key, po.value)
@@ -136,16 +137,16 @@ func (g *groups) ensure() (*group.Coordinator, error) {
 				for _, r := range recs {
 					var k kmsg.OffsetCommitKey
 					_ = k.ReadFrom(r.Key)
-					pending[h.ProducerID] = append(pending[h.ProducerID], pendingOffset{part: p.index, group: k.Group, key: r.Key, value: r.Value})
+					pending[h.ProducerID] = append(pending[h.ProducerID], pendingOffset{part: p.Index, group: k.Group, key: r.Key, value: r.Value})
 				}
 			default:
 				for _, r := range recs {
-					apply(p.index, r.Key, r.Value)
+					apply(p.Index, r.Key, r.Value)
 				}
 			}
 		})
 		if err != nil {
-			return nil, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.index, err)
+			return nil, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.Index, err)
 		}
 	}
 	for pid, pos := range pending {
@@ -224,11 +225,11 @@ func (g *groups) persistLocked(recs []group.Record) error {
 // appendInternal appends coordinator records to an internal topic, one
 // batch per partition, the partition of each record chosen by partitionFor
 // of its key (group or transactional id).
-func appendInternal(t *topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32) error {
+func appendInternal(t *replica.Topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	n := int32(len(t.partitions))
+	n := int32(len(t.Partitions))
 	byPart := map[int32][]records.Record{}
 	var order []int32
 	for _, r := range recs {
@@ -244,8 +245,8 @@ func appendInternal(t *topic, now time.Time, recs []group.Record, partitionFor f
 		if err != nil {
 			return err
 		}
-		if err := t.partitions[pi].appendInternal(batch); err != nil {
-			return fmt.Errorf("append to %s-%d: %w", t.meta.Name, pi, err)
+		if err := t.Partitions[pi].AppendInternal(batch); err != nil {
+			return fmt.Errorf("append to %s-%d: %w", t.Meta.Name, pi, err)
 		}
 	}
 	return nil

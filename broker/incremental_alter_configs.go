@@ -67,7 +67,7 @@ func (b *Broker) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource
 	}
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		return b.rm.alterTopicConfigs(rr.ResourceName, validateOnly, func(cur map[string]string) (map[string]string, *kerr.Error, string) {
+		return b.rm.AlterTopicConfigs(rr.ResourceName, validateOnly, func(cur map[string]string) (map[string]string, *kerr.Error, string) {
 			return b.applyIncremental(cur, rr.Configs)
 		})
 	case kmsg.ConfigResourceTypeBroker:

@@ -41,36 +41,36 @@ func (b *Broker) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffs
 }
 
 func (b *Broker) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
-	p := b.rm.partitionOf(topicName, rp.Partition)
+	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}
 	if version >= 4 && rp.CurrentLeaderEpoch >= 0 {
 		switch {
-		case rp.CurrentLeaderEpoch < p.leaderEpoch:
+		case rp.CurrentLeaderEpoch < p.LeaderEpoch:
 			return kerr.FencedLeaderEpoch
-		case rp.CurrentLeaderEpoch > p.leaderEpoch:
+		case rp.CurrentLeaderEpoch > p.LeaderEpoch:
 			return kerr.UnknownLeaderEpoch
 		}
 	}
 	switch ts := rp.Timestamp; {
 	case ts == listLatest && isolation == 1:
-		sp.Offset = p.lastStableOffset()
-		sp.LeaderEpoch = p.leaderEpoch
+		sp.Offset = p.LastStableOffset()
+		sp.LeaderEpoch = p.LeaderEpoch
 	case ts == listLatest:
-		sp.Offset = p.highWatermark()
-		sp.LeaderEpoch = p.leaderEpoch
+		sp.Offset = p.HighWatermark()
+		sp.LeaderEpoch = p.LeaderEpoch
 	case ts == listEarliest || (ts == listEarliestLocal && version >= 8):
-		sp.Offset = p.log.LogStartOffset()
-		sp.LeaderEpoch = p.leaderEpoch
+		sp.Offset = p.Log.LogStartOffset()
+		sp.LeaderEpoch = p.LeaderEpoch
 	case ts == listMaxTimestamp && version >= 7:
-		off, mts := p.log.MaxTimestamp()
+		off, mts := p.Log.MaxTimestamp()
 		if off >= 0 {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, p.leaderEpoch
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, p.LeaderEpoch
 		}
 	case ts >= 0:
-		if off, fts, ok := p.log.OffsetForTimestamp(ts); ok && off < p.highWatermark() {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, p.leaderEpoch
+		if off, fts, ok := p.Log.OffsetForTimestamp(ts); ok && off < p.HighWatermark() {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, p.LeaderEpoch
 		}
 	default:
 		return kerr.InvalidRequest

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,10 +63,10 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		names := b.rm.topicNames()
+		names := b.rm.TopicNames()
 		sort.Strings(names)
 		for _, n := range names {
-			if t := b.rm.topicByName(n); t != nil {
+			if t := b.rm.TopicByName(n); t != nil {
 				resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
 			}
 		}
@@ -80,7 +81,7 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 	}()
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
-			t := b.rm.topicByID(rt.TopicID)
+			t := b.rm.TopicByID(rt.TopicID)
 			if t == nil {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
@@ -92,21 +93,21 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 			continue
 		}
 		name := *rt.Topic
-		t := b.rm.topicByName(name)
+		t := b.rm.TopicByName(name)
 		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = rt.Topic
-			mt.IsInternal = isInternal(name)
+			mt.IsInternal = replica.IsInternal(name)
 			switch {
-			case validTopicName(name) != nil:
+			case replica.ValidTopicName(name) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
-			case !autoCreate || isInternal(name):
+			case !autoCreate || replica.IsInternal(name):
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				var kerrv *kerr.Error
-				t, kerrv, _ = b.rm.createTopic(name, -1, -1, nil, false)
+				t, kerrv, _ = b.rm.CreateTopic(name, -1, -1, nil, false)
 				if kerrv == kerr.TopicAlreadyExists {
-					t, kerrv = b.rm.topicByName(name), nil
+					t, kerrv = b.rm.TopicByName(name), nil
 				}
 				if kerrv != nil || t == nil {
 					mt.ErrorCode = kerr.LeaderNotAvailable.Code
@@ -124,18 +125,18 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 	return resp
 }
 
-func (b *Broker) metadataTopic(req *kmsg.MetadataRequest, t *topic) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	name := t.meta.Name
+	name := t.Meta.Name
 	mt.Topic = &name
-	mt.TopicID = t.meta.ID
-	mt.IsInternal = isInternal(name)
+	mt.TopicID = t.Meta.ID
+	mt.IsInternal = replica.IsInternal(name)
 	mt.AuthorizedOperations = authorizedOps(req.IncludeTopicAuthorizedOperations, topicOps)
-	for _, p := range t.partitions {
+	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
+		mp.Partition = p.Index
 		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.leaderEpoch
+		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = []int32{b.cfg.NodeID}
 		mp.ISR = []int32{b.cfg.NodeID}
 		mp.OfflineReplicas = []int32{}

@@ -20,7 +20,7 @@ func (b *Broker) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.Offse
 		var ut kmsg.OffsetCommitResponseTopic
 		ut.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			if b.rm.partitionOf(rt.Topic, rp.Partition) == nil {
+			if b.rm.PartitionOf(rt.Topic, rp.Partition) == nil {
 				ut.Partitions = append(ut.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 				continue
 			}

@@ -28,19 +28,19 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ *network.RequestContext, req *kmsg
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p := b.rm.partitionOf(rt.Topic, rp.Partition)
+			p := b.rm.PartitionOf(rt.Topic, rp.Partition)
 			switch {
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case req.Version >= 2 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < p.leaderEpoch:
+			case req.Version >= 2 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < p.LeaderEpoch:
 				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case req.Version >= 2 && rp.CurrentLeaderEpoch > p.leaderEpoch:
+			case req.Version >= 2 && rp.CurrentLeaderEpoch > p.LeaderEpoch:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			case rp.LeaderEpoch == p.leaderEpoch && p.log.LatestEpoch() < p.leaderEpoch:
+			case rp.LeaderEpoch == p.LeaderEpoch && p.Log.LatestEpoch() < p.LeaderEpoch:
 				// Our epoch began at the log end: no batch carries it yet.
-				sp.LeaderEpoch, sp.EndOffset = p.leaderEpoch, p.log.LogEndOffset()
+				sp.LeaderEpoch, sp.EndOffset = p.LeaderEpoch, p.Log.LogEndOffset()
 			default:
-				epoch, end := p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				epoch, end := p.Log.EndOffsetForEpoch(rp.LeaderEpoch)
 				if epoch == storage.UndefinedEpoch {
 					end = -1
 				}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,24 +42,24 @@ func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReq
 				kerrv *kerr.Error
 				msg   string
 			)
-			p := b.rm.partitionOf(rt.Topic, rp.Partition)
+			p := b.rm.PartitionOf(rt.Topic, rp.Partition)
 			switch {
 			case !validAcks:
 				kerrv = kerr.InvalidRequiredAcks
 			case p == nil:
 				kerrv = kerr.UnknownTopicOrPartition
-			case isInternal(rt.Topic):
+			case replica.IsInternal(rt.Topic):
 				kerrv = kerr.InvalidTopicException // clients may not write internal topics
-			case req.Acks == -1 && p.topic.settings().minInsyncReplicas > 1:
+			case req.Acks == -1 && p.Topic.Settings().MinInsyncReplicas > 1:
 				kerrv = kerr.NotEnoughReplicas // the ISR is this broker alone
 			default:
-				var res appendResult
+				var res replica.AppendResult
 				res, msg = b.produceTo(ctx, req.Version, req.TransactionID, p, rp.Records)
-				kerrv = res.err
+				kerrv = res.Err
 				if kerrv == nil {
-					sp.BaseOffset = res.baseOffset
-					sp.LogAppendTime = res.logAppendTime
-					sp.LogStartOffset = p.log.LogStartOffset()
+					sp.BaseOffset = res.BaseOffset
+					sp.LogAppendTime = res.LogAppendTime
+					sp.LogStartOffset = p.Log.LogStartOffset()
 				}
 			}
 			if kerrv != nil {
@@ -80,20 +81,20 @@ func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReq
 // produceTo validates the partition's record set and appends it. It returns
 // the Kafka error and, for bad input, a message for the client; bad input and
 // storage failures are logged once here.
-func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *partition, recs []byte) (appendResult, string) {
-	bad := func(e *kerr.Error, msg string) (appendResult, string) {
+func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *replica.Partition, recs []byte) (replica.AppendResult, string) {
+	bad := func(e *kerr.Error, msg string) (replica.AppendResult, string) {
 		b.log.Warn("rejected produce", "client", ctx.RemoteAddr, "client_id", ctx.Header.ClientID,
-			"topic", p.topic.meta.Name, "partition", p.index, "error", e.Message, "reason", msg)
-		return appendResult{err: e}, msg
+			"topic", p.Topic.Meta.Name, "partition", p.Index, "error", e.Message, "reason", msg)
+		return replica.AppendResult{Err: e}, msg
 	}
 	if len(recs) == 0 {
 		return bad(kerr.InvalidRecord, "produce requests must have at least one record batch per partition")
 	}
-	set := p.topic.settings()
-	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > set.maxMessageBytes {
-		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), set.maxMessageBytes))
+	set := p.Topic.Settings()
+	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > set.MaxMessageBytes {
+		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), set.MaxMessageBytes))
 	}
-	opts := set.validate
+	opts := set.Validate
 	now := b.now().UnixMilli()
 	opts.NowMs = now
 	h, _, err := records.ValidateProduce(version, recs, opts)
@@ -117,18 +118,18 @@ func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *st
 		if version >= 12 {
 			check = b.addTxnPartition // KIP-890 part 2: the produce adds the partition
 		}
-		if code := check(*txnID, h.ProducerID, h.ProducerEpoch, p.topic.meta.Name, p.index); code != 0 {
+		if code := check(*txnID, h.ProducerID, h.ProducerEpoch, p.Topic.Meta.Name, p.Index); code != 0 {
 			kerrv, _ := kerr.ErrorForCode(code).(*kerr.Error)
 			if kerrv == nil {
 				kerrv = kerr.UnknownServerError
 			}
-			return appendResult{err: kerrv}, ""
+			return replica.AppendResult{Err: kerrv}, ""
 		}
 	}
 	// A trailing fragment too short to be a batch is ignored, as Kafka does.
 	recs = recs[:h.TotalSize()]
-	if set.recompress && h.Compression() != set.codec && !h.IsControl() {
-		if recs, h, err = recompress(recs, set.codec); err != nil {
+	if set.Recompress && h.Compression() != set.Codec && !h.IsControl() {
+		if recs, h, err = recompress(recs, set.Codec); err != nil {
 			return bad(kerr.CorruptMessage, err.Error())
 		}
 	}
@@ -137,7 +138,7 @@ func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *st
 		logAppendTime = now
 		records.SetMaxTimestampLogAppendTime(recs, now)
 	}
-	res := b.rm.appendRecords(p, recs, h)
-	res.logAppendTime = logAppendTime
+	res := b.rm.AppendRecords(p, recs, h)
+	res.LogAppendTime = logAppendTime
 	return res, ""
 }

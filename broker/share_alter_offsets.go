@@ -29,20 +29,20 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx *network.RequestContext, req *
 		for _, rt := range req.Topics {
 			st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 			st.Topic = rt.Topic
-			t := b.rm.topicByName(rt.Topic)
+			t := b.rm.TopicByName(rt.Topic)
 			if t != nil {
-				st.TopicID = t.meta.ID
+				st.TopicID = t.Meta.ID
 			}
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
 				switch {
-				case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.partitions):
+				case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case rp.StartOffset < 0:
 					sp.ErrorCode = kerr.InvalidRequest.Code
 				default:
-					c.SetStartOffset(req.GroupID, share.TopicPartition{TopicID: t.meta.ID, Partition: rp.Partition}, rp.StartOffset)
+					c.SetStartOffset(req.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: rp.Partition}, rp.StartOffset)
 				}
 				st.Partitions = append(st.Partitions, sp)
 			}

@@ -25,11 +25,11 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx *network.RequestContext, req 
 		for _, rt := range req.Topics {
 			st := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 			st.Topic = rt.Topic
-			if t := b.rm.topicByName(rt.Topic); t == nil {
+			if t := b.rm.TopicByName(rt.Topic); t == nil {
 				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				st.TopicID = t.meta.ID
-				c.DeleteTopicOffsets(req.GroupID, t.meta.ID)
+				st.TopicID = t.Meta.ID
+				c.DeleteTopicOffsets(req.GroupID, t.Meta.ID)
 			}
 			resp.Topics = append(resp.Topics, st)
 		}

@@ -39,8 +39,8 @@ func (b *Broker) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShar
 	if topics == nil {
 		byName := map[string][]int32{}
 		for _, o := range c.Offsets(rg.GroupID) {
-			if t := b.rm.topicByID(o.TopicID); t != nil {
-				byName[t.meta.Name] = append(byName[t.meta.Name], o.Partition)
+			if t := b.rm.TopicByID(o.TopicID); t != nil {
+				byName[t.Meta.Name] = append(byName[t.Meta.Name], o.Partition)
 			}
 		}
 		for name, parts := range byName {
@@ -52,24 +52,24 @@ func (b *Broker) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShar
 	for _, rt := range topics {
 		st := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 		st.Topic = rt.Topic
-		t := b.rm.topicByName(rt.Topic)
+		t := b.rm.TopicByName(rt.Topic)
 		if t != nil {
-			st.TopicID = t.meta.ID
+			st.TopicID = t.Meta.ID
 		}
 		for _, part := range rt.Partitions {
 			sp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			sp.Partition = part
 			sp.StartOffset, sp.Lag, sp.LeaderEpoch = -1, -1, -1
-			if t == nil || part < 0 || int(part) >= len(t.partitions) {
+			if t == nil || part < 0 || int(part) >= len(t.Partitions) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			p := t.partitions[part]
-			sp.LeaderEpoch = p.leaderEpoch
-			if o, ok := c.Offset(rg.GroupID, share.TopicPartition{TopicID: t.meta.ID, Partition: part}); ok {
+			p := t.Partitions[part]
+			sp.LeaderEpoch = p.LeaderEpoch
+			if o, ok := c.Offset(rg.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: part}); ok {
 				sp.StartOffset = o.StartOffset
-				sp.Lag = max(0, p.highWatermark()-o.StartOffset-o.Finished)
+				sp.Lag = max(0, p.HighWatermark()-o.StartOffset-o.Finished)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

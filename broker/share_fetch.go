@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -156,7 +157,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 			return resp
 		}
 		left := deadline.Sub(b.now())
-		if left <= 0 || !b.rm.waitAny(waits, left) {
+		if left <= 0 || !b.rm.WaitAny(waits, left) {
 			return resp
 		}
 	}
@@ -211,17 +212,17 @@ func (b *Broker) acquireShare(c *share.Coordinator, now time.Time, group, member
 	}
 	for i := 0; i < n; i++ {
 		tp := targets[(start+i)%n]
-		t := b.rm.topicByID(tp.TopicID)
+		t := b.rm.TopicByID(tp.TopicID)
 		if t == nil {
 			out.part(tp).ErrorCode = kerr.UnknownTopicID.Code
 			continue
 		}
-		if tp.Partition < 0 || int(tp.Partition) >= len(t.partitions) {
+		if tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			out.part(tp).ErrorCode = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
-		p := t.partitions[tp.Partition]
-		*waits = append(*waits, p.waitArrival())
+		p := t.Partitions[tp.Partition]
+		*waits = append(*waits, p.WaitArrival())
 		if total >= maxRecs || bytes >= maxBytes {
 			continue
 		}
@@ -251,11 +252,11 @@ func (b *Broker) acquireShare(c *share.Coordinator, now time.Time, group, member
 // about maxBytes of batches, the high watermark, or a full in-flight
 // window. It returns the records acquired, the batches holding them, and
 // their ranges.
-func (b *Broker) acquirePartition(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, tp share.TopicPartition, p *partition, maxRecs, maxBytes int, first bool) (int, []byte, []share.Range, int16) {
-	logStart := p.log.LogStartOffset()
-	end := p.highWatermark()
+func (b *Broker) acquirePartition(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, tp share.TopicPartition, p *replica.Partition, maxRecs, maxBytes int, first bool) (int, []byte, []share.Range, int16) {
+	logStart := p.Log.LogStartOffset()
+	end := p.HighWatermark()
 	if readCommitted {
-		end = p.lastStableOffset()
+		end = p.LastStableOffset()
 	}
 	var (
 		data   []byte
@@ -265,9 +266,9 @@ func (b *Broker) acquirePartition(c *share.Coordinator, now time.Time, group, me
 	pos, ok := c.FetchOffset(group, tp, logStart, end)
 	for ok && got < maxRecs && len(data) < maxBytes {
 		chunk := min(shareReadChunk, maxBytes-len(data))
-		raw, err := p.log.Read(pos, chunk, end, first && len(data) == 0)
+		raw, err := p.Log.Read(pos, chunk, end, first && len(data) == 0)
 		if err != nil {
-			b.log.Warn("share fetch read failed", "topic", p.topic.meta.Name, "partition", p.index, "offset", pos, "err", err)
+			b.log.Warn("share fetch read failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "offset", pos, "err", err)
 			if len(data) == 0 {
 				return 0, nil, nil, kerr.KafkaStorageError.Code
 			}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -74,13 +75,13 @@ func (b *Broker) shareConfig() share.Config {
 // shareTopics is the topic snapshot share-group assignment works from:
 // every topic but the internal ones.
 func (b *Broker) shareTopics() []share.TopicInfo {
-	ts := b.rm.topics()
+	ts := b.rm.Topics()
 	out := make([]share.TopicInfo, 0, len(ts))
 	for _, t := range ts {
-		if isInternal(t.meta.Name) {
+		if replica.IsInternal(t.Meta.Name) {
 			continue
 		}
-		out = append(out, share.TopicInfo{Name: t.meta.Name, ID: t.meta.ID, Partitions: int32(len(t.partitions))})
+		out = append(out, share.TopicInfo{Name: t.Meta.Name, ID: t.Meta.ID, Partitions: int32(len(t.Partitions))})
 	}
 	return out
 }
@@ -169,11 +170,11 @@ type shareAcks struct {
 func (b *Broker) applyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []shareAcks) []int16 {
 	codes := make([]int16, len(acks))
 	for i, a := range acks {
-		t := b.rm.topicByID(a.tp.TopicID)
+		t := b.rm.TopicByID(a.tp.TopicID)
 		switch {
 		case t == nil:
 			codes[i] = kerr.UnknownTopicID.Code
-		case a.tp.Partition < 0 || int(a.tp.Partition) >= len(t.partitions):
+		case a.tp.Partition < 0 || int(a.tp.Partition) >= len(t.Partitions):
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 		default:
 			codes[i] = c.Acknowledge(now, group, member, a.tp, a.batches, renew)

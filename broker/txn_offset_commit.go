@@ -41,7 +41,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.Tx
 		kt, ut := rt, kmsg.NewTxnOffsetCommitResponseTopic()
 		kt.Partitions, ut.Topic = nil, rt.Topic
 		for _, rp := range rt.Partitions {
-			if b.rm.partitionOf(rt.Topic, rp.Partition) == nil {
+			if b.rm.PartitionOf(rt.Topic, rp.Partition) == nil {
 				ut.Partitions = append(ut.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 				continue
 			}
@@ -58,8 +58,8 @@ func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.Tx
 		// KIP-890 part 2: the commit itself adds the group's offsets
 		// partition to the transaction (no AddOffsetsToTxn). Done before
 		// taking groups.mu: txns.mu comes first in the lock order.
-		if t := b.rm.topicByName(offsetsTopic); t != nil {
-			part := group.PartitionFor(req.Group, int32(len(t.partitions)))
+		if t := b.rm.TopicByName(offsetsTopic); t != nil {
+			part := group.PartitionFor(req.Group, int32(len(t.Partitions)))
 			if code := b.addTxnPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, part); code != 0 {
 				return fail(code)
 			}
@@ -83,7 +83,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.Tx
 	if len(recs) == 0 {
 		return resp
 	}
-	part := group.PartitionFor(req.Group, int32(len(g.mu.topic.partitions)))
+	part := group.PartitionFor(req.Group, int32(len(g.mu.topic.Partitions)))
 	batchRecs := make([]records.Record, len(recs))
 	for i, r := range recs {
 		batchRecs[i] = records.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
@@ -94,7 +94,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.Tx
 		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, BaseSequence: -1,
 	}, batchRecs)
 	if err == nil {
-		err = g.mu.topic.partitions[part].appendInternal(batch)
+		err = g.mu.topic.Partitions[part].AppendInternal(batch)
 	}
 	if err != nil {
 		b.log.Error("writing transactional offsets failed", "group", req.Group, "err", err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/kbroker/kbroker/protocol/records"
@@ -41,7 +42,7 @@ type txns struct {
 	mu struct {
 		sync.Mutex
 		c      *txn.Coordinator
-		topic  *topic
+		topic  *replica.Topic
 		timer  *time.Timer
 		closed bool
 		// unwritten are markers some partition of which could not be written yet.
@@ -57,14 +58,14 @@ func (b *Broker) txnConfig() txn.Config {
 	tc.TransactionStateLogNumPartitions = b.cfg.TransactionStateLogNumPartitions
 	tc.OffsetsTopicNumPartitions = b.cfg.OffsetsTopicNumPartitions
 	tc.NextProducerID = b.pids.allocate
-	tc.PartitionExists = func(topic string, partition int32) bool { return b.rm.partitionOf(topic, partition) != nil }
+	tc.PartitionExists = func(topic string, partition int32) bool { return b.rm.PartitionOf(topic, partition) != nil }
 	return tc
 }
 
 // loadTxns replays __transaction_state if it exists; called from New.
 func (b *Broker) loadTxns() error {
 	b.txns.b = b
-	if b.rm.topicByName(txnStateTopic) == nil {
+	if b.rm.TopicByName(txnStateTopic) == nil {
 		return nil
 	}
 	return b.txns.ensure()
@@ -85,7 +86,7 @@ func (x *txns) ensureLocked() error {
 		return nil
 	}
 	b := x.b
-	t, err := b.rm.internalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
+	t, err := b.rm.InternalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "uncompressed",
 		"segment.bytes":    fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
@@ -98,21 +99,21 @@ func (x *txns) ensureLocked() error {
 		return err
 	}
 	n := 0
-	for _, p := range t.partitions {
-		c.SetCoordinatorEpoch(p.index, p.leaderEpoch)
-		err := replayPartition(p, func(h records.Header, recs []records.Record) {
+	for _, p := range t.Partitions {
+		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch)
+		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
 			if h.IsControl() {
 				return
 			}
 			for _, r := range recs {
 				n++
 				if err := c.Replay(r.Key, r.Value); err != nil {
-					b.log.Warn("skipping bad __transaction_state record", "partition", p.index, "err", err)
+					b.log.Warn("skipping bad __transaction_state record", "partition", p.Index, "err", err)
 				}
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("loading %s-%d: %w", txnStateTopic, p.index, err)
+			return fmt.Errorf("loading %s-%d: %w", txnStateTopic, p.Index, err)
 		}
 	}
 	x.mu.c, x.mu.topic = c, t
@@ -186,11 +187,11 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 		}
 		var left []txn.TopicPartition
 		for _, tp := range m.Partitions {
-			p := x.b.rm.partitionOf(tp.Topic, tp.Partition)
+			p := x.b.rm.PartitionOf(tp.Topic, tp.Partition)
 			if p == nil {
 				continue // deleted: nothing to mark
 			}
-			if err := p.appendMarker(m.ProducerID, m.ProducerEpoch, ct, m.CoordinatorEpoch, now.UnixMilli()); err != nil {
+			if err := p.AppendMarker(m.ProducerID, m.ProducerEpoch, ct, m.CoordinatorEpoch, now.UnixMilli()); err != nil {
 				x.b.log.Error("writing transaction marker failed; will retry", "topic", tp.Topic, "partition", tp.Partition, "transactional_id", m.TxnID, "err", err)
 				left = append(left, tp)
 				continue

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"errors"
@@ -13,9 +13,9 @@ import (
 )
 
 // topic is a topic this broker serves. Invariant: len(partitions) == meta.Partitions.
-type topic struct {
-	meta       controller.Topic
-	partitions []*partition
+type Topic struct {
+	Meta       controller.Topic
+	Partitions []*Partition
 	// conf holds the resolved configs (topic_settings.go); shared by the
 	// topic values that replace this one when its metadata changes.
 	conf *topicConf
@@ -25,7 +25,7 @@ type topic struct {
 const maxTopicNameLen = 249
 
 // validTopicName returns nil or the reason the name is illegal, as Kafka's Topic.validate.
-func validTopicName(name string) error {
+func ValidTopicName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("topic name is empty")
@@ -43,23 +43,23 @@ func validTopicName(name string) error {
 }
 
 // isInternal reports Kafka's internal topics, hidden unless asked for.
-func isInternal(name string) bool {
+func IsInternal(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
 }
 
 // logConfigFor is the storage config of one partition: broker defaults, then topic overrides.
-func (b *Manager) logConfigFor(topicName string, _ int32) storage.Config {
+func (m *Manager) logConfigFor(topicName string, _ int32) storage.Config {
 	var overrides map[string]string
-	if b.store != nil {
-		if t, ok := b.store.Topic(topicName); ok {
+	if m.store != nil {
+		if t, ok := m.store.Topic(topicName); ok {
 			overrides = t.Configs
 		}
 	}
-	return b.logConfig(overrides)
+	return m.logConfig(overrides)
 }
 
-func (b *Manager) logConfig(overrides map[string]string) storage.Config {
-	tc := config.ResolveTopicConfig(b.cfg, overrides)
+func (m *Manager) logConfig(overrides map[string]string) storage.Config {
+	tc := config.ResolveTopicConfig(m.cfg, overrides)
 	segmentMs := tc.Int64("segment.ms")
 	if strings.Contains(tc.Values["cleanup.policy"], "compact") {
 		// A compacted topic rolls early enough for max.compaction.lag.ms to be met (Kafka's maxSegmentMs).
@@ -71,30 +71,30 @@ func (b *Manager) logConfig(overrides map[string]string) storage.Config {
 		IndexIntervalBytes:    int32(tc.Int64("index.interval.bytes")),
 		FlushIntervalMessages: tc.Int64("flush.messages"),
 		FlushIntervalMs:       tc.Int64("flush.ms"),
-		Now:                   b.now,
-		Logger:                b.log,
+		Now:                   m.now,
+		Logger:                m.log,
 	}
 }
 
 // loadTopics opens a partition for every topic in the metadata store,
 // creating missing logs, and removes logs of topics that no longer exist.
-func (b *Manager) loadTopics() error {
+func (m *Manager) loadTopics() error {
 	known := map[storage.TopicPartition]bool{}
-	for _, meta := range b.store.Topics() {
-		t, err := b.openTopic(meta)
+	for _, meta := range m.store.Topics() {
+		t, err := m.openTopic(meta)
 		if err != nil {
 			return err
 		}
-		for _, p := range t.partitions {
-			known[storage.TopicPartition{Topic: meta.Name, Partition: p.index}] = true
+		for _, p := range t.Partitions {
+			known[storage.TopicPartition{Topic: meta.Name, Partition: p.Index}] = true
 		}
-		b.mu.topics[meta.Name] = t
-		b.mu.byID[meta.ID] = t
+		m.mu.topics[meta.Name] = t
+		m.mu.byID[meta.ID] = t
 	}
-	for _, d := range b.dirs {
+	for _, d := range m.dirs {
 		for tp := range d.Logs() {
 			if !known[tp] {
-				b.log.Warn("removing log of a deleted topic", "topic", tp.Topic, "partition", tp.Partition)
+				m.log.Warn("removing log of a deleted topic", "topic", tp.Topic, "partition", tp.Partition)
 				if err := d.Remove(tp); err != nil {
 					return fmt.Errorf("removing stray log %s-%d: %w", tp.Topic, tp.Partition, err)
 				}
@@ -105,43 +105,43 @@ func (b *Manager) loadTopics() error {
 }
 
 // openTopic finds or creates the logs of every partition of meta.
-func (b *Manager) openTopic(meta controller.Topic) (*topic, error) {
-	t := &topic{meta: meta, conf: newTopicConf(b.cfg, meta.Configs)}
+func (m *Manager) openTopic(meta controller.Topic) (*Topic, error) {
+	t := &Topic{Meta: meta, conf: newTopicConf(m.cfg, meta.Configs)}
 	for i := int32(0); i < meta.Partitions; i++ {
 		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
 		var (
 			log *storage.Log
 			dir *storage.Dir
 		)
-		for _, d := range b.dirs {
+		for _, d := range m.dirs {
 			if l := d.Log(tp); l != nil {
 				log, dir = l, d
 				break
 			}
 		}
 		if log == nil {
-			dir = b.leastLoadedDir()
+			dir = m.leastLoadedDir()
 			var err error
-			if log, err = dir.Create(tp, b.logConfig(meta.Configs)); err != nil {
-				for _, p := range t.partitions {
+			if log, err = dir.Create(tp, m.logConfig(meta.Configs)); err != nil {
+				for _, p := range t.Partitions {
 					p.close()
 				}
 				return nil, fmt.Errorf("creating log for %s-%d: %w", meta.Name, i, err)
 			}
 		}
-		p, err := newPartition(t, i, log, dir, b.partitionEnv())
+		p, err := newPartition(t, i, log, dir, m.partitionEnv())
 		if err != nil {
 			return nil, err
 		}
-		t.partitions = append(t.partitions, p)
+		t.Partitions = append(t.Partitions, p)
 	}
 	return t, nil
 }
 
 // leastLoadedDir is the log dir with the fewest partitions, where new ones go.
-func (b *Manager) leastLoadedDir() *storage.Dir {
-	best := b.dirs[0]
-	for _, d := range b.dirs[1:] {
+func (m *Manager) leastLoadedDir() *storage.Dir {
+	best := m.dirs[0]
+	for _, d := range m.dirs[1:] {
 		if len(d.Logs()) < len(best.Logs()) {
 			best = d
 		}
@@ -150,39 +150,39 @@ func (b *Manager) leastLoadedDir() *storage.Dir {
 }
 
 // topicByName returns the topic or nil.
-func (b *Manager) topicByName(name string) *topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.topics[name]
+func (m *Manager) TopicByName(name string) *Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.mu.topics[name]
 }
 
 // topicByID returns the topic or nil.
-func (b *Manager) topicByID(id [16]byte) *topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.byID[id]
+func (m *Manager) TopicByID(id [16]byte) *Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.mu.byID[id]
 }
 
 // partitionOf returns the partition or nil.
-func (b *Manager) partitionOf(name string, idx int32) *partition {
-	t := b.topicByName(name)
-	if t == nil || idx < 0 || idx >= int32(len(t.partitions)) {
+func (m *Manager) PartitionOf(name string, idx int32) *Partition {
+	t := m.TopicByName(name)
+	if t == nil || idx < 0 || idx >= int32(len(t.Partitions)) {
 		return nil
 	}
-	return t.partitions[idx]
+	return t.Partitions[idx]
 }
 
 // createTopic validates and creates a topic. It returns a Kafka error and a
 // message for the client; validateOnly checks without creating.
-func (b *Manager) createTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*topic, *kerr.Error, string) {
-	if err := validTopicName(name); err != nil {
+func (m *Manager) CreateTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*Topic, *kerr.Error, string) {
+	if err := ValidTopicName(name); err != nil {
 		return nil, kerr.InvalidTopicException, err.Error()
 	}
 	if partitions == -1 {
-		partitions = b.cfg.NumPartitions
+		partitions = m.cfg.NumPartitions
 	}
 	if rf == -1 {
-		rf = b.cfg.DefaultReplicationFactor
+		rf = m.cfg.DefaultReplicationFactor
 	}
 	if partitions <= 0 {
 		return nil, kerr.InvalidPartitions, "number of partitions must be larger than 0"
@@ -196,15 +196,15 @@ func (b *Manager) createTopic(name string, partitions int32, rf int16, configs m
 	if err := config.ValidateTopicConfigs(configs); err != nil {
 		return nil, kerr.InvalidConfig, err.Error()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.mu.topics[name]; ok {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.mu.topics[name]; ok {
 		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("topic '%s' already exists", name)
 	}
 	if validateOnly {
 		return nil, nil, ""
 	}
-	t, err := b.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: configs})
+	t, err := m.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: configs})
 	if err != nil {
 		return nil, kerr.KafkaStorageError, err.Error()
 	}
@@ -212,75 +212,75 @@ func (b *Manager) createTopic(name string, partitions int32, rf int16, configs m
 }
 
 // addTopicLocked records a validated topic in the metadata store and opens
-// its partitions. b.mu must be held.
-func (b *Manager) addTopicLocked(meta controller.Topic) (*topic, error) {
-	if err := b.store.CreateTopic(meta); err != nil {
-		b.log.Error("create topic failed", "topic", meta.Name, "err", err)
+// its partitions. m.mu must be held.
+func (m *Manager) addTopicLocked(meta controller.Topic) (*Topic, error) {
+	if err := m.store.CreateTopic(meta); err != nil {
+		m.log.Error("create topic failed", "topic", meta.Name, "err", err)
 		return nil, err
 	}
-	t, err := b.openTopic(meta)
+	t, err := m.openTopic(meta)
 	if err != nil {
-		b.log.Error("create topic failed", "topic", meta.Name, "err", err)
-		_ = b.store.DeleteTopic(meta.Name)
+		m.log.Error("create topic failed", "topic", meta.Name, "err", err)
+		_ = m.store.DeleteTopic(meta.Name)
 		return nil, err
 	}
-	b.mu.topics[meta.Name] = t
-	b.mu.byID[meta.ID] = t
-	b.log.Info("created topic", "topic", meta.Name, "partitions", meta.Partitions, "id", fmtUUID(meta.ID))
+	m.mu.topics[meta.Name] = t
+	m.mu.byID[meta.ID] = t
+	m.log.Info("created topic", "topic", meta.Name, "partitions", meta.Partitions, "id", fmtUUID(meta.ID))
 	return t, nil
 }
 
 // internalTopic returns the internal topic name, creating it with the given
 // partitions and configs if it does not exist yet.
-func (b *Manager) internalTopic(name string, partitions int32, configs map[string]string) (*topic, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t, ok := b.mu.topics[name]; ok {
+func (m *Manager) InternalTopic(name string, partitions int32, configs map[string]string) (*Topic, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.mu.topics[name]; ok {
 		return t, nil
 	}
-	return b.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: 1, Configs: configs})
+	return m.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: 1, Configs: configs})
 }
 
 // deleteTopic removes a topic from the metadata store and its data from disk.
-func (b *Manager) deleteTopic(name string) *kerr.Error {
-	b.mu.Lock()
-	t, ok := b.mu.topics[name]
+func (m *Manager) DeleteTopic(name string) *kerr.Error {
+	m.mu.Lock()
+	t, ok := m.mu.topics[name]
 	if !ok {
-		b.mu.Unlock()
+		m.mu.Unlock()
 		return kerr.UnknownTopicOrPartition
 	}
-	if err := b.store.DeleteTopic(name); err != nil {
-		b.mu.Unlock()
-		b.log.Error("delete topic failed", "topic", name, "err", err)
+	if err := m.store.DeleteTopic(name); err != nil {
+		m.mu.Unlock()
+		m.log.Error("delete topic failed", "topic", name, "err", err)
 		return kerr.KafkaStorageError
 	}
-	delete(b.mu.topics, name)
-	delete(b.mu.byID, t.meta.ID)
-	b.mu.Unlock()
-	for _, p := range t.partitions {
+	delete(m.mu.topics, name)
+	delete(m.mu.byID, t.Meta.ID)
+	m.mu.Unlock()
+	for _, p := range t.Partitions {
 		p.close()
-		tp := storage.TopicPartition{Topic: name, Partition: p.index}
-		if err := p.dir.Remove(tp); err != nil && !errors.Is(err, os.ErrNotExist) {
-			b.log.Error("removing partition data", "topic", name, "partition", p.index, "err", err)
+		tp := storage.TopicPartition{Topic: name, Partition: p.Index}
+		if err := p.Dir.Remove(tp); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.log.Error("removing partition data", "topic", name, "partition", p.Index, "err", err)
 		}
 	}
-	b.log.Info("deleted topic", "topic", name)
+	m.log.Info("deleted topic", "topic", name)
 	return nil
 }
 
 // writeHighWatermarks checkpoints every partition's HW into its log dir.
-func (b *Manager) writeHighWatermarks() error {
+func (m *Manager) writeHighWatermarks() error {
 	per := map[*storage.Dir]map[storage.TopicPartition]int64{}
-	b.mu.RLock()
-	for _, t := range b.mu.topics {
-		for _, p := range t.partitions {
-			if per[p.dir] == nil {
-				per[p.dir] = map[storage.TopicPartition]int64{}
+	m.mu.RLock()
+	for _, t := range m.mu.topics {
+		for _, p := range t.Partitions {
+			if per[p.Dir] == nil {
+				per[p.Dir] = map[storage.TopicPartition]int64{}
 			}
-			per[p.dir][storage.TopicPartition{Topic: t.meta.Name, Partition: p.index}] = p.highWatermark()
+			per[p.Dir][storage.TopicPartition{Topic: t.Meta.Name, Partition: p.Index}] = p.HighWatermark()
 		}
 	}
-	b.mu.RUnlock()
+	m.mu.RUnlock()
 	var errs []error
 	for d, hw := range per {
 		errs = append(errs, d.WriteHighWatermarks(hw))
@@ -293,22 +293,22 @@ func fmtUUID(id [16]byte) string {
 }
 
 // topicNames returns the name of every topic, in no order.
-func (b *Manager) topicNames() []string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	names := make([]string, 0, len(b.mu.topics))
-	for n := range b.mu.topics {
+func (m *Manager) TopicNames() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	names := make([]string, 0, len(m.mu.topics))
+	for n := range m.mu.topics {
 		names = append(names, n)
 	}
 	return names
 }
 
 // topics returns every topic, in no order.
-func (b *Manager) topics() []*topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make([]*topic, 0, len(b.mu.topics))
-	for _, t := range b.mu.topics {
+func (m *Manager) Topics() []*Topic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Topic, 0, len(m.mu.topics))
+	for _, t := range m.mu.topics {
 		out = append(out, t)
 	}
 	return out

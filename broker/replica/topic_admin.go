@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"fmt"
@@ -12,19 +12,19 @@ import (
 // alterTopicConfigs computes a topic's new overrides from its current ones
 // with update, validates them and, unless validateOnly, persists and applies
 // them. It returns a Kafka error and message, nil on success.
-func (b *Manager) alterTopicConfigs(name string, validateOnly bool,
+func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
 	update func(current map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string) {
-	if err := validTopicName(name); err != nil {
+	if err := ValidTopicName(name); err != nil {
 		return kerr.InvalidTopicException, err.Error()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.mu.topics[name]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.mu.topics[name]
 	if !ok {
 		return kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist", name)
 	}
-	current := make(map[string]string, len(t.meta.Configs))
-	for k, v := range t.meta.Configs {
+	current := make(map[string]string, len(t.Meta.Configs))
+	for k, v := range t.Meta.Configs {
 		current[k] = v
 	}
 	next, kerrv, msg := update(current)
@@ -37,34 +37,34 @@ func (b *Manager) alterTopicConfigs(name string, validateOnly bool,
 	if validateOnly {
 		return nil, ""
 	}
-	if err := b.store.UpdateTopicConfigs(name, next); err != nil {
-		b.log.Error("persisting topic configs failed", "topic", name, "err", err)
+	if err := m.store.UpdateTopicConfigs(name, next); err != nil {
+		m.log.Error("persisting topic configs failed", "topic", name, "err", err)
 		return kerr.KafkaStorageError, err.Error()
 	}
-	meta := t.meta
+	meta := t.Meta
 	meta.Configs = next
-	nt := &topic{meta: meta, partitions: t.partitions, conf: t.conf}
-	t.conf.p.Store(resolveSettings(b.cfg, next))
-	lc := b.logConfig(next)
-	for _, p := range t.partitions {
-		if err := p.log.SetConfig(lc); err != nil {
-			b.log.Error("applying topic configs to log failed", "topic", name, "partition", p.index, "err", err)
+	nt := &Topic{Meta: meta, Partitions: t.Partitions, conf: t.conf}
+	t.conf.p.Store(resolveSettings(m.cfg, next))
+	lc := m.logConfig(next)
+	for _, p := range t.Partitions {
+		if err := p.Log.SetConfig(lc); err != nil {
+			m.log.Error("applying topic configs to log failed", "topic", name, "partition", p.Index, "err", err)
 		}
 	}
-	b.mu.topics[name] = nt
-	b.mu.byID[meta.ID] = nt
-	b.log.Info("altered topic configs", "topic", name, "configs", next)
+	m.mu.topics[name] = nt
+	m.mu.byID[meta.ID] = nt
+	m.log.Info("altered topic configs", "topic", name, "configs", next)
 	return nil, ""
 }
 
-func (b *Manager) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.mu.topics[rt.Topic]
+func (m *Manager) CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.mu.topics[rt.Topic]
 	if !ok {
 		return kerr.UnknownTopicOrPartition, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
 	}
-	cur := int32(len(t.partitions))
+	cur := int32(len(t.Partitions))
 	switch {
 	case rt.Count < cur:
 		return kerr.InvalidPartitions, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", cur, rt.Count)
@@ -76,43 +76,43 @@ func (b *Manager) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validat
 			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", rt.Count-cur, len(rt.Assignment))
 		}
 		for i, a := range rt.Assignment {
-			if len(a.Replicas) != 1 || a.Replicas[0] != b.cfg.NodeID {
-				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Assignment of new partition %d names brokers %v; the only broker is %d.", cur+int32(i), a.Replicas, b.cfg.NodeID)
+			if len(a.Replicas) != 1 || a.Replicas[0] != m.cfg.NodeID {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Assignment of new partition %d names brokers %v; the only broker is %d.", cur+int32(i), a.Replicas, m.cfg.NodeID)
 			}
 		}
 	}
 	if validateOnly {
 		return nil, ""
 	}
-	if err := b.store.AddPartitions(rt.Topic, rt.Count); err != nil {
-		b.log.Error("adding partitions failed", "topic", rt.Topic, "err", err)
+	if err := m.store.AddPartitions(rt.Topic, rt.Count); err != nil {
+		m.log.Error("adding partitions failed", "topic", rt.Topic, "err", err)
 		return kerr.KafkaStorageError, err.Error()
 	}
-	meta := t.meta
+	meta := t.Meta
 	meta.Partitions = rt.Count
-	nt := &topic{meta: meta, conf: t.conf, partitions: append(make([]*partition, 0, rt.Count), t.partitions...)}
+	nt := &Topic{Meta: meta, conf: t.conf, Partitions: append(make([]*Partition, 0, rt.Count), t.Partitions...)}
 	for i := cur; i < rt.Count; i++ {
 		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
-		dir := b.leastLoadedDir()
+		dir := m.leastLoadedDir()
 		log := dir.Log(tp)
 		var err error
 		if log == nil {
-			log, err = dir.Create(tp, b.logConfig(meta.Configs))
+			log, err = dir.Create(tp, m.logConfig(meta.Configs))
 		}
-		var p *partition
+		var p *Partition
 		if err == nil {
-			p, err = newPartition(nt, i, log, dir, b.partitionEnv())
+			p, err = newPartition(nt, i, log, dir, m.partitionEnv())
 		}
 		if err != nil {
 			// The store already has the new count: the missing logs are
 			// created when the broker next opens its topics.
-			b.log.Error("creating partition failed", "topic", meta.Name, "partition", i, "err", err)
+			m.log.Error("creating partition failed", "topic", meta.Name, "partition", i, "err", err)
 			return kerr.KafkaStorageError, err.Error()
 		}
-		nt.partitions = append(nt.partitions, p)
+		nt.Partitions = append(nt.Partitions, p)
 	}
-	b.mu.topics[meta.Name] = nt
-	b.mu.byID[meta.ID] = nt
-	b.log.Info("added partitions", "topic", meta.Name, "partitions", rt.Count)
+	m.mu.topics[meta.Name] = nt
+	m.mu.byID[meta.ID] = nt
+	m.log.Info("added partitions", "topic", meta.Name, "partitions", rt.Count)
 	return nil, ""
 }

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"errors"
@@ -11,15 +11,15 @@ import (
 // the first success after them is logged as a recovery. Reads of data
 // already on disk are not affected by a failing append: storage.Log.Append
 // removes whatever part of the batch reached the file.
-func (b *Manager) noteAppend(p *partition, err error) {
+func (m *Manager) noteAppend(p *Partition, err error) {
 	if err == nil {
 		if p.appendFailing.CompareAndSwap(true, false) {
-			b.log.Info("appends succeed again", "topic", p.topic.meta.Name, "partition", p.index)
+			m.log.Info("appends succeed again", "topic", p.Topic.Meta.Name, "partition", p.Index)
 		}
 		return
 	}
 	if p.appendFailing.CompareAndSwap(false, true) {
-		b.log.Error("append failed; further failures of this partition are not logged until one succeeds",
-			"topic", p.topic.meta.Name, "partition", p.index, "disk_full", errors.Is(err, syscall.ENOSPC), "err", err)
+		m.log.Error("append failed; further failures of this partition are not logged until one succeeds",
+			"topic", p.Topic.Meta.Name, "partition", p.Index, "disk_full", errors.Is(err, syscall.ENOSPC), "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"errors"
@@ -17,17 +17,17 @@ import (
 // partition is one partition this broker leads: its log, high watermark and
 // producer state. On a single node every append is immediately replicated to
 // the whole ISR (itself), so the HW follows the LEO.
-type partition struct {
-	topic *topic
-	index int32
-	log   *storage.Log
-	dir   *storage.Dir
+type Partition struct {
+	Topic *Topic
+	Index int32
+	Log   *storage.Log
+	Dir   *storage.Dir
 
 	logger *slog.Logger
 	env    partitionEnv
 
 	// leaderEpoch is the epoch written into every appended batch.
-	leaderEpoch int32
+	LeaderEpoch int32
 
 	// hw is the high watermark. Invariant: logStart <= hw <= LEO.
 	hw atomic.Int64
@@ -62,20 +62,20 @@ type partitionEnv struct {
 	producerExpirationCheckMs int64
 }
 
-func (b *Manager) partitionEnv() partitionEnv {
-	return partitionEnv{logger: b.log, now: b.now, producerExpirationMs: b.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: b.cfg.ProducerIDExpirationCheckIntervalMs}
+func (m *Manager) partitionEnv() partitionEnv {
+	return partitionEnv{logger: m.log, now: m.now, producerExpirationMs: m.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: m.cfg.ProducerIDExpirationCheckIntervalMs}
 }
 
-func newPartition(t *topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*partition, error) {
+func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*Partition, error) {
 	logger := env.logger
-	p := &partition{topic: t, index: index, log: log, dir: dir, logger: logger, env: env}
+	p := &Partition{Topic: t, Index: index, Log: log, Dir: dir, logger: logger, env: env}
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
 	from := log.LogStartOffset()
 	if off, data, ok := log.LatestProducerSnapshot(log.LogEndOffset()); ok {
 		if _, err := p.decodeSnapshotLocked(data); err != nil {
-			logger.Warn("ignoring producer snapshot; replaying the whole log", "topic", t.meta.Name, "partition", index, "err", err)
+			logger.Warn("ignoring producer snapshot; replaying the whole log", "topic", t.Meta.Name, "partition", index, "err", err)
 			p.mu.producers = producerStates{}
 			p.mu.txns = partitionTxns{}
 		} else if off > from {
@@ -83,7 +83,7 @@ func newPartition(t *topic, index int32, log *storage.Log, dir *storage.Dir, env
 		}
 	}
 	if err := p.rebuildState(from); err != nil {
-		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.meta.Name, index, err)
+		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.Meta.Name, index, err)
 	}
 	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
 	return p, nil
@@ -95,10 +95,10 @@ const rebuildChunk = 1 << 20
 // rebuildState replays the batches from offset off to the log end into the
 // producer and transaction state (off is the log start, or the offset of the
 // producer snapshot the state was loaded from).
-func (p *partition) rebuildState(off int64) error {
-	end := p.log.LogEndOffset()
+func (p *Partition) rebuildState(off int64) error {
+	end := p.Log.LogEndOffset()
 	for off < end {
-		data, err := p.log.Read(off, rebuildChunk, end, true)
+		data, err := p.Log.Read(off, rebuildChunk, end, true)
 		if err != nil {
 			return fmt.Errorf("reading at offset %d: %w", off, err)
 		}
@@ -127,17 +127,17 @@ func (p *partition) rebuildState(off int64) error {
 	return nil
 }
 
-func (p *partition) lastStableOffset() int64 { return p.lso.Load() }
+func (p *Partition) LastStableOffset() int64 { return p.lso.Load() }
 
 // abortedBetween lists aborted transactions with data in [from, to), for read_committed fetches.
-func (p *partition) abortedBetween(from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+func (p *Partition) AbortedBetween(from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.txns.abortedBetween(from, to)
 }
 
 // appendMarker writes a transaction marker (control batch) for a producer.
-func (p *partition) appendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
+func (p *Partition) AppendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
 	batch, err := records.BuildControlBatch(producerID, epoch, ct, coordinatorEpoch, nowMs)
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func (p *partition) appendMarker(producerID int64, epoch int16, ct records.Contr
 	if st := p.mu.producers[producerID]; st != nil && epoch < st.epoch {
 		return nil // a stale marker: the producer moved on (Kafka answers INVALID_PRODUCER_EPOCH)
 	}
-	info, err := p.log.Append(batch, p.leaderEpoch)
+	info, err := p.Log.Append(batch, p.LeaderEpoch)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (p *partition) appendMarker(producerID int64, epoch int16, ct records.Contr
 // appendInternal writes a batch built by a coordinator: no client
 // validation and no idempotence checks (its sequence is -1), but transaction
 // state, HW and LSO follow it as for any batch.
-func (p *partition) appendInternal(batch []byte) error {
+func (p *Partition) AppendInternal(batch []byte) error {
 	h, err := records.ParseHeader(batch)
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func (p *partition) appendInternal(batch []byte) error {
 	if p.mu.closed {
 		return errPartitionClosed
 	}
-	info, err := p.log.Append(batch, p.leaderEpoch)
+	info, err := p.Log.Append(batch, p.LeaderEpoch)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (p *partition) appendInternal(batch []byte) error {
 
 // expireProducersLocked forgets producers idle longer than
 // producer.id.expiration.ms, at most once per check interval.
-func (p *partition) expireProducersLocked() {
+func (p *Partition) expireProducersLocked() {
 	now := p.env.now()
 	if now.Before(p.mu.nextExpiry) || p.env.producerExpirationMs <= 0 {
 		return
@@ -196,11 +196,11 @@ func (p *partition) expireProducersLocked() {
 }
 
 // advanceLocked moves the HW and LSO past an appended batch and wakes fetches.
-func (p *partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
+func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
 	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
 	if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
 		if err := p.snapshotLocked(); err != nil {
-			p.logger.Warn("producer snapshot failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
+			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
 		}
 	}
 	hw := info.LastOffset + 1
@@ -210,10 +210,10 @@ func (p *partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 	p.mu.arrived = make(chan struct{})
 }
 
-func (p *partition) highWatermark() int64 { return p.hw.Load() }
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
 // waitArrival returns a channel closed at the next append (or close).
-func (p *partition) waitArrival() <-chan struct{} {
+func (p *Partition) WaitArrival() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.arrived
@@ -221,11 +221,11 @@ func (p *partition) waitArrival() <-chan struct{} {
 
 // closeAndSnapshot is close preceded by a producer-state snapshot at the log
 // end, so a clean restart replays nothing.
-func (p *partition) closeAndSnapshot() {
+func (p *Partition) closeAndSnapshot() {
 	p.mu.Lock()
 	if !p.mu.closed {
 		if err := p.snapshotLocked(); err != nil {
-			p.logger.Warn("producer snapshot failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
+			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
 		}
 	}
 	p.mu.Unlock()
@@ -233,7 +233,7 @@ func (p *partition) closeAndSnapshot() {
 }
 
 // close stops appends and wakes parked fetches. The log itself is closed by its Dir.
-func (p *partition) close() {
+func (p *Partition) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
@@ -244,10 +244,10 @@ func (p *partition) close() {
 }
 
 // appendResult is what a produce learns from one append.
-type appendResult struct {
-	baseOffset    int64
-	logAppendTime int64
-	err           *kerr.Error
+type AppendResult struct {
+	BaseOffset    int64
+	LogAppendTime int64
+	Err           *kerr.Error
 }
 
 // errPartitionClosed reports an append to a deleted or shut-down partition.
@@ -256,36 +256,36 @@ var errPartitionClosed = errors.New("partition closed")
 // append writes one validated batch, checking idempotent producer state
 // first. A duplicate of one of a producer's last five batches is not written
 // again; its original base offset is returned.
-func (p *partition) append(batch []byte, h records.Header) (appendResult, error) {
+func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
-		return appendResult{err: kerr.NotLeaderForPartition}, errPartitionClosed
+		return AppendResult{Err: kerr.NotLeaderForPartition}, errPartitionClosed
 	}
 	if h.ProducerID >= 0 {
 		p.expireProducersLocked()
 		if dup, ok, kerrv := p.mu.producers.check(h); kerrv != nil {
-			return appendResult{err: kerrv}, nil
+			return AppendResult{Err: kerrv}, nil
 		} else if ok {
-			return appendResult{baseOffset: dup}, nil
+			return AppendResult{BaseOffset: dup}, nil
 		}
 	}
-	info, err := p.log.Append(batch, p.leaderEpoch)
+	info, err := p.Log.Append(batch, p.LeaderEpoch)
 	if err != nil {
-		return appendResult{err: kerr.KafkaStorageError}, err
+		return AppendResult{Err: kerr.KafkaStorageError}, err
 	}
 	if h.ProducerID >= 0 {
 		p.mu.producers.update(h, info.FirstOffset)
 	}
 	p.advanceLocked(h, info, 0)
-	return appendResult{baseOffset: info.FirstOffset}, nil
+	return AppendResult{BaseOffset: info.FirstOffset}, nil
 }
 
 // replayPartition calls f with every batch of the partition up to its HW.
-func replayPartition(p *partition, f func(h records.Header, recs []records.Record)) error {
-	off, end := p.log.LogStartOffset(), p.highWatermark()
+func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Record)) error {
+	off, end := p.Log.LogStartOffset(), p.HighWatermark()
 	for off < end {
-		data, err := p.log.Read(off, rebuildChunk, end, true)
+		data, err := p.Log.Read(off, rebuildChunk, end, true)
 		if err != nil {
 			return err
 		}

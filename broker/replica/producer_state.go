@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"sort"
@@ -107,7 +107,7 @@ func (ps producerStates) observeMarker(h records.Header) {
 }
 
 // activeProducers lists the partition's producer state, by producer id.
-func (p *partition) activeProducers() []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
+func (p *Partition) ActiveProducers() []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := []kmsg.DescribeProducersResponseTopicPartitionActiveProducer{}

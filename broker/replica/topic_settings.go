@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"strconv"
@@ -10,22 +10,22 @@ import (
 	"github.com/kbroker/kbroker/storage"
 )
 
-// topicSettings are a topic's configs resolved for the paths that use them
+// TopicSettings are a topic's configs resolved for the paths that use them
 // (produce validation, compression, retention, compaction). A value is never
 // modified: an AlterConfigs stores a new one, so readers need no lock.
-type topicSettings struct {
+type TopicSettings struct {
 	// maxMessageBytes is max.message.bytes.
-	maxMessageBytes int
+	MaxMessageBytes int
 	// validate holds the configs produce validation depends on (NowMs unset).
-	validate records.ValidateOptions
+	Validate records.ValidateOptions
 	// recompress is set when compression.type names a codec (not
 	// "producer"): batches arriving in another codec are rebuilt in codec.
-	recompress bool
-	codec      records.Codec
+	Recompress bool
+	Codec      records.Codec
 	// minInsyncReplicas is min.insync.replicas.
-	minInsyncReplicas int32
+	MinInsyncReplicas int32
 	// cleanupDelete and cleanupCompact come from cleanup.policy.
-	cleanupDelete, cleanupCompact bool
+	CleanupDelete, cleanupCompact bool
 	// retentionMs and retentionBytes are retention.ms and retention.bytes (-1: none).
 	retentionMs, retentionBytes int64
 	// cleaner holds delete.retention.ms, min.compaction.lag.ms and min.cleanable.dirty.ratio.
@@ -35,7 +35,7 @@ type topicSettings struct {
 // topicConf holds a topic's current settings. It is shared by every topic
 // value describing the same topic (a topic is replaced, not mutated, when
 // its metadata changes), so partitions always see the latest settings.
-type topicConf struct{ p atomic.Pointer[topicSettings] }
+type topicConf struct{ p atomic.Pointer[TopicSettings] }
 
 func newTopicConf(c config.Config, overrides map[string]string) *topicConf {
 	tc := &topicConf{}
@@ -44,7 +44,7 @@ func newTopicConf(c config.Config, overrides map[string]string) *topicConf {
 }
 
 // settings returns the topic's current settings.
-func (t *topic) settings() *topicSettings { return t.conf.p.Load() }
+func (t *Topic) Settings() *TopicSettings { return t.conf.p.Load() }
 
 // codecs maps compression.type to a codec.
 var codecs = map[string]records.Codec{
@@ -54,19 +54,19 @@ var codecs = map[string]records.Codec{
 
 // resolveSettings resolves broker defaults and topic overrides (already
 // validated by validateTopicConfigs).
-func resolveSettings(c config.Config, overrides map[string]string) *topicSettings {
+func resolveSettings(c config.Config, overrides map[string]string) *TopicSettings {
 	rc := config.ResolveTopicConfig(c, overrides)
 	policy := config.SplitList(rc.Values["cleanup.policy"])
-	s := &topicSettings{
-		maxMessageBytes: int(rc.Int64("max.message.bytes")),
-		validate: records.ValidateOptions{
+	s := &TopicSettings{
+		MaxMessageBytes: int(rc.Int64("max.message.bytes")),
+		Validate: records.ValidateOptions{
 			Compacted:            strings.Contains(rc.Values["cleanup.policy"], "compact"),
 			LogAppendTime:        rc.Values["message.timestamp.type"] == "LogAppendTime",
 			CheckTimestamps:      rc.Values["message.timestamp.type"] != "LogAppendTime",
 			TimestampBeforeMaxMs: rc.Int64("message.timestamp.before.max.ms"),
 			TimestampAfterMaxMs:  rc.Int64("message.timestamp.after.max.ms"),
 		},
-		minInsyncReplicas: int32(rc.Int64("min.insync.replicas")),
+		MinInsyncReplicas: int32(rc.Int64("min.insync.replicas")),
 		retentionMs:       rc.Int64("retention.ms"),
 		retentionBytes:    rc.Int64("retention.bytes"),
 		cleaner: storage.CleanerConfig{
@@ -76,9 +76,9 @@ func resolveSettings(c config.Config, overrides map[string]string) *topicSetting
 	}
 	s.cleaner.MinCleanableRatio, _ = strconv.ParseFloat(strings.TrimSpace(rc.Values["min.cleanable.dirty.ratio"]), 64)
 	for _, p := range policy {
-		s.cleanupDelete = s.cleanupDelete || p == "delete"
+		s.CleanupDelete = s.CleanupDelete || p == "delete"
 		s.cleanupCompact = s.cleanupCompact || p == "compact"
 	}
-	s.codec, s.recompress = codecs[rc.Values["compression.type"]]
+	s.Codec, s.Recompress = codecs[rc.Values["compression.type"]]
 	return s
 }

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ type snapshotAborted struct {
 }
 
 // encodeSnapshotLocked captures the partition's state at offset. p.mu must be held.
-func (p *partition) encodeSnapshotLocked(offset int64) ([]byte, error) {
+func (p *Partition) encodeSnapshotLocked(offset int64) ([]byte, error) {
 	s := partitionSnapshot{Version: 1, Offset: offset, Ongoing: p.mu.txns.ongoing}
 	for id, st := range p.mu.producers {
 		sp := snapshotProducer{ID: id, Epoch: st.epoch, LastAppend: st.lastAppendMs}
@@ -52,7 +52,7 @@ func (p *partition) encodeSnapshotLocked(offset int64) ([]byte, error) {
 }
 
 // decodeSnapshotLocked loads a snapshot into the partition's empty state.
-func (p *partition) decodeSnapshotLocked(data []byte) (int64, error) {
+func (p *Partition) decodeSnapshotLocked(data []byte) (int64, error) {
 	var s partitionSnapshot
 	if err := json.Unmarshal(data, &s); err != nil {
 		return 0, fmt.Errorf("decoding producer snapshot: %w", err)
@@ -75,12 +75,12 @@ func (p *partition) decodeSnapshotLocked(data []byte) (int64, error) {
 }
 
 // snapshotLocked writes the state as of the current LEO. p.mu must be held.
-func (p *partition) snapshotLocked() error {
-	leo := p.log.LogEndOffset()
+func (p *Partition) snapshotLocked() error {
+	leo := p.Log.LogEndOffset()
 	data, err := p.encodeSnapshotLocked(leo)
 	if err != nil {
 		return err
 	}
 	p.mu.sinceSnapshot = 0
-	return p.log.WriteProducerSnapshot(leo, data)
+	return p.Log.WriteProducerSnapshot(leo, data)
 }

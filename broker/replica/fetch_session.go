@@ -1,4 +1,4 @@
-package broker
+package replica
 
 // Incremental fetch sessions (KIP-227) for consumer Fetch v7+.
 //

@@ -1,4 +1,11 @@
-package broker
+// Package replica owns the partitions this broker serves, as Kafka's
+// ReplicaManager and cluster.Partition: the topic registry, the partition
+// (log, leader epoch, high watermark, last stable offset, idempotent producer
+// and transaction state), appends and reads, the long-poll wait of fetches,
+// incremental fetch sessions (KIP-227), the background log tasks (retention,
+// cleaner) and the handling of failed appends. It knows no network and no
+// coordinator.
+package replica
 
 import (
 	"errors"
@@ -28,8 +35,8 @@ type Manager struct {
 
 	mu struct {
 		sync.RWMutex
-		topics map[string]*topic
-		byID   map[[16]byte]*topic
+		topics map[string]*Topic
+		byID   map[[16]byte]*Topic
 	}
 
 	// tasks are the retention and cleaner goroutines (log_tasks.go).
@@ -42,8 +49,8 @@ type Manager struct {
 // is closed when the broker shuts down.
 func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
 	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: closing}
-	m.mu.topics = map[string]*topic{}
-	m.mu.byID = map[[16]byte]*topic{}
+	m.mu.topics = map[string]*Topic{}
+	m.mu.byID = map[[16]byte]*Topic{}
 	m.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
 	return m
 }
@@ -96,7 +103,7 @@ func (m *Manager) CloseStorage() error {
 	var errs []error
 	m.mu.Lock()
 	for _, t := range m.mu.topics {
-		for _, p := range t.partitions {
+		for _, p := range t.Partitions {
 			p.closeAndSnapshot()
 		}
 	}
@@ -116,7 +123,7 @@ func (m *Manager) CloseStorage() error {
 // appendRecords appends one validated client batch to p (partition.append:
 // idempotence checks, HW and LSO) and logs storage trouble once per episode
 // (noteAppend).
-func (m *Manager) appendRecords(p *partition, batch []byte, h records.Header) appendResult {
+func (m *Manager) AppendRecords(p *Partition, batch []byte, h records.Header) AppendResult {
 	res, err := p.append(batch, h)
 	if !errors.Is(err, errPartitionClosed) {
 		m.noteAppend(p, err)

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 // Background log maintenance, owned by the Broker: started by Start,
 // stopped (and waited for) by Close.
@@ -31,48 +31,48 @@ type logTasks struct {
 	once sync.Once
 }
 
-func (b *Manager) startLogTasks() {
-	b.tasks.stop = make(chan struct{})
-	b.tasks.wg.Add(1)
-	go b.loop(time.Duration(b.cfg.LogRetentionCheckIntervalMs)*time.Millisecond, func() bool {
-		b.runRetention()
+func (m *Manager) startLogTasks() {
+	m.tasks.stop = make(chan struct{})
+	m.tasks.wg.Add(1)
+	go m.loop(time.Duration(m.cfg.LogRetentionCheckIntervalMs)*time.Millisecond, func() bool {
+		m.runRetention()
 		return false
 	})
-	if b.cfg.LogCleanerEnable {
-		b.tasks.wg.Add(1)
-		go b.loop(time.Duration(b.cfg.LogCleanerBackoffMs)*time.Millisecond, func() bool {
-			b.runCleaner()
+	if m.cfg.LogCleanerEnable {
+		m.tasks.wg.Add(1)
+		go m.loop(time.Duration(m.cfg.LogCleanerBackoffMs)*time.Millisecond, func() bool {
+			m.runCleaner()
 			return false
 		})
 	}
 }
 
 // stopLogTasks stops the goroutines and waits for a pass in progress.
-func (b *Manager) stopLogTasks() {
-	b.tasks.once.Do(func() {
-		if b.tasks.stop != nil {
-			close(b.tasks.stop)
+func (m *Manager) stopLogTasks() {
+	m.tasks.once.Do(func() {
+		if m.tasks.stop != nil {
+			close(m.tasks.stop)
 		}
 	})
-	b.tasks.wg.Wait()
+	m.tasks.wg.Wait()
 }
 
 // loop runs pass every interval until stopped; a pass that reports more
 // work runs again at once.
-func (b *Manager) loop(interval time.Duration, pass func() (again bool)) {
-	defer b.tasks.wg.Done()
+func (m *Manager) loop(interval time.Duration, pass func() (again bool)) {
+	defer m.tasks.wg.Done()
 	interval = max(interval, time.Millisecond)
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
 	for {
 		select {
-		case <-b.tasks.stop:
+		case <-m.tasks.stop:
 			return
 		case <-timer.C:
 		}
 		for pass() {
 			select {
-			case <-b.tasks.stop:
+			case <-m.tasks.stop:
 				return
 			default:
 			}
@@ -82,77 +82,77 @@ func (b *Manager) loop(interval time.Duration, pass func() (again bool)) {
 }
 
 // allPartitions snapshots every partition with its topic.
-func (b *Manager) allPartitions() []*partition {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var out []*partition
-	for _, t := range b.mu.topics {
-		out = append(out, t.partitions...)
+func (m *Manager) AllPartitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*Partition
+	for _, t := range m.mu.topics {
+		out = append(out, t.Partitions...)
 	}
 	return out
 }
 
 // runRetention applies the retention limits of every partition whose topic
 // has the delete policy once, and returns the number of segments deleted.
-func (b *Manager) runRetention() int {
+func (m *Manager) runRetention() int {
 	deleted := 0
 	dirty := map[*storage.Dir]bool{}
-	for _, p := range b.allPartitions() {
-		s := p.topic.settings()
-		if !s.cleanupDelete {
+	for _, p := range m.AllPartitions() {
+		s := p.Topic.Settings()
+		if !s.CleanupDelete {
 			continue
 		}
-		n, err := p.log.ApplyRetention(b.now(), s.retentionMs, s.retentionBytes)
+		n, err := p.Log.ApplyRetention(m.now(), s.retentionMs, s.retentionBytes)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
-			b.log.Error("retention failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
+			m.log.Error("retention failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
 		}
 		if n > 0 {
 			deleted += n
-			dirty[p.dir] = true
+			dirty[p.Dir] = true
 		}
 	}
-	b.checkpointDirs(dirty)
+	m.CheckpointDirs(dirty)
 	return deleted
 }
 
 // runCleaner compacts once every partition whose topic has the compact
 // policy, and returns the number of segments rewritten.
-func (b *Manager) runCleaner() int {
+func (m *Manager) runCleaner() int {
 	cleaned := 0
 	dirty := map[*storage.Dir]bool{}
-	for _, p := range b.allPartitions() {
-		s := p.topic.settings()
+	for _, p := range m.AllPartitions() {
+		s := p.Topic.Settings()
 		if !s.cleanupCompact {
 			continue
 		}
 		// The LSO is read before Clean scans the log: every transaction
 		// with data below it has its marker in the log Clean sees.
-		st, err := p.log.Clean(b.now(), p.lastStableOffset(), b.cleanerConfig(p, s))
+		st, err := p.Log.Clean(m.now(), p.LastStableOffset(), m.cleanerConfig(p, s))
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
-			b.log.Error("compaction failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
+			m.log.Error("compaction failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
 		}
 		p.forgetAborted(st.EmptiedAborts)
 		if st.Segments > 0 {
 			cleaned += st.Segments
-			dirty[p.dir] = true
+			dirty[p.Dir] = true
 		}
 	}
-	b.checkpointDirs(dirty)
+	m.CheckpointDirs(dirty)
 	return cleaned
 }
 
 // cleanerConfig is the topic's compaction settings. max.compaction.lag.ms is
 // resolved here from the topic's current overrides, as it is only needed by
 // the cleaner.
-func (b *Manager) cleanerConfig(p *partition, s *topicSettings) storage.CleanerConfig {
+func (m *Manager) cleanerConfig(p *Partition, s *TopicSettings) storage.CleanerConfig {
 	cc := s.cleaner
-	overrides := p.topic.meta.Configs
-	if b.store != nil {
-		if t, ok := b.store.Topic(p.topic.meta.Name); ok {
+	overrides := p.Topic.Meta.Configs
+	if m.store != nil {
+		if t, ok := m.store.Topic(p.Topic.Meta.Name); ok {
 			overrides = t.Configs
 		}
 	}
-	cc.MaxCompactionLagMs = config.ResolveTopicConfig(b.cfg, overrides).Int64("max.compaction.lag.ms")
+	cc.MaxCompactionLagMs = config.ResolveTopicConfig(m.cfg, overrides).Int64("max.compaction.lag.ms")
 	return cc
 }
 
@@ -161,7 +161,7 @@ func (b *Manager) cleanerConfig(p *partition, s *topicSettings) storage.CleanerC
 // empty and so before any later pass can remove their markers: a consumer
 // told of an aborted transaction must meet its marker, or it would skip the
 // producer's later committed batches.
-func (p *partition) forgetAborted(gone []storage.AbortedTxn) {
+func (p *Partition) forgetAborted(gone []storage.AbortedTxn) {
 	if len(gone) == 0 {
 		return
 	}
@@ -181,15 +181,15 @@ func (p *partition) forgetAborted(gone []storage.AbortedTxn) {
 	// A snapshot taken before this would bring the dropped entries back after
 	// a crash, when their markers may be gone: replace it now.
 	if err := p.snapshotLocked(); err != nil {
-		p.logger.Warn("producer snapshot failed", "topic", p.topic.meta.Name, "partition", p.index, "err", err)
+		p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
 	}
 }
 
 // checkpointDirs rewrites the checkpoints of the given log dirs.
-func (b *Manager) checkpointDirs(dirs map[*storage.Dir]bool) {
+func (m *Manager) CheckpointDirs(dirs map[*storage.Dir]bool) {
 	for d := range dirs {
 		if err := d.Checkpoint(); err != nil {
-			b.log.Error("checkpoint failed", "log_dir", d.Path(), "err", err)
+			m.log.Error("checkpoint failed", "log_dir", d.Path(), "err", err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"errors"
@@ -13,32 +13,32 @@ import (
 // fetch answers a consumer's Fetch into resp: the incremental fetch session
 // it names (fetch_session.go) picks the partitions, which are read and, below
 // MinBytes, waited on until MaxWaitMs or shutdown.
-func (b *Manager) fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
-	fc, code := b.fetchSessions.begin(b.now(), req)
+func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	fc, code := m.fetchSessions.begin(m.now(), req)
 	if code != 0 {
 		resp.ErrorCode = code
 		return
 	}
-	b.pollFetch(fc.req, resp)
-	b.fetchSessions.finish(b.now(), fc, resp)
+	m.pollFetch(fc.req, resp)
+	m.fetchSessions.finish(m.now(), fc, resp)
 }
 
 // pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or shutdown.
-func (b *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
-	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+func (m *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		waits := b.arrivalChans(req)
-		bytes, stop := b.fillFetch(req, resp)
+		waits := m.arrivalChans(req)
+		bytes, stop := m.fillFetch(req, resp)
 		if stop || int64(bytes) >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
 			return
 		}
-		left := deadline.Sub(b.now())
+		left := deadline.Sub(m.now())
 		if left <= 0 {
 			return
 		}
-		if !b.waitAny(waits, left) {
+		if !m.WaitAny(waits, left) {
 			// Shutting down or timed out: answer with what there is.
-			b.fillFetch(req, resp)
+			m.fillFetch(req, resp)
 			return
 		}
 	}
@@ -46,16 +46,16 @@ func (b *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 
 // arrivalChans collects each requested partition's wake-up channel. They are
 // taken before reading so an append between the read and the wait is not missed.
-func (b *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
+func (m *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
 	var out []<-chan struct{}
 	for _, rt := range req.Topics {
-		t := b.fetchTopic(req.Version, rt)
+		t := m.fetchTopic(req.Version, rt)
 		if t == nil {
 			continue
 		}
 		for _, rp := range rt.Partitions {
-			if rp.Partition >= 0 && int(rp.Partition) < len(t.partitions) {
-				out = append(out, t.partitions[rp.Partition].waitArrival())
+			if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
+				out = append(out, t.Partitions[rp.Partition].WaitArrival())
 			}
 		}
 	}
@@ -63,13 +63,13 @@ func (b *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
 }
 
 // waitAny blocks until one channel fires (true), or the timeout or shutdown (false).
-func (b *Manager) waitAny(chans []<-chan struct{}, d time.Duration) bool {
+func (m *Manager) WaitAny(chans []<-chan struct{}, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	cases := make([]reflect.SelectCase, 0, len(chans)+2)
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.closing)})
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.closing)})
 	for _, c := range chans {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
 	}
@@ -77,17 +77,17 @@ func (b *Manager) waitAny(chans []<-chan struct{}, d time.Duration) bool {
 	return chosen >= 2
 }
 
-func (b *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *topic {
+func (m *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *Topic {
 	if version >= 13 {
-		return b.topicByID(rt.TopicID)
+		return m.TopicByID(rt.TopicID)
 	}
-	return b.topicByName(rt.Topic)
+	return m.TopicByName(rt.Topic)
 }
 
 // fillFetch reads every requested partition into resp (replacing its topics).
 // It returns the record bytes gathered and whether to answer at once because
 // a partition has an error.
-func (b *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, stop bool) {
+func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, stop bool) {
 	resp.Topics = resp.Topics[:0]
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -97,7 +97,7 @@ func (b *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic = rt.Topic
 		st.TopicID = rt.TopicID
-		t := b.fetchTopic(req.Version, rt)
+		t := m.fetchTopic(req.Version, rt)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -111,12 +111,12 @@ func (b *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 			switch {
 			case t == nil && req.Version >= 13:
 				kerrv = kerr.UnknownTopicID
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.partitions):
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				kerrv = kerr.UnknownTopicOrPartition
 			default:
-				p := t.partitions[rp.Partition]
+				p := t.Partitions[rp.Partition]
 				var n int
-				n, kerrv = b.readPartition(req, rp, p, &sp, maxBytes-total, total == 0)
+				n, kerrv = m.readPartition(req, rp, p, &sp, maxBytes-total, total == 0)
 				total += n
 			}
 			if kerrv != nil {
@@ -131,19 +131,19 @@ func (b *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 }
 
 // readPartition fills one partition of the answer and returns its record bytes.
-func (b *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
+func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
 	if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 {
 		switch {
-		case rp.CurrentLeaderEpoch < p.leaderEpoch:
+		case rp.CurrentLeaderEpoch < p.LeaderEpoch:
 			return 0, kerr.FencedLeaderEpoch
-		case rp.CurrentLeaderEpoch > p.leaderEpoch:
+		case rp.CurrentLeaderEpoch > p.LeaderEpoch:
 			return 0, kerr.UnknownLeaderEpoch
 		}
 	}
-	hw := p.highWatermark()
+	hw := p.HighWatermark()
 	sp.HighWatermark = hw
-	sp.LastStableOffset = p.lastStableOffset()
-	sp.LogStartOffset = p.log.LogStartOffset()
+	sp.LastStableOffset = p.LastStableOffset()
+	sp.LogStartOffset = p.Log.LogStartOffset()
 	readCommitted := req.IsolationLevel == 1
 	maxOffset := hw
 	if readCommitted {
@@ -159,12 +159,12 @@ func (b *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	if limit < 0 {
 		limit = 0
 	}
-	data, err := p.log.Read(rp.FetchOffset, limit, maxOffset, first)
+	data, err := p.Log.Read(rp.FetchOffset, limit, maxOffset, first)
 	switch {
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return 0, kerr.OffsetOutOfRange
 	case err != nil:
-		b.log.Error("fetch read failed", "topic", p.topic.meta.Name, "partition", p.index, "offset", rp.FetchOffset, "err", err)
+		m.log.Error("fetch read failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "offset", rp.FetchOffset, "err", err)
 		return 0, kerr.KafkaStorageError
 	}
 	if data != nil {
@@ -172,7 +172,7 @@ func (b *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	}
 	if readCommitted {
 		// Clients drop records of these producers from FirstOffset up to the abort marker.
-		sp.AbortedTransactions = p.abortedBetween(rp.FetchOffset, maxOffset)
+		sp.AbortedTransactions = p.AbortedBetween(rp.FetchOffset, maxOffset)
 	}
 	return len(data), nil
 }
