@@ -6,8 +6,6 @@ package broker
 import (
 	"time"
 
-	"github.com/kbroker/kbroker/broker/network"
-	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -48,27 +46,4 @@ func rearm(timer **time.Timer, now, next time.Time, f func()) {
 		return
 	}
 	(*timer).Reset(d)
-}
-
-// awaitReply waits for the answer to a request handed to a coordinator. A
-// failed hand-over (callErr) or shutdown closes the connection unanswered.
-func (b *Broker) awaitReply(ctx *network.RequestContext, req kmsg.Request, tok token, callErr error) kmsg.Response {
-	if callErr != nil {
-		b.log.Warn("closing connection: coordinator request failed", "client", ctx.RemoteAddr, "api", kmsg.NameForKey(req.Key()), "err", callErr)
-		ctx.CloseConn = true
-		return nil
-	}
-	select {
-	case resp := <-tok:
-		return resp
-	case <-b.closing:
-		ctx.CloseConn = true
-		return nil
-	}
-}
-
-// coordinatorClient identifies a request's sender to a coordinator: the
-// header's client.id and the host as Kafka prints it ("/" + address).
-func coordinatorClient(ctx *network.RequestContext) group.Client {
-	return group.Client{ID: ctx.Header.ClientID, Host: "/" + hostOf(ctx.RemoteAddr)}
 }

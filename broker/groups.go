@@ -18,11 +18,9 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
-	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/group"
@@ -201,33 +199,41 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 		return errors.New("broker is shutting down")
 	}
 	replies, recs := f(coords{g.mu.c, g.mu.cc}, g.b.now())
-	if err := g.persistLocked(recs); err != nil {
-		g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
-		for _, r := range replies {
-			failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
+	// The replies go out once the records are acknowledged: on a single
+	// node before persistLocked returns, still under g.mu.
+	g.persistLocked(recs, func(err error) {
+		if err != nil {
+			g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
+			for _, r := range replies {
+				failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
+			}
+			g.mu.c, g.mu.cc = nil, nil // the next call replays the log, which lacks the failed records
 		}
-		g.mu.c, g.mu.cc = nil, nil // the next call replays the log, which lacks the failed records
-	}
-	for _, r := range replies {
-		deliver(r.Token, r.Resp)
-	}
-	if g.mu.c != nil {
-		g.rearmLocked()
-	}
+		for _, r := range replies {
+			deliver(r.Token, r.Resp)
+		}
+		if g.mu.c != nil {
+			g.rearmLocked()
+		}
+	})
 	return nil
 }
 
-// persistLocked appends records to their groups' partitions.
-func (g *groups) persistLocked(recs []group.Record) error {
-	return appendInternal(g.mu.topic, g.b.now(), recs, group.PartitionFor)
+// persistLocked appends records to their groups' partitions and calls done
+// with the outcome once they are acknowledged.
+func (g *groups) persistLocked(recs []group.Record, done func(error)) {
+	appendInternal(g.b.rm, g.mu.topic, g.b.now(), recs, group.PartitionFor, done)
 }
 
 // appendInternal appends coordinator records to an internal topic, one
 // batch per partition, the partition of each record chosen by partitionFor
-// of its key (group or transactional id).
-func appendInternal(t *replica.Topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32) error {
+// of its key (group or transactional id). The batches are written in order,
+// each after the previous one is acknowledged; done gets the first failure
+// (the later batches are then not written) or nil once all are acknowledged.
+func appendInternal(rm *replica.Manager, t *replica.Topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32, done func(error)) {
 	if len(recs) == 0 {
-		return nil
+		done(nil)
+		return
 	}
 	n := int32(len(t.Partitions))
 	byPart := map[int32][]records.Record{}
@@ -240,16 +246,27 @@ func appendInternal(t *replica.Topic, now time.Time, recs []group.Record, partit
 		byPart[p] = append(byPart[p], records.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
 	}
 	ms := now.UnixMilli()
-	for _, pi := range order {
+	var next func(i int)
+	next = func(i int) {
+		if i == len(order) {
+			done(nil)
+			return
+		}
+		pi := order[i]
 		batch, err := records.Build(records.BatchSpec{FirstTimestamp: ms, MaxTimestamp: ms, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, byPart[pi])
 		if err != nil {
-			return err
+			done(err)
+			return
 		}
-		if err := t.Partitions[pi].AppendInternal(batch); err != nil {
-			return fmt.Errorf("append to %s-%d: %w", t.Meta.Name, pi, err)
-		}
+		rm.AppendInternal(t.Partitions[pi], batch, func(err error) {
+			if err != nil {
+				done(fmt.Errorf("append to %s-%d: %w", t.Meta.Name, pi, err))
+				return
+			}
+			next(i + 1)
+		})
 	}
-	return nil
+	next(0)
 }
 
 // completeTxnOffsets applies (commit) or drops (abort) the pending
@@ -311,30 +328,6 @@ func (g *groups) tick() {
 	}
 }
 
-// handleGroupRequest hands a group API request to the coordinator and waits
-// for its answer (a JoinGroup may wait for the whole rebalance).
-func (b *Broker) handleGroupRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
-	tok := make(token, 1)
-	client := coordinatorClient(ctx)
-	var handleErr error
-	err := b.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
-		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
-		handleErr = err
-		return r, recs
-	})
-	if err == nil {
-		err = handleErr
-	}
-	return b.awaitReply(ctx, req, tok, err)
-}
-
-func hostOf(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
-}
-
 // failResponse sets code on a group response whose write failed.
 func failResponse(resp kmsg.Response, code int16) {
 	switch r := resp.(type) {
@@ -359,4 +352,19 @@ func failResponse(resp kmsg.Response, code int16) {
 	case *kmsg.OffsetDeleteResponse:
 		r.ErrorCode = code
 	}
+}
+
+// groupRequest hands a group API request to the coordinator that owns it;
+// the answer arrives on tok (a JoinGroup's when its rebalance completes).
+func (b *Broker) groupRequest(client group.Client, req kmsg.Request, tok token) error {
+	var handleErr error
+	err := b.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
+		handleErr = err
+		return r, recs
+	})
+	if err == nil {
+		err = handleErr
+	}
+	return err
 }

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/txn"
@@ -147,33 +146,40 @@ func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []tx
 		return err
 	}
 	replies, recs, markers := f(x.mu.c, x.b.now())
+	// Replies and markers follow the acknowledgement of the records. On a
+	// single node it arrives before persistLocked returns, still under
+	// txns.mu, so persistErr is set when call returns; the in-process checks
+	// of produce (verifyTxnPartition, addTxnPartition) rely on that.
 	var persistErr error
-	if err := x.persistLocked(recs); err != nil {
-		persistErr = fmt.Errorf("%w: %v", errTxnStateWrite, err)
-		x.b.log.Error("writing transaction state failed; reloading the coordinator", "err", err)
-		for _, r := range replies {
-			failTxnResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
+	x.persistLocked(recs, func(err error) {
+		if err != nil {
+			persistErr = fmt.Errorf("%w: %v", errTxnStateWrite, err)
+			x.b.log.Error("writing transaction state failed; reloading the coordinator", "err", err)
+			for _, r := range replies {
+				failTxnResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
+			}
+			markers = nil
+			x.mu.c = nil
 		}
-		markers = nil
-		x.mu.c = nil
-	}
-	for _, r := range replies {
-		deliver(r.Token, r.Resp)
-	}
-	if x.mu.c != nil {
-		x.writeMarkersLocked(markers)
-		x.rearmLocked()
-	}
+		for _, r := range replies {
+			deliver(r.Token, r.Resp)
+		}
+		if x.mu.c != nil {
+			x.writeMarkersLocked(markers)
+			x.rearmLocked()
+		}
+	})
 	return persistErr
 }
 
-// persistLocked appends records to their transactional ids' partitions.
-func (x *txns) persistLocked(recs []txn.Record) error {
+// persistLocked appends records to their transactional ids' partitions and
+// calls done with the outcome once they are acknowledged.
+func (x *txns) persistLocked(recs []txn.Record, done func(error)) {
 	gr := make([]group.Record, len(recs))
 	for i, r := range recs {
 		gr[i] = group.Record{Group: r.TxnID, Key: r.Key, Value: r.Value}
 	}
-	return appendInternal(x.mu.topic, x.b.now(), gr, txn.PartitionFor)
+	appendInternal(x.b.rm, x.mu.topic, x.b.now(), gr, txn.PartitionFor, done)
 }
 
 // writeMarkersLocked writes each marker to all its partitions and completes
@@ -191,14 +197,21 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 			if p == nil {
 				continue // deleted: nothing to mark
 			}
-			if err := p.AppendMarker(m.ProducerID, m.ProducerEpoch, ct, m.CoordinatorEpoch, now.UnixMilli()); err != nil {
-				x.b.log.Error("writing transaction marker failed; will retry", "topic", tp.Topic, "partition", tp.Partition, "transactional_id", m.TxnID, "err", err)
-				left = append(left, tp)
-				continue
-			}
-			if tp.Topic == offsetsTopic {
-				x.b.groups.completeTxnOffsets(m.ProducerID, tp.Partition, m.Commit)
-			}
+			// On a single node the acknowledgement arrives before
+			// AppendMarker returns, so left is complete after this loop. In
+			// a cluster the completion below has to move into the
+			// acknowledgements, as Kafka completes a transaction from its
+			// markers' responses.
+			x.b.rm.AppendMarker(p, m.ProducerID, m.ProducerEpoch, ct, m.CoordinatorEpoch, now.UnixMilli(), func(err error) {
+				if err != nil {
+					x.b.log.Error("writing transaction marker failed; will retry", "topic", tp.Topic, "partition", tp.Partition, "transactional_id", m.TxnID, "err", err)
+					left = append(left, tp)
+					return
+				}
+				if tp.Topic == offsetsTopic {
+					x.b.groups.completeTxnOffsets(m.ProducerID, tp.Partition, m.Commit)
+				}
+			})
 		}
 		if len(left) > 0 {
 			m.Partitions = left
@@ -212,9 +225,15 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 			}
 			continue
 		}
-		if err := x.persistLocked(recs); err != nil {
-			x.b.log.Error("writing transaction completion failed; reloading the coordinator", "transactional_id", m.TxnID, "err", err)
-			x.mu.c = nil
+		failed := false
+		x.persistLocked(recs, func(err error) {
+			if err != nil {
+				x.b.log.Error("writing transaction completion failed; reloading the coordinator", "transactional_id", m.TxnID, "err", err)
+				x.mu.c = nil
+				failed = true
+			}
+		})
+		if failed {
 			return
 		}
 	}
@@ -240,10 +259,10 @@ func (x *txns) tick() {
 	}
 }
 
-// handleTxnRequest hands a transaction API request to the coordinator.
-func (b *Broker) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
-	tok := make(token, 1)
-	client := coordinatorClient(ctx)
+// txnRequest hands a transaction API request to the coordinator; the answer
+// arrives on tok. A failed write of transaction state is answered on tok, not
+// returned.
+func (b *Broker) txnRequest(client group.Client, req kmsg.Request, tok token) error {
 	var handleErr error
 	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		r, recs, m, err := c.Handle(now, tok, client, req)
@@ -256,7 +275,7 @@ func (b *Broker) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request)
 	if err == nil {
 		err = handleErr
 	}
-	return b.awaitReply(ctx, req, tok, err)
+	return err
 }
 
 // verifyTxnPartition asks the coordinator whether a transactional produce's
