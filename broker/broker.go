@@ -30,10 +30,8 @@ type Broker struct {
 	// rm owns the partitions (manager.go).
 	rm *replica.Manager
 
-	pids      producerIDs
-	groups    groups
-	txns      txns
-	shareHost shareHost
+	// co hosts the coordinators (coordhost.go).
+	co *Host
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
 
@@ -54,8 +52,7 @@ func New(cfg config.Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
 	b.rm = replica.NewManager(cfg, b.closing)
-	b.pids.b = b
-	b.initShares()
+	b.co = NewHost(cfg, b.rm, b.closing)
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
@@ -84,10 +81,7 @@ func New(cfg config.Config) (*Broker, error) {
 	if err := b.rm.Load(store); err != nil {
 		return nil, err
 	}
-	if err := b.loadGroups(); err != nil {
-		return nil, err
-	}
-	if err := b.loadTxns(); err != nil {
+	if err := b.co.Load(store); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -113,11 +107,10 @@ func (b *Broker) Addrs() []net.Addr { return b.net.Addrs() }
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.closing)
-		b.shareHost.close() // parked ShareFetches return on closing
-		b.net.Close()       // in-flight requests are answered first
+		b.co.CloseShares() // parked ShareFetches return on closing
+		b.net.Close()      // in-flight requests are answered first
 		b.rm.Stop()
-		b.txns.close()
-		b.groups.close()
+		b.co.Close()
 		b.closeErr = b.closeStorage()
 		b.log.Info("broker stopped")
 	})

@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) consumerGroupConfig() consumer.Config {
+func (b *Host) consumerGroupConfig() consumer.Config {
 	cfg := consumer.DefaultConfig()
 	cfg.HeartbeatIntervalMs = b.cfg.GroupConsumerHeartbeatIntervalMs
 	cfg.SessionTimeoutMs = b.cfg.GroupConsumerSessionTimeoutMs
@@ -31,7 +31,7 @@ func (b *Broker) consumerGroupConfig() consumer.Config {
 }
 
 // topicInfos is the topic snapshot KIP-848 assignment works from (internal topics excluded by the coordinator).
-func (b *Broker) topicInfos() []consumer.TopicInfo {
+func (b *Host) topicInfos() []consumer.TopicInfo {
 	ts := b.rm.Topics()
 	out := make([]consumer.TopicInfo, 0, len(ts))
 	for _, t := range ts {
@@ -42,7 +42,7 @@ func (b *Broker) topicInfos() []consumer.TopicInfo {
 
 // topicsChanged tells the KIP-848 coordinator that topics were created,
 // deleted or grew, so regex subscriptions and assignments follow.
-func (b *Broker) topicsChanged() {
+func (b *Host) topicsChanged() {
 	g := &b.groups
 	g.mu.Lock()
 	loaded := g.mu.cc != nil && !g.mu.closed

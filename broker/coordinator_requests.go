@@ -14,7 +14,7 @@ import (
 // for its answer (a JoinGroup may wait for the whole rebalance).
 func (b *Broker) handleGroupRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
 	tok := make(token, 1)
-	err := b.groupRequest(coordinatorClient(ctx), req, tok)
+	err := b.co.groupRequest(coordinatorClient(ctx), req, tok)
 	return b.awaitReply(ctx, req, tok, err)
 }
 
@@ -28,7 +28,7 @@ func hostOf(addr string) string {
 // handleTxnRequest hands a transaction API request to the coordinator.
 func (b *Broker) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
 	tok := make(token, 1)
-	err := b.txnRequest(coordinatorClient(ctx), req, tok)
+	err := b.co.txnRequest(coordinatorClient(ctx), req, tok)
 	return b.awaitReply(ctx, req, tok, err)
 }
 
@@ -45,7 +45,7 @@ func (b *Broker) handleListGroupsWithShare(ctx *network.RequestContext, req *kms
 		return resp
 	}
 	var listed []share.GroupListing
-	if err := b.shares().call(func(c *share.Coordinator, _ time.Time) { listed = c.ListGroups() }); err != nil {
+	if err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) { listed = c.ListGroups() }); err != nil {
 		return resp
 	}
 	for _, l := range listed {
@@ -66,7 +66,7 @@ func (b *Broker) handleListGroupsWithShare(ctx *network.RequestContext, req *kms
 // other ids to the group coordinators, answering in request order.
 func (b *Broker) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	codes := map[string]int16{}
-	err := b.shares().call(func(c *share.Coordinator, _ time.Time) {
+	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) {
 		for _, id := range req.Groups {
 			if c.IsShareGroup(id) {
 				codes[id] = c.DeleteGroup(id)

@@ -36,7 +36,7 @@ func (b *Broker) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateT
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.topicsChanged()
+	b.co.topicsChanged()
 	return resp
 }
 

@@ -34,7 +34,7 @@ const offsetsTopic = "__consumer_offsets"
 
 // groups owns the coordinator, its timer and its topic.
 type groups struct {
-	b *Broker
+	b *Host
 
 	mu struct {
 		sync.Mutex
@@ -49,7 +49,7 @@ type groups struct {
 	}
 }
 
-func (b *Broker) groupConfig() group.Config {
+func (b *Host) groupConfig() group.Config {
 	gc := group.DefaultConfig()
 	gc.GroupMinSessionTimeoutMs = b.cfg.GroupMinSessionTimeoutMs
 	gc.GroupMaxSessionTimeoutMs = b.cfg.GroupMaxSessionTimeoutMs
@@ -62,7 +62,7 @@ func (b *Broker) groupConfig() group.Config {
 }
 
 // loadGroups replays __consumer_offsets if it exists; called from New.
-func (b *Broker) loadGroups() error {
+func (b *Host) loadGroups() error {
 	b.groups.b = b
 	if b.rm.TopicByName(offsetsTopic) == nil {
 		return nil
@@ -356,7 +356,7 @@ func failResponse(resp kmsg.Response, code int16) {
 
 // groupRequest hands a group API request to the coordinator that owns it;
 // the answer arrives on tok (a JoinGroup's when its rebalance completes).
-func (b *Broker) groupRequest(client group.Client, req kmsg.Request, tok token) error {
+func (b *Host) groupRequest(client group.Client, req kmsg.Request, tok token) error {
 	var handleErr error
 	err := b.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		r, recs, err := routeGroupRequest(cs, now, tok, client, req)

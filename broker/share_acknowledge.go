@@ -42,7 +42,7 @@ func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.S
 		}
 	}
 	var codes []int16
-	err := b.shares().call(func(c *share.Coordinator, now time.Time) {
+	err := b.co.shares().call(func(c *share.Coordinator, now time.Time) {
 		resp.AcquisitionLockTimeoutMillis = c.LockDurationMs(group)
 		if !c.IsShareGroup(group) {
 			resp.ErrorCode = kerr.GroupIDNotFound.Code
@@ -53,7 +53,7 @@ func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.S
 				resp.ErrorCode = kerr.ShareSessionNotFound.Code
 				return
 			}
-			codes = b.applyShareAcks(c, now, group, member, renew, acks)
+			codes = b.co.applyShareAcks(c, now, group, member, renew, acks)
 			c.CloseSession(group, member)
 			return
 		}
@@ -61,7 +61,7 @@ func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.S
 			resp.ErrorCode = code
 			return
 		}
-		codes = b.applyShareAcks(c, now, group, member, renew, acks)
+		codes = b.co.applyShareAcks(c, now, group, member, renew, acks)
 	})
 	if err != nil {
 		ctx.CloseConn = true

@@ -80,7 +80,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 		}
 	}
 
-	h := b.shares()
+	h := b.co.shares()
 	var (
 		ackCodes []int16
 		targets  []share.TopicPartition
@@ -99,7 +99,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 				topErr = kerr.ShareSessionNotFound.Code
 				return
 			}
-			ackCodes = b.applyShareAcks(c, now, group, member, renew, acks)
+			ackCodes = b.co.applyShareAcks(c, now, group, member, renew, acks)
 			c.CloseSession(group, member)
 			return
 		case req.ShareSessionEpoch == 0:
@@ -108,7 +108,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 			if topErr = c.UpdateSession(group, member, req.ShareSessionEpoch, listed, forgotten); topErr != 0 {
 				return
 			}
-			ackCodes = b.applyShareAcks(c, now, group, member, renew, acks)
+			ackCodes = b.co.applyShareAcks(c, now, group, member, renew, acks)
 		}
 		targets = c.SessionPartitions(group, member)
 	})
@@ -203,7 +203,7 @@ func (a *shareFetchAnswer) part(tp share.TopicPartition) *kmsg.ShareFetchRespons
 // returns how many; waits gains each partition's arrival channel, taken
 // before its log is read so an append in between is not missed.
 func (b *Broker) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer, waits *[]<-chan struct{}) int {
-	h := b.shares()
+	h := b.co.shares()
 	total, bytes := 0, 0
 	n := len(targets)
 	start := 0

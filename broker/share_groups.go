@@ -26,7 +26,7 @@ import (
 // shareHost owns the share coordinator, its timer and the wake-up channel
 // of parked ShareFetches.
 type shareHost struct {
-	b *Broker
+	b *Host
 
 	mu struct {
 		sync.Mutex
@@ -44,15 +44,15 @@ type shareHost struct {
 }
 
 // shares returns the broker's share host.
-func (b *Broker) shares() *shareHost { return &b.shareHost }
+func (b *Host) shares() *shareHost { return &b.shareHost }
 
 // initShares prepares the share host; called from New.
-func (b *Broker) initShares() {
+func (b *Host) initShares() {
 	b.shareHost.b = b
 	b.shareHost.mu.wake = make(chan struct{})
 }
 
-func (b *Broker) shareConfig() share.Config {
+func (b *Host) shareConfig() share.Config {
 	c := share.DefaultConfig()
 	set := func(dst *int32, v int32) {
 		if v > 0 {
@@ -72,7 +72,7 @@ func (b *Broker) shareConfig() share.Config {
 
 // shareTopics is the topic snapshot share-group assignment works from:
 // every topic but the internal ones.
-func (b *Broker) shareTopics() []share.TopicInfo {
+func (b *Host) shareTopics() []share.TopicInfo {
 	ts := b.rm.Topics()
 	out := make([]share.TopicInfo, 0, len(ts))
 	for _, t := range ts {
@@ -165,7 +165,7 @@ type shareAcks struct {
 
 // applyShareAcks applies each partition's acknowledgements and returns
 // their error codes (0 on success), in request order.
-func (b *Broker) applyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []shareAcks) []int16 {
+func (b *Host) applyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []shareAcks) []int16 {
 	codes := make([]int16, len(acks))
 	for i, a := range acks {
 		t := b.rm.TopicByID(a.tp.TopicID)

@@ -15,7 +15,7 @@ import (
 
 func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	tok := make(token, 1)
-	b.txnOffsetCommit(req, tok)
+	b.co.txnOffsetCommit(req, tok)
 	return b.awaitReply(ctx, req, tok, nil)
 }
 
@@ -28,6 +28,6 @@ func (b *Broker) handleOffsetFetch(ctx *network.RequestContext, req *kmsg.Offset
 	if !ok || !req.RequireStable {
 		return resp
 	}
-	b.markUnstableOffsets(req, r)
+	b.co.markUnstableOffsets(req, r)
 	return r
 }

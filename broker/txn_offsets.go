@@ -15,7 +15,7 @@ import (
 // are applied when the transaction's commit marker is written there
 // (completeTxnOffsets). The answer is delivered on tok once the batch is
 // acknowledged.
-func (b *Broker) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
+func (b *Host) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
 	fail := func(code int16) {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range req.Topics {
@@ -128,7 +128,7 @@ func (g *groups) appendTxnOffsetsLocked(part int32, producerID int64, epoch int1
 
 // markUnstableOffsets marks the partitions of an OffsetFetch answer that
 // have pending transactional offsets UNSTABLE_OFFSET_COMMIT (require_stable).
-func (b *Broker) markUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse) {
+func (b *Host) markUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse) {
 	g := &b.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -36,7 +36,7 @@ const markerRetry = time.Second
 
 // txns owns the transaction coordinator, its timer and its topic.
 type txns struct {
-	b *Broker
+	b *Host
 
 	mu struct {
 		sync.Mutex
@@ -49,7 +49,7 @@ type txns struct {
 	}
 }
 
-func (b *Broker) txnConfig() txn.Config {
+func (b *Host) txnConfig() txn.Config {
 	tc := txn.DefaultConfig()
 	tc.TransactionMaxTimeoutMs = b.cfg.TransactionMaxTimeoutMs
 	tc.TransactionalIDExpirationMs = b.cfg.TransactionalIDExpirationMs
@@ -62,7 +62,7 @@ func (b *Broker) txnConfig() txn.Config {
 }
 
 // loadTxns replays __transaction_state if it exists; called from New.
-func (b *Broker) loadTxns() error {
+func (b *Host) loadTxns() error {
 	b.txns.b = b
 	if b.rm.TopicByName(txnStateTopic) == nil {
 		return nil
@@ -262,7 +262,7 @@ func (x *txns) tick() {
 // txnRequest hands a transaction API request to the coordinator; the answer
 // arrives on tok. A failed write of transaction state is answered on tok, not
 // returned.
-func (b *Broker) txnRequest(client group.Client, req kmsg.Request, tok token) error {
+func (b *Host) txnRequest(client group.Client, req kmsg.Request, tok token) error {
 	var handleErr error
 	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		r, recs, m, err := c.Handle(now, tok, client, req)
@@ -281,7 +281,7 @@ func (b *Broker) txnRequest(client group.Client, req kmsg.Request, tok token) er
 // verifyTxnPartition asks the coordinator whether a transactional produce's
 // partition was added to the producer's open transaction (KIP-890 part 1
 // verification, done in-process). It returns 0 or the Kafka error code.
-func (b *Broker) verifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+func (b *Host) verifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 5
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -318,7 +318,7 @@ func (b *Broker) verifyTxnPartition(txnID string, producerID int64, epoch int16,
 // addTxnPartition adds a transactional produce's partition to the
 // producer's open transaction (Produce v12+, KIP-890 part 2) and persists
 // that before the batch is appended. It returns 0 or the Kafka error code.
-func (b *Broker) addTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+func (b *Host) addTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
 	var code int16
 	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		var recs []txn.Record
