@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
@@ -31,7 +32,7 @@ type Broker struct {
 	rm *replica.Manager
 
 	// co hosts the coordinators (coordhost.go).
-	co *Host
+	co *coordhost.Host
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
 
@@ -52,7 +53,7 @@ func New(cfg config.Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
 	b.rm = replica.NewManager(cfg, b.closing)
-	b.co = NewHost(cfg, b.rm, b.closing)
+	b.co = coordhost.NewHost(cfg, b.rm, b.closing)
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,

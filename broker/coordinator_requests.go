@@ -4,6 +4,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/share"
@@ -13,8 +14,8 @@ import (
 // handleGroupRequest hands a group API request to the coordinator and waits
 // for its answer (a JoinGroup may wait for the whole rebalance).
 func (b *Broker) handleGroupRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
-	tok := make(token, 1)
-	err := b.co.groupRequest(coordinatorClient(ctx), req, tok)
+	tok := make(coordhost.Token, 1)
+	err := b.co.GroupRequest(coordinatorClient(ctx), req, tok)
 	return b.awaitReply(ctx, req, tok, err)
 }
 
@@ -27,8 +28,8 @@ func hostOf(addr string) string {
 
 // handleTxnRequest hands a transaction API request to the coordinator.
 func (b *Broker) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
-	tok := make(token, 1)
-	err := b.co.txnRequest(coordinatorClient(ctx), req, tok)
+	tok := make(coordhost.Token, 1)
+	err := b.co.TxnRequest(coordinatorClient(ctx), req, tok)
 	return b.awaitReply(ctx, req, tok, err)
 }
 
@@ -41,15 +42,15 @@ func (b *Broker) handleListGroupsWithShare(ctx *network.RequestContext, req *kms
 	if !ok || resp.ErrorCode != 0 {
 		return out
 	}
-	if req.Version >= 5 && !matchesFilter(req.TypesFilter, "share") {
+	if req.Version >= 5 && !coordhost.MatchesFilter(req.TypesFilter, "share") {
 		return resp
 	}
 	var listed []share.GroupListing
-	if err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) { listed = c.ListGroups() }); err != nil {
+	if err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) { listed = c.ListGroups() }); err != nil {
 		return resp
 	}
 	for _, l := range listed {
-		if req.Version >= 4 && !matchesFilter(req.StatesFilter, l.State) {
+		if req.Version >= 4 && !coordhost.MatchesFilter(req.StatesFilter, l.State) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
@@ -66,7 +67,7 @@ func (b *Broker) handleListGroupsWithShare(ctx *network.RequestContext, req *kms
 // other ids to the group coordinators, answering in request order.
 func (b *Broker) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	codes := map[string]int16{}
-	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		for _, id := range req.Groups {
 			if c.IsShareGroup(id) {
 				codes[id] = c.DeleteGroup(id)
@@ -108,7 +109,7 @@ func (b *Broker) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *k
 
 // awaitReply waits for the answer to a request handed to a coordinator. A
 // failed hand-over (callErr) or shutdown closes the connection unanswered.
-func (b *Broker) awaitReply(ctx *network.RequestContext, req kmsg.Request, tok token, callErr error) kmsg.Response {
+func (b *Broker) awaitReply(ctx *network.RequestContext, req kmsg.Request, tok coordhost.Token, callErr error) kmsg.Response {
 	if callErr != nil {
 		b.log.Warn("closing connection: coordinator request failed", "client", ctx.RemoteAddr, "api", kmsg.NameForKey(req.Key()), "err", callErr)
 		ctx.CloseConn = true

@@ -43,6 +43,6 @@ func (b *Broker) handleCreatePartitions(_ *network.RequestContext, req *kmsg.Cre
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.co.topicsChanged()
+	b.co.TopicsChanged()
 	return resp
 }

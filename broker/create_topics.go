@@ -36,7 +36,7 @@ func (b *Broker) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateT
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.co.topicsChanged()
+	b.co.TopicsChanged()
 	return resp
 }
 

@@ -55,6 +55,6 @@ func (b *Broker) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteT
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.co.topicsChanged()
+	b.co.TopicsChanged()
 	return resp
 }

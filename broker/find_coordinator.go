@@ -24,12 +24,12 @@ func (b *Broker) handleFindCoordinator(ctx *network.RequestContext, req *kmsg.Fi
 		var kerrv *kerr.Error
 		switch req.CoordinatorType {
 		case 0:
-			if _, err := b.co.groups.ensure(); err != nil {
+			if err := b.co.EnsureGroups(); err != nil {
 				b.log.Error("group coordinator unavailable", "err", err)
 				kerrv = kerr.CoordinatorNotAvailable
 			}
 		case 1:
-			if err := b.co.txns.ensure(); err != nil {
+			if err := b.co.EnsureTxns(); err != nil {
 				b.log.Error("transaction coordinator unavailable", "err", err)
 				kerrv = kerr.CoordinatorNotAvailable
 			}

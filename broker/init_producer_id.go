@@ -19,7 +19,7 @@ func (b *Broker) handleInitProducerID(ctx *network.RequestContext, req *kmsg.Ini
 	if req.TransactionalID != nil {
 		return b.handleTxnRequest(ctx, req)
 	}
-	id, err := b.co.pids.allocate()
+	id, err := b.co.NextProducerID()
 	if err != nil {
 		b.log.Error("allocating producer id", "err", err)
 		resp.ErrorCode = kerr.KafkaStorageError.Code

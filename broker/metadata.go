@@ -76,7 +76,7 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 	created := false
 	defer func() {
 		if created {
-			b.co.topicsChanged()
+			b.co.TopicsChanged()
 		}
 	}()
 	for _, rt := range req.Topics {

@@ -114,9 +114,9 @@ func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *st
 		if txnID == nil {
 			return bad(kerr.InvalidTxnState, "transactional batch in a produce request without a transactional id")
 		}
-		check := b.co.verifyTxnPartition
+		check := b.co.VerifyTxnPartition
 		if version >= 12 {
-			check = b.co.addTxnPartition // KIP-890 part 2: the produce adds the partition
+			check = b.co.AddTxnPartition // KIP-890 part 2: the produce adds the partition
 		}
 		if code := check(*txnID, h.ProducerID, h.ProducerEpoch, p.Topic.Meta.Name, p.Index); code != 0 {
 			kerrv, _ := kerr.ErrorForCode(code).(*kerr.Error)

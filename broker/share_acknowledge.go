@@ -13,6 +13,7 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,18 +32,18 @@ func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.S
 		return resp
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
-	var acks []shareAcks
+	var acks []coordhost.ShareAcks
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			a := shareAcks{tp: share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}}
+			a := coordhost.ShareAcks{Tp: share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}}
 			for _, ab := range rp.AcknowledgementBatches {
-				a.batches = append(a.batches, share.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
+				a.Batches = append(a.Batches, share.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
 			}
 			acks = append(acks, a)
 		}
 	}
 	var codes []int16
-	err := b.co.shares().call(func(c *share.Coordinator, now time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, now time.Time) {
 		resp.AcquisitionLockTimeoutMillis = c.LockDurationMs(group)
 		if !c.IsShareGroup(group) {
 			resp.ErrorCode = kerr.GroupIDNotFound.Code
@@ -53,7 +54,7 @@ func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.S
 				resp.ErrorCode = kerr.ShareSessionNotFound.Code
 				return
 			}
-			codes = b.co.applyShareAcks(c, now, group, member, renew, acks)
+			codes = b.co.ApplyShareAcks(c, now, group, member, renew, acks)
 			c.CloseSession(group, member)
 			return
 		}
@@ -61,7 +62,7 @@ func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.S
 			resp.ErrorCode = code
 			return
 		}
-		codes = b.co.applyShareAcks(c, now, group, member, renew, acks)
+		codes = b.co.ApplyShareAcks(c, now, group, member, renew, acks)
 	})
 	if err != nil {
 		ctx.CloseConn = true
@@ -72,16 +73,16 @@ func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.S
 		if codes == nil {
 			break
 		}
-		ti, ok := topics[a.tp.TopicID]
+		ti, ok := topics[a.Tp.TopicID]
 		if !ok {
 			ti = len(resp.Topics)
-			topics[a.tp.TopicID] = ti
+			topics[a.Tp.TopicID] = ti
 			t := kmsg.NewShareAcknowledgeResponseTopic()
-			t.TopicID = a.tp.TopicID
+			t.TopicID = a.Tp.TopicID
 			resp.Topics = append(resp.Topics, t)
 		}
 		p := kmsg.NewShareAcknowledgeResponseTopicPartition()
-		p.Partition = a.tp.Partition
+		p.Partition = a.Tp.Partition
 		p.ErrorCode = codes[i]
 		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)

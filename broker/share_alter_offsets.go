@@ -21,7 +21,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx *network.RequestContext, req *
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
 	}
-	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		if code := c.CanAlterOffsets(req.GroupID, false); code != 0 {
 			resp.ErrorCode = code
 			return

@@ -17,7 +17,7 @@ import (
 
 func (b *Broker) handleDeleteShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		if code := c.CanAlterOffsets(req.GroupID, true); code != 0 {
 			resp.ErrorCode = code
 			return

@@ -20,7 +20,7 @@ import (
 
 func (b *Broker) handleDescribeShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
-	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		for _, rg := range req.Groups {
 			resp.Groups = append(resp.Groups, b.describeShareOffsets(c, rg))
 		}

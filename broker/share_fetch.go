@@ -28,6 +28,7 @@ package broker
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/coordinator/share"
@@ -47,16 +48,16 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 		return resp
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
-	var acks []shareAcks
+	var acks []coordhost.ShareAcks
 	var listed []share.TopicPartition
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			tp := share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}
 			listed = append(listed, tp)
 			if len(rp.AcknowledgementBatches) > 0 {
-				a := shareAcks{tp: tp}
+				a := coordhost.ShareAcks{Tp: tp}
 				for _, ab := range rp.AcknowledgementBatches {
-					a.batches = append(a.batches, share.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
+					a.Batches = append(a.Batches, share.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
 				}
 				acks = append(acks, a)
 			} else if renew {
@@ -80,7 +81,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 		}
 	}
 
-	h := b.co.shares()
+	h := b.co.Shares()
 	var (
 		ackCodes []int16
 		targets  []share.TopicPartition
@@ -89,7 +90,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 		maxRecs  int32
 		readComm bool
 	)
-	err := h.call(func(c *share.Coordinator, now time.Time) {
+	err := h.Call(func(c *share.Coordinator, now time.Time) {
 		lockMs = c.LockDurationMs(group)
 		maxRecs = c.MaxFetchRecords()
 		readComm = c.ReadCommitted(group)
@@ -99,7 +100,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 				topErr = kerr.ShareSessionNotFound.Code
 				return
 			}
-			ackCodes = b.co.applyShareAcks(c, now, group, member, renew, acks)
+			ackCodes = b.co.ApplyShareAcks(c, now, group, member, renew, acks)
 			c.CloseSession(group, member)
 			return
 		case req.ShareSessionEpoch == 0:
@@ -108,7 +109,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 			if topErr = c.UpdateSession(group, member, req.ShareSessionEpoch, listed, forgotten); topErr != 0 {
 				return
 			}
-			ackCodes = b.co.applyShareAcks(c, now, group, member, renew, acks)
+			ackCodes = b.co.ApplyShareAcks(c, now, group, member, renew, acks)
 		}
 		targets = c.SessionPartitions(group, member)
 	})
@@ -123,7 +124,7 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 	}
 	out := newShareFetchAnswer(resp)
 	for i, a := range acks {
-		out.part(a.tp).AcknowledgeErrorCode = ackCodes[i]
+		out.part(a.Tp).AcknowledgeErrorCode = ackCodes[i]
 	}
 	if req.ShareSessionEpoch == 0 {
 		for _, tp := range listed {
@@ -145,8 +146,8 @@ func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFe
 	for {
 		var waits []<-chan struct{}
 		got := 0
-		err := h.call(func(c *share.Coordinator, now time.Time) {
-			waits = append(waits, h.mu.wake)
+		err := h.Call(func(c *share.Coordinator, now time.Time) {
+			waits = append(waits, h.WakeLocked())
 			got = b.acquireShare(c, now, group, member, readComm, targets, int(maxRecs), maxBytes, out, &waits)
 		})
 		if err != nil {
@@ -203,12 +204,12 @@ func (a *shareFetchAnswer) part(tp share.TopicPartition) *kmsg.ShareFetchRespons
 // returns how many; waits gains each partition's arrival channel, taken
 // before its log is read so an append in between is not missed.
 func (b *Broker) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer, waits *[]<-chan struct{}) int {
-	h := b.co.shares()
+	h := b.co.Shares()
 	total, bytes := 0, 0
 	n := len(targets)
 	start := 0
 	if n > 0 {
-		start = int(h.nextRotationLocked() % uint64(n))
+		start = int(h.NextRotationLocked() % uint64(n))
 	}
 	for i := 0; i < n; i++ {
 		tp := targets[(start+i)%n]
@@ -315,4 +316,13 @@ func (b *Broker) acquirePartition(c *share.Coordinator, now time.Time, group, me
 		}
 	}
 	return got, data, ranges, 0
+}
+
+// shareMemberCheck validates the group and member ids of ShareFetch and
+// ShareAcknowledge: present, and a member id of at most 36 characters.
+func shareMemberCheck(group, member *string) (string, string, bool) {
+	if group == nil || member == nil || *group == "" || *member == "" || len(*member) > 36 {
+		return "", "", false
+	}
+	return *group, *member, true
 }

@@ -27,7 +27,7 @@ func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResourc
 	}
 	var kerrv *kerr.Error
 	var msg string
-	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		cur := c.GroupConfigOverrides(rr.ResourceName)
 		for _, op := range rr.Configs {
 			if !share.IsGroupConfig(op.Name) {
@@ -65,7 +65,7 @@ func (b *Broker) describeGroupConfigs(req *kmsg.DescribeConfigsRequest, name str
 	if name == "" {
 		return kerr.InvalidRequest
 	}
-	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		overrides := c.GroupConfigOverrides(name)
 		for _, n := range share.GroupConfigNames() {
 			if !want(n) {

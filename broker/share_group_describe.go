@@ -15,7 +15,7 @@ import (
 
 func (b *Broker) handleShareGroupDescribe(ctx *network.RequestContext, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
 	var resp *kmsg.ShareGroupDescribeResponse
-	err := b.co.shares().call(func(c *share.Coordinator, _ time.Time) { resp = c.Describe(req) })
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) { resp = c.Describe(req) })
 	if err != nil {
 		ctx.CloseConn = true
 		return nil

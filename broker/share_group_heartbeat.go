@@ -18,7 +18,7 @@ import (
 func (b *Broker) handleShareGroupHeartbeat(ctx *network.RequestContext, req *kmsg.ShareGroupHeartbeatRequest) kmsg.Response {
 	var resp *kmsg.ShareGroupHeartbeatResponse
 	client := share.Client{ID: ctx.Header.ClientID, Host: "/" + hostOf(ctx.RemoteAddr)}
-	err := b.co.shares().call(func(c *share.Coordinator, now time.Time) {
+	err := b.co.Shares().Call(func(c *share.Coordinator, now time.Time) {
 		resp = c.Heartbeat(now, client, req)
 	})
 	if err != nil {

@@ -9,13 +9,14 @@ package broker
 // that do not exist are answered UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
+	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
-	tok := make(token, 1)
-	b.co.txnOffsetCommit(req, tok)
+	tok := make(coordhost.Token, 1)
+	b.co.TxnOffsetCommit(req, tok)
 	return b.awaitReply(ctx, req, tok, nil)
 }
 
@@ -28,6 +29,6 @@ func (b *Broker) handleOffsetFetch(ctx *network.RequestContext, req *kmsg.Offset
 	if !ok || !req.RequireStable {
 		return resp
 	}
-	b.co.markUnstableOffsets(req, r)
+	b.co.MarkUnstableOffsets(req, r)
 	return r
 }

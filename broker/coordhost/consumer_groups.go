@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 // Routing between the classic and the KIP-848 coordinator. A group id is
 // one kind at a time, as in Kafka without online migration:
@@ -22,17 +22,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Host) consumerGroupConfig() consumer.Config {
+func (h *Host) consumerGroupConfig() consumer.Config {
 	cfg := consumer.DefaultConfig()
-	cfg.HeartbeatIntervalMs = b.cfg.GroupConsumerHeartbeatIntervalMs
-	cfg.SessionTimeoutMs = b.cfg.GroupConsumerSessionTimeoutMs
-	cfg.Assignors = consumer.ParseAssignors(b.cfg.GroupConsumerAssignors)
+	cfg.HeartbeatIntervalMs = h.cfg.GroupConsumerHeartbeatIntervalMs
+	cfg.SessionTimeoutMs = h.cfg.GroupConsumerSessionTimeoutMs
+	cfg.Assignors = consumer.ParseAssignors(h.cfg.GroupConsumerAssignors)
 	return cfg
 }
 
 // topicInfos is the topic snapshot KIP-848 assignment works from (internal topics excluded by the coordinator).
-func (b *Host) topicInfos() []consumer.TopicInfo {
-	ts := b.rm.Topics()
+func (h *Host) topicInfos() []consumer.TopicInfo {
+	ts := h.rm.Topics()
 	out := make([]consumer.TopicInfo, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, consumer.TopicInfo{Name: t.Meta.Name, ID: t.Meta.ID, Partitions: int32(len(t.Partitions))})
@@ -42,8 +42,8 @@ func (b *Host) topicInfos() []consumer.TopicInfo {
 
 // topicsChanged tells the KIP-848 coordinator that topics were created,
 // deleted or grew, so regex subscriptions and assignments follow.
-func (b *Host) topicsChanged() {
-	g := &b.groups
+func (h *Host) TopicsChanged() {
+	g := &h.groups
 	g.mu.Lock()
 	loaded := g.mu.cc != nil && !g.mu.closed
 	g.mu.Unlock()
@@ -54,7 +54,7 @@ func (b *Host) topicsChanged() {
 		return nil, fromConsumer(cs.consumer.MetadataChanged(now))
 	})
 	if err != nil {
-		b.log.Warn("group metadata update skipped", "err", err)
+		h.log.Warn("group metadata update skipped", "err", err)
 	}
 }
 
@@ -75,7 +75,7 @@ func fromConsumerReplies(rs []consumer.Reply) []group.Reply {
 }
 
 // routeGroupRequest sends one group request to the coordinator that owns it.
-func routeGroupRequest(cs coords, now time.Time, tok token, client group.Client, req kmsg.Request) ([]group.Reply, []group.Record, error) {
+func routeGroupRequest(cs coords, now time.Time, tok Token, client group.Client, req kmsg.Request) ([]group.Reply, []group.Record, error) {
 	now0 := now
 	reply := func(resp kmsg.Response) ([]group.Reply, []group.Record, error) {
 		return []group.Reply{{Token: tok, Resp: resp}}, nil, nil
@@ -179,7 +179,7 @@ func routeGroupRequest(cs coords, now time.Time, tok token, client group.Client,
 
 // offsetFetch checks member epochs of consumer groups (v9), then lets the
 // classic coordinator answer from the stored offsets.
-func offsetFetch(cs coords, now time.Time, tok token, client group.Client, r *kmsg.OffsetFetchRequest) ([]group.Reply, []group.Record, error) {
+func offsetFetch(cs coords, now time.Time, tok Token, client group.Client, r *kmsg.OffsetFetchRequest) ([]group.Reply, []group.Record, error) {
 	if r.Version < 8 {
 		return cs.classic.Handle(now, tok, client, r)
 	}
@@ -242,7 +242,7 @@ func kafkaClassicState(s string) string {
 
 // matchesFilter reports whether v passes a ListGroups filter: an empty
 // filter passes everything; names compare case-insensitively, as Kafka's.
-func matchesFilter(filter []string, v string) bool {
+func MatchesFilter(filter []string, v string) bool {
 	if len(filter) == 0 {
 		return true
 	}
@@ -258,10 +258,10 @@ func matchesFilter(filter []string, v string) bool {
 // the state (v4+) and type (v5+) filters.
 func listConsumerGroups(cc *consumer.Coordinator, req *kmsg.ListGroupsRequest, resp *kmsg.ListGroupsResponse) {
 	for _, l := range cc.ListGroups() {
-		if req.Version >= 4 && !matchesFilter(req.StatesFilter, l.State) {
+		if req.Version >= 4 && !MatchesFilter(req.StatesFilter, l.State) {
 			continue
 		}
-		if req.Version >= 5 && !matchesFilter(req.TypesFilter, "consumer") {
+		if req.Version >= 5 && !MatchesFilter(req.TypesFilter, "consumer") {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 // Plumbing shared by the broker's hosts of the pure coordinators (groups.go,
 // txns.go): reply tokens, timers, and waiting for an answer.
@@ -11,12 +11,12 @@ import (
 
 // token is the reply slot of one request handed to a coordinator; it
 // receives exactly one response, possibly from a later call.
-type token chan kmsg.Response
+type Token chan kmsg.Response
 
 // deliver hands resp to the request waiting on tok (a token; other values
 // are ignored). It never blocks: a token holds one response.
 func deliver(tok any, resp kmsg.Response) {
-	if t, ok := tok.(token); ok {
+	if t, ok := tok.(Token); ok {
 		select {
 		case t <- resp:
 		default:

@@ -1,7 +1,7 @@
-package broker
+package coordhost
 
 // The share-group coordinator's home in the broker (KIP-932). One
-// share.Coordinator serves every share group under one lock, shareHost.mu;
+// share.Coordinator serves every share group under one lock, ShareHost.mu;
 // a timer calls its Tick at NextDeadline (member session timeouts,
 // acquisition lock expiry). ShareFetch reads partitions under that lock so
 // that what it acquires and what it returns agree.
@@ -10,8 +10,8 @@ package broker
 // to __share_group_state or __consumer_offsets, so a restart forgets share
 // groups, their configs and their in-flight records.
 //
-// Lock order: groups.mu → shareHost.mu → partition and log locks. Nothing
-// here takes groups.mu while holding shareHost.mu.
+// Lock order: groups.mu → ShareHost.mu → partition and log locks. Nothing
+// here takes groups.mu while holding ShareHost.mu.
 
 import (
 	"errors"
@@ -23,9 +23,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// shareHost owns the share coordinator, its timer and the wake-up channel
+// ShareHost owns the share coordinator, its timer and the wake-up channel
 // of parked ShareFetches.
-type shareHost struct {
+type ShareHost struct {
 	b *Host
 
 	mu struct {
@@ -43,37 +43,37 @@ type shareHost struct {
 	}
 }
 
-// shares returns the broker's share host.
-func (b *Host) shares() *shareHost { return &b.shareHost }
+// Shares returns the broker's share host.
+func (h *Host) Shares() *ShareHost { return &h.shares }
 
 // initShares prepares the share host; called from New.
-func (b *Host) initShares() {
-	b.shareHost.b = b
-	b.shareHost.mu.wake = make(chan struct{})
+func (h *Host) initShares() {
+	h.shares.b = h
+	h.shares.mu.wake = make(chan struct{})
 }
 
-func (b *Host) shareConfig() share.Config {
+func (h *Host) shareConfig() share.Config {
 	c := share.DefaultConfig()
 	set := func(dst *int32, v int32) {
 		if v > 0 {
 			*dst = v
 		}
 	}
-	set(&c.HeartbeatIntervalMs, b.cfg.GroupShareHeartbeatIntervalMs)
-	set(&c.SessionTimeoutMs, b.cfg.GroupShareSessionTimeoutMs)
-	set(&c.DeliveryCountLimit, b.cfg.GroupShareDeliveryCountLimit)
-	set(&c.RecordLockDurationMs, b.cfg.GroupShareRecordLockDurationMs)
-	set(&c.MinRecordLockDurationMs, b.cfg.GroupShareMinRecordLockDurationMs)
-	set(&c.MaxRecordLockDurationMs, b.cfg.GroupShareMaxRecordLockDurationMs)
-	set(&c.PartitionMaxRecordLocks, b.cfg.GroupSharePartitionMaxRecordLocks)
-	set(&c.MaxGroupSize, b.cfg.GroupShareMaxSize)
+	set(&c.HeartbeatIntervalMs, h.cfg.GroupShareHeartbeatIntervalMs)
+	set(&c.SessionTimeoutMs, h.cfg.GroupShareSessionTimeoutMs)
+	set(&c.DeliveryCountLimit, h.cfg.GroupShareDeliveryCountLimit)
+	set(&c.RecordLockDurationMs, h.cfg.GroupShareRecordLockDurationMs)
+	set(&c.MinRecordLockDurationMs, h.cfg.GroupShareMinRecordLockDurationMs)
+	set(&c.MaxRecordLockDurationMs, h.cfg.GroupShareMaxRecordLockDurationMs)
+	set(&c.PartitionMaxRecordLocks, h.cfg.GroupSharePartitionMaxRecordLocks)
+	set(&c.MaxGroupSize, h.cfg.GroupShareMaxSize)
 	return c
 }
 
 // shareTopics is the topic snapshot share-group assignment works from:
 // every topic but the internal ones.
-func (b *Host) shareTopics() []share.TopicInfo {
-	ts := b.rm.Topics()
+func (h *Host) shareTopics() []share.TopicInfo {
+	ts := h.rm.Topics()
 	out := make([]share.TopicInfo, 0, len(ts))
 	for _, t := range ts {
 		if replica.IsInternal(t.Meta.Name) {
@@ -88,7 +88,7 @@ var errShareClosed = errors.New("broker is shutting down")
 
 // call runs f against the coordinator under its lock, then wakes parked
 // fetches if records may have become acquirable and rearms the timer.
-func (h *shareHost) call(f func(c *share.Coordinator, now time.Time)) error {
+func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.mu.closed {
@@ -108,7 +108,7 @@ func (h *shareHost) call(f func(c *share.Coordinator, now time.Time)) error {
 
 // afterLocked wakes parked fetches when the coordinator changed and
 // schedules the next Tick.
-func (h *shareHost) afterLocked() {
+func (h *ShareHost) afterLocked() {
 	c := h.mu.c
 	if n := c.Changes(); n != h.mu.changes {
 		h.mu.changes = n
@@ -128,26 +128,23 @@ func (h *shareHost) afterLocked() {
 }
 
 // nextRotationLocked returns the next start index seed for a ShareFetch.
-func (h *shareHost) nextRotationLocked() uint64 {
+func (h *ShareHost) NextRotationLocked() uint64 {
 	h.mu.rotation++
 	return h.mu.rotation
 }
 
-// wakeChan is closed when records may have become acquirable.
-func (h *shareHost) wakeChan() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mu.wake
-}
+// wakeLocked is the channel closed when records may have become
+// acquirable; call it inside call.
+func (h *ShareHost) WakeLocked() <-chan struct{} { return h.mu.wake }
 
-func (h *shareHost) tick() {
-	err := h.call(func(c *share.Coordinator, now time.Time) { c.Tick(now) })
+func (h *ShareHost) tick() {
+	err := h.Call(func(c *share.Coordinator, now time.Time) { c.Tick(now) })
 	if err != nil && !errors.Is(err, errShareClosed) {
 		h.b.log.Debug("share group tick skipped", "err", err)
 	}
 }
 
-func (h *shareHost) close() {
+func (h *ShareHost) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.mu.closed = true
@@ -158,34 +155,25 @@ func (h *shareHost) close() {
 
 // shareAcks is the acknowledgement batches of one partition, from
 // ShareFetch or ShareAcknowledge.
-type shareAcks struct {
-	tp      share.TopicPartition
-	batches []share.AckBatch
+type ShareAcks struct {
+	Tp      share.TopicPartition
+	Batches []share.AckBatch
 }
 
 // applyShareAcks applies each partition's acknowledgements and returns
 // their error codes (0 on success), in request order.
-func (b *Host) applyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []shareAcks) []int16 {
+func (h *Host) ApplyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []ShareAcks) []int16 {
 	codes := make([]int16, len(acks))
 	for i, a := range acks {
-		t := b.rm.TopicByID(a.tp.TopicID)
+		t := h.rm.TopicByID(a.Tp.TopicID)
 		switch {
 		case t == nil:
 			codes[i] = kerr.UnknownTopicID.Code
-		case a.tp.Partition < 0 || int(a.tp.Partition) >= len(t.Partitions):
+		case a.Tp.Partition < 0 || int(a.Tp.Partition) >= len(t.Partitions):
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 		default:
-			codes[i] = c.Acknowledge(now, group, member, a.tp, a.batches, renew)
+			codes[i] = c.Acknowledge(now, group, member, a.Tp, a.Batches, renew)
 		}
 	}
 	return codes
-}
-
-// shareMemberCheck validates the group and member ids of ShareFetch and
-// ShareAcknowledge: present, and a member id of at most 36 characters.
-func shareMemberCheck(group, member *string) (string, string, bool) {
-	if group == nil || member == nil || *group == "" || *member == "" || len(*member) > 36 {
-		return "", "", false
-	}
-	return *group, *member, true
 }

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 // The host side of transactional offset commits (TxnOffsetCommit, and
 // OffsetFetch with require_stable).
@@ -15,7 +15,7 @@ import (
 // are applied when the transaction's commit marker is written there
 // (completeTxnOffsets). The answer is delivered on tok once the batch is
 // acknowledged.
-func (b *Host) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
+func (h *Host) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok Token) {
 	fail := func(code int16) {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range req.Topics {
@@ -28,8 +28,8 @@ func (b *Host) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
 		}
 		deliver(tok, resp)
 	}
-	if _, err := b.groups.ensure(); err != nil {
-		b.log.Error("group coordinator unavailable", "err", err)
+	if _, err := h.groups.ensure(); err != nil {
+		h.log.Error("group coordinator unavailable", "err", err)
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
@@ -41,7 +41,7 @@ func (b *Host) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
 		kt, ut := rt, kmsg.NewTxnOffsetCommitResponseTopic()
 		kt.Partitions, ut.Topic = nil, rt.Topic
 		for _, rp := range rt.Partitions {
-			if b.rm.PartitionOf(rt.Topic, rp.Partition) == nil {
+			if h.rm.PartitionOf(rt.Topic, rp.Partition) == nil {
 				ut.Partitions = append(ut.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 				continue
 			}
@@ -58,15 +58,15 @@ func (b *Host) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
 		// KIP-890 part 2: the commit itself adds the group's offsets
 		// partition to the transaction (no AddOffsetsToTxn). Done before
 		// taking groups.mu: txns.mu comes first in the lock order.
-		if t := b.rm.TopicByName(offsetsTopic); t != nil {
+		if t := h.rm.TopicByName(offsetsTopic); t != nil {
 			part := group.PartitionFor(req.Group, int32(len(t.Partitions)))
-			if code := b.addTxnPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, part); code != 0 {
+			if code := h.AddTxnPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, part); code != 0 {
 				fail(code)
 				return
 			}
 		}
 	}
-	g := &b.groups
+	g := &h.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.mu.c == nil {
@@ -81,7 +81,7 @@ func (b *Host) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
 		// Checked against the member epoch: store as a commit without a member.
 		known.Generation, known.MemberID, known.InstanceID = -1, "", nil
 	}
-	resp, recs := g.mu.c.TxnOffsetCommit(b.now(), &known)
+	resp, recs := g.mu.c.TxnOffsetCommit(h.now(), &known)
 	resp.Topics = append(resp.Topics, unknown...)
 	if len(recs) == 0 {
 		deliver(tok, resp)
@@ -90,7 +90,7 @@ func (b *Host) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok token) {
 	part := group.PartitionFor(req.Group, int32(len(g.mu.topic.Partitions)))
 	g.appendTxnOffsetsLocked(part, req.ProducerID, req.ProducerEpoch, recs, func(err error) {
 		if err != nil {
-			b.log.Error("writing transactional offsets failed", "group", req.Group, "err", err)
+			h.log.Error("writing transactional offsets failed", "group", req.Group, "err", err)
 			fail(kerr.CoordinatorNotAvailable.Code)
 			return
 		}
@@ -128,8 +128,8 @@ func (g *groups) appendTxnOffsetsLocked(part int32, producerID int64, epoch int1
 
 // markUnstableOffsets marks the partitions of an OffsetFetch answer that
 // have pending transactional offsets UNSTABLE_OFFSET_COMMIT (require_stable).
-func (b *Host) markUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse) {
-	g := &b.groups
+func (h *Host) MarkUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse) {
+	g := &h.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.mu.pendingTxn) == 0 {

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 // The transaction coordinator's home in the broker. One txn.Coordinator
 // serves every transactional id (a single node leads every partition of
@@ -49,25 +49,24 @@ type txns struct {
 	}
 }
 
-func (b *Host) txnConfig() txn.Config {
+func (h *Host) txnConfig() txn.Config {
 	tc := txn.DefaultConfig()
-	tc.TransactionMaxTimeoutMs = b.cfg.TransactionMaxTimeoutMs
-	tc.TransactionalIDExpirationMs = b.cfg.TransactionalIDExpirationMs
-	tc.AbortTimedOutTransactionCleanupIntervalMs = b.cfg.TransactionAbortTimedOutCleanupIntervalMs
-	tc.TransactionStateLogNumPartitions = b.cfg.TransactionStateLogNumPartitions
-	tc.OffsetsTopicNumPartitions = b.cfg.OffsetsTopicNumPartitions
-	tc.NextProducerID = b.pids.allocate
-	tc.PartitionExists = func(topic string, partition int32) bool { return b.rm.PartitionOf(topic, partition) != nil }
+	tc.TransactionMaxTimeoutMs = h.cfg.TransactionMaxTimeoutMs
+	tc.TransactionalIDExpirationMs = h.cfg.TransactionalIDExpirationMs
+	tc.AbortTimedOutTransactionCleanupIntervalMs = h.cfg.TransactionAbortTimedOutCleanupIntervalMs
+	tc.TransactionStateLogNumPartitions = h.cfg.TransactionStateLogNumPartitions
+	tc.OffsetsTopicNumPartitions = h.cfg.OffsetsTopicNumPartitions
+	tc.NextProducerID = h.pids.allocate
+	tc.PartitionExists = func(topic string, partition int32) bool { return h.rm.PartitionOf(topic, partition) != nil }
 	return tc
 }
 
 // loadTxns replays __transaction_state if it exists; called from New.
-func (b *Host) loadTxns() error {
-	b.txns.b = b
-	if b.rm.TopicByName(txnStateTopic) == nil {
+func (h *Host) loadTxns() error {
+	if h.rm.TopicByName(txnStateTopic) == nil {
 		return nil
 	}
-	return b.txns.ensure()
+	return h.txns.ensure()
 }
 
 // ensure loads the coordinator, creating __transaction_state first if needed.
@@ -262,9 +261,9 @@ func (x *txns) tick() {
 // txnRequest hands a transaction API request to the coordinator; the answer
 // arrives on tok. A failed write of transaction state is answered on tok, not
 // returned.
-func (b *Host) txnRequest(client group.Client, req kmsg.Request, tok token) error {
+func (h *Host) TxnRequest(client group.Client, req kmsg.Request, tok Token) error {
 	var handleErr error
-	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		r, recs, m, err := c.Handle(now, tok, client, req)
 		handleErr = err
 		return r, recs, m
@@ -281,15 +280,15 @@ func (b *Host) txnRequest(client group.Client, req kmsg.Request, tok token) erro
 // verifyTxnPartition asks the coordinator whether a transactional produce's
 // partition was added to the producer's open transaction (KIP-890 part 1
 // verification, done in-process). It returns 0 or the Kafka error code.
-func (b *Host) verifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+func (h *Host) VerifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 5
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = txnID, producerID, epoch, true
 	tr.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: topic, Partitions: []int32{partition}}}
 	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{tr}
-	tok := make(token, 1)
-	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+	tok := make(Token, 1)
+	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		r, recs, m, _ := c.Handle(now, tok, group.Client{}, req)
 		return r, recs, m
 	})
@@ -318,9 +317,9 @@ func (b *Host) verifyTxnPartition(txnID string, producerID int64, epoch int16, t
 // addTxnPartition adds a transactional produce's partition to the
 // producer's open transaction (Produce v12+, KIP-890 part 2) and persists
 // that before the batch is appended. It returns 0 or the Kafka error code.
-func (b *Host) addTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+func (h *Host) AddTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
 	var code int16
-	err := b.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		var recs []txn.Record
 		code, recs = c.PartitionsAddedByProduce(now, txnID, producerID, epoch, []txn.TopicPartition{{Topic: topic, Partition: partition}})
 		return nil, recs, nil

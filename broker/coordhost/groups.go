@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 // The group coordinators' home in the broker. One group.Coordinator (classic
 // protocol, and every group's committed offsets) and one consumer.Coordinator
@@ -49,25 +49,24 @@ type groups struct {
 	}
 }
 
-func (b *Host) groupConfig() group.Config {
+func (h *Host) groupConfig() group.Config {
 	gc := group.DefaultConfig()
-	gc.GroupMinSessionTimeoutMs = b.cfg.GroupMinSessionTimeoutMs
-	gc.GroupMaxSessionTimeoutMs = b.cfg.GroupMaxSessionTimeoutMs
-	gc.GroupInitialRebalanceDelayMs = b.cfg.GroupInitialRebalanceDelayMs
-	gc.GroupMaxSize = b.cfg.GroupMaxSize
-	gc.OffsetsRetentionMs = b.cfg.OffsetsRetentionMs
-	gc.OffsetsRetentionCheckIntervalMs = b.cfg.OffsetsRetentionCheckIntervalMs
-	gc.OffsetMetadataMaxBytes = b.cfg.OffsetMetadataMaxBytes
+	gc.GroupMinSessionTimeoutMs = h.cfg.GroupMinSessionTimeoutMs
+	gc.GroupMaxSessionTimeoutMs = h.cfg.GroupMaxSessionTimeoutMs
+	gc.GroupInitialRebalanceDelayMs = h.cfg.GroupInitialRebalanceDelayMs
+	gc.GroupMaxSize = h.cfg.GroupMaxSize
+	gc.OffsetsRetentionMs = h.cfg.OffsetsRetentionMs
+	gc.OffsetsRetentionCheckIntervalMs = h.cfg.OffsetsRetentionCheckIntervalMs
+	gc.OffsetMetadataMaxBytes = h.cfg.OffsetMetadataMaxBytes
 	return gc
 }
 
 // loadGroups replays __consumer_offsets if it exists; called from New.
-func (b *Host) loadGroups() error {
-	b.groups.b = b
-	if b.rm.TopicByName(offsetsTopic) == nil {
+func (h *Host) loadGroups() error {
+	if h.rm.TopicByName(offsetsTopic) == nil {
 		return nil
 	}
-	_, err := b.groups.ensure()
+	_, err := h.groups.ensure()
 	return err
 }
 
@@ -230,7 +229,7 @@ func (g *groups) persistLocked(recs []group.Record, done func(error)) {
 // of its key (group or transactional id). The batches are written in order,
 // each after the previous one is acknowledged; done gets the first failure
 // (the later batches are then not written) or nil once all are acknowledged.
-func appendInternal(rm *replica.Manager, t *replica.Topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32, done func(error)) {
+func appendInternal(rm Replicas, t *replica.Topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32, done func(error)) {
 	if len(recs) == 0 {
 		done(nil)
 		return
@@ -356,9 +355,9 @@ func failResponse(resp kmsg.Response, code int16) {
 
 // groupRequest hands a group API request to the coordinator that owns it;
 // the answer arrives on tok (a JoinGroup's when its rebalance completes).
-func (b *Host) groupRequest(client group.Client, req kmsg.Request, tok token) error {
+func (h *Host) GroupRequest(client group.Client, req kmsg.Request, tok Token) error {
 	var handleErr error
-	err := b.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+	err := h.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
 		handleErr = err
 		return r, recs
