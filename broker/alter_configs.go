@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleAlterConfigs(_ *network.RequestContext, req *kmsg.AlterConfigsRequest) kmsg.Response {
+func (b *API) handleAlterConfigs(_ *network.RequestContext, req *kmsg.AlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	dups := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
 		return req.Resources[i].ResourceType, req.Resources[i].ResourceName
@@ -45,7 +45,7 @@ func (b *Broker) handleAlterConfigs(_ *network.RequestContext, req *kmsg.AlterCo
 	return resp
 }
 
-func (b *Broker) alterConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly, dup bool) (*kerr.Error, string) {
+func (b *API) alterConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly, dup bool) (*kerr.Error, string) {
 	if dup {
 		return kerr.InvalidRequest, fmt.Sprintf("Error due to duplicate resource in request: %s", rr.ResourceName)
 	}
@@ -96,7 +96,7 @@ func duplicateResources(n int, at func(i int) (kmsg.ConfigResourceType, string))
 
 // alterBrokerConfigs answers a change of broker configs: kbroker has no
 // dynamic broker configs, so only an empty change succeeds.
-func (b *Broker) alterBrokerConfigs(name string, names []string) (*kerr.Error, string) {
+func (b *API) alterBrokerConfigs(name string, names []string) (*kerr.Error, string) {
 	if name != "" && name != strconv.Itoa(int(b.cfg.NodeID)) {
 		return kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, name)
 	}

@@ -30,7 +30,7 @@ type scramAPIError struct {
 	msg string
 }
 
-func (b *Broker) handleAlterUserSCRAMCredentials(_ *network.RequestContext, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
+func (b *API) handleAlterUserSCRAMCredentials(_ *network.RequestContext, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	b.scramMu.Lock()
 	defer b.scramMu.Unlock()
@@ -156,7 +156,7 @@ func validateScramUser(name string, kind int8) (*sasl.ScramMech, *scramAPIError)
 // user has none for that mechanism yet. Like `kafka-storage format
 // --add-scram` it seeds a fresh broker; a credential changed later with
 // AlterUserScramCredentials is not overwritten at the next start.
-func (b *Broker) bootstrapScram() error {
+func (b *API) bootstrapScram() error {
 	var changes []controller.ScramChange
 	for _, u := range b.cfg.SASL.BootstrapScram {
 		if _, ok := b.store.ScramCredential(u.Name, u.Mechanism); ok {

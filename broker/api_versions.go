@@ -21,7 +21,7 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	return out
 }
 
-func (b *Broker) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersionsRequest) kmsg.Response {
+func (b *API) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = apiKeys()
 	if req.Version >= 3 {
@@ -40,7 +40,7 @@ func (b *Broker) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersi
 }
 
 // apiVersionsUnsupported answers an ApiVersions request of a version we do not know.
-func (b *Broker) apiVersionsUnsupported() kmsg.Response {
+func (b *API) apiVersionsUnsupported() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code

@@ -33,8 +33,8 @@ type Broker struct {
 
 	// co hosts the coordinators (coordhost.go).
 	co *coordhost.Host
-	// scramMu serialises AlterUserScramCredentials (validate, then store).
-	scramMu sync.Mutex
+	// api answers the requests (api.go).
+	api *API
 
 	// net owns the listeners and connections.
 	net       *network.Server
@@ -54,13 +54,6 @@ func New(cfg config.Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
 	b.rm = replica.NewManager(cfg, b.closing)
 	b.co = coordhost.NewHost(cfg, b.rm, b.closing)
-	b.net = network.NewServer(network.Config{
-		Listeners:             cfg.Listeners,
-		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
-		Logger:                b.log,
-		Handler:               network.HandlerFunc(b.handle),
-		NewAuthenticator:      b.newAuthenticator,
-	})
 
 	ok := false
 	defer func() {
@@ -76,7 +69,15 @@ func New(cfg config.Config) (*Broker, error) {
 		return nil, err
 	}
 	b.store = store
-	if err := b.bootstrapScram(); err != nil {
+	b.api = NewAPI(cfg, store, b.rm, b.co, b.closing, b.Addrs)
+	b.net = network.NewServer(network.Config{
+		Listeners:             cfg.Listeners,
+		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
+		Logger:                b.log,
+		Handler:               network.HandlerFunc(b.api.handle),
+		NewAuthenticator:      b.api.newAuthenticator,
+	})
+	if err := b.api.bootstrapScram(); err != nil {
 		return nil, err
 	}
 	if err := b.rm.Load(store); err != nil {
@@ -124,11 +125,4 @@ func (b *Broker) closeStorage() error {
 		errs = append(errs, b.store.Close())
 	}
 	return errors.Join(errs...)
-}
-
-func portOf(a net.Addr) int {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.Port
-	}
-	return 0
 }

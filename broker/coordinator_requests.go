@@ -13,7 +13,7 @@ import (
 
 // handleGroupRequest hands a group API request to the coordinator and waits
 // for its answer (a JoinGroup may wait for the whole rebalance).
-func (b *Broker) handleGroupRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
+func (b *API) handleGroupRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
 	tok := make(coordhost.Token, 1)
 	err := b.co.GroupRequest(coordinatorClient(ctx), req, tok)
 	return b.awaitReply(ctx, req, tok, err)
@@ -27,7 +27,7 @@ func hostOf(addr string) string {
 }
 
 // handleTxnRequest hands a transaction API request to the coordinator.
-func (b *Broker) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
+func (b *API) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
 	tok := make(coordhost.Token, 1)
 	err := b.co.TxnRequest(coordinatorClient(ctx), req, tok)
 	return b.awaitReply(ctx, req, tok, err)
@@ -36,7 +36,7 @@ func (b *Broker) handleTxnRequest(ctx *network.RequestContext, req kmsg.Request)
 // handleListGroupsWithShare answers ListGroups from the group coordinators
 // and adds the share groups (type and protocol type "share"), honouring
 // the state (v4+) and type (v5+) filters.
-func (b *Broker) handleListGroupsWithShare(ctx *network.RequestContext, req *kmsg.ListGroupsRequest) kmsg.Response {
+func (b *API) handleListGroupsWithShare(ctx *network.RequestContext, req *kmsg.ListGroupsRequest) kmsg.Response {
 	out := b.handleGroupRequest(ctx, req)
 	resp, ok := out.(*kmsg.ListGroupsResponse)
 	if !ok || resp.ErrorCode != 0 {
@@ -65,7 +65,7 @@ func (b *Broker) handleListGroupsWithShare(ctx *network.RequestContext, req *kms
 
 // handleDeleteGroupsWithShare deletes share groups itself and hands the
 // other ids to the group coordinators, answering in request order.
-func (b *Broker) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+func (b *API) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	codes := map[string]int16{}
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		for _, id := range req.Groups {
@@ -109,7 +109,7 @@ func (b *Broker) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *k
 
 // awaitReply waits for the answer to a request handed to a coordinator. A
 // failed hand-over (callErr) or shutdown closes the connection unanswered.
-func (b *Broker) awaitReply(ctx *network.RequestContext, req kmsg.Request, tok coordhost.Token, callErr error) kmsg.Response {
+func (b *API) awaitReply(ctx *network.RequestContext, req kmsg.Request, tok coordhost.Token, callErr error) kmsg.Response {
 	if callErr != nil {
 		b.log.Warn("closing connection: coordinator request failed", "client", ctx.RemoteAddr, "api", kmsg.NameForKey(req.Key()), "err", callErr)
 		ctx.CloseConn = true

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateTopicsRequest) kmsg.Response {
+func (b *API) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
@@ -40,7 +40,7 @@ func (b *Broker) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateT
 	return resp
 }
 
-func (b *Broker) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic, dup bool, st *kmsg.CreateTopicsResponseTopic) (*kerr.Error, string) {
+func (b *API) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic, dup bool, st *kmsg.CreateTopicsResponseTopic) (*kerr.Error, string) {
 	if dup {
 		return kerr.InvalidRequest, fmt.Sprintf("create topics request contains topic %s more than once", rt.Topic)
 	}

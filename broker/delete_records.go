@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDeleteRecords(_ *network.RequestContext, req *kmsg.DeleteRecordsRequest) kmsg.Response {
+func (b *API) handleDeleteRecords(_ *network.RequestContext, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	dirty := map[*storage.Dir]bool{}
 	for _, rt := range req.Topics {
@@ -39,7 +39,7 @@ func (b *Broker) handleDeleteRecords(_ *network.RequestContext, req *kmsg.Delete
 	return resp
 }
 
-func (b *Broker) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition, dirty map[*storage.Dir]bool) *kerr.Error {
+func (b *API) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition, dirty map[*storage.Dir]bool) *kerr.Error {
 	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func (b *API) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeConfigs(_ *network.RequestContext, req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func (b *API) handleDescribeConfigs(_ *network.RequestContext, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
@@ -59,7 +59,7 @@ func (b *Broker) handleDescribeConfigs(_ *network.RequestContext, req *kmsg.Desc
 	return resp
 }
 
-func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) *kerr.Error {
+func (b *API) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) *kerr.Error {
 	if err := replica.ValidTopicName(name); err != nil {
 		return kerr.InvalidTopicException
 	}
@@ -104,7 +104,7 @@ func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name str
 	return nil
 }
 
-func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) {
+func (b *API) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) {
 	keys := make([]string, 0, len(config.Props))
 	for k := range config.Props {
 		keys = append(keys, k)

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.DescribeLogDirsRequest) kmsg.Response {
+func (b *API) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.DescribeLogDirsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	want := func(storage.TopicPartition) bool { return true }
 	if req.Topics != nil {

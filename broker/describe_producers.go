@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeProducers(_ *network.RequestContext, req *kmsg.DescribeProducersRequest) kmsg.Response {
+func (b *API) handleDescribeProducers(_ *network.RequestContext, req *kmsg.DescribeProducersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()

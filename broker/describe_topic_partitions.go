@@ -24,7 +24,7 @@ import (
 // maxRequestPartitionSizeLimit is Kafka's max.request.partition.size.limit default.
 const maxRequestPartitionSizeLimit = 2000
 
-func (b *Broker) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg.DescribeTopicPartitionsRequest) kmsg.Response {
+func (b *API) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg.DescribeTopicPartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	var names []string
 	if len(req.Topics) == 0 {

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeUserSCRAMCredentials(_ *network.RequestContext, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
+func (b *API) handleDescribeUserSCRAMCredentials(_ *network.RequestContext, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	creds := b.store.ScramCredentials()
 

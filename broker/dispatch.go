@@ -7,7 +7,7 @@ import (
 )
 
 // handle answers one request; a nil response means none is sent (acks=0).
-func (b *Broker) handle(ctx *network.RequestContext, req protocol.Request) kmsg.Response {
+func (b *API) handle(ctx *network.RequestContext, req protocol.Request) kmsg.Response {
 	if req.Body == nil {
 		return b.apiVersionsUnsupported()
 	}

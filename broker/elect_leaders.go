@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleElectLeaders(_ *network.RequestContext, req *kmsg.ElectLeadersRequest) kmsg.Response {
+func (b *API) handleElectLeaders(_ *network.RequestContext, req *kmsg.ElectLeadersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	if req.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
+func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	b.rm.Fetch(req, resp)
 	return resp

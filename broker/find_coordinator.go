@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleFindCoordinator(ctx *network.RequestContext, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+func (b *API) handleFindCoordinator(ctx *network.RequestContext, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {

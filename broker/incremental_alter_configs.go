@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleIncrementalAlterConfigs(_ *network.RequestContext, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+func (b *API) handleIncrementalAlterConfigs(_ *network.RequestContext, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	dups := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
 		return req.Resources[i].ResourceType, req.Resources[i].ResourceName
@@ -43,7 +43,7 @@ func (b *Broker) handleIncrementalAlterConfigs(_ *network.RequestContext, req *k
 	return resp
 }
 
-func (b *Broker) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly, dup bool) (*kerr.Error, string) {
+func (b *API) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly, dup bool) (*kerr.Error, string) {
 	if dup {
 		return kerr.InvalidRequest, fmt.Sprintf("Error due to duplicate resource in request: %s", rr.ResourceName)
 	}
@@ -79,7 +79,7 @@ func (b *Broker) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource
 }
 
 // applyIncremental applies the operations to a topic's overrides.
-func (b *Broker) applyIncremental(cur map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, *kerr.Error, string) {
+func (b *API) applyIncremental(cur map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, *kerr.Error, string) {
 	var eff config.ResolvedConfig
 	for _, c := range ops {
 		switch c.Op {

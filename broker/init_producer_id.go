@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleInitProducerID(ctx *network.RequestContext, req *kmsg.InitProducerIDRequest) kmsg.Response {
+func (b *API) handleInitProducerID(ctx *network.RequestContext, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID = -1
 	resp.ProducerEpoch = -1

@@ -19,7 +19,7 @@ const (
 	listEarliestLocal = -4
 )
 
-func (b *Broker) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsetsRequest) kmsg.Response {
+func (b *API) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
@@ -40,7 +40,7 @@ func (b *Broker) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffs
 	return resp
 }
 
-func (b *Broker) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
+func (b *API) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
 	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition

@@ -7,6 +7,7 @@ package broker
 // operations; v12 allows lookup by topic id with a null name.
 
 import (
+	"net"
 	"os"
 	"sort"
 
@@ -21,7 +22,7 @@ import (
 // Kafka answers with the endpoints of the request's listener (the listener
 // itself when advertised.listeners leaves it out; the first advertised
 // listener when there is no connection).
-func (b *Broker) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataResponseBroker {
+func (b *API) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataResponseBroker {
 	l := b.cfg.AdvertisedListeners[0]
 	if ctx != nil && ctx.Listener.Name != "" {
 		l = ctx.Listener
@@ -43,7 +44,7 @@ func (b *Broker) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataRespon
 	port := l.Port
 	if port == 0 {
 		// Bound to an ephemeral port: advertise what was actually bound.
-		addrs := b.Addrs()
+		addrs := b.addrs()
 		for i, bl := range b.cfg.Listeners {
 			if bl.Name == l.Name && i < len(addrs) {
 				port = int32(portOf(addrs[i]))
@@ -53,7 +54,7 @@ func (b *Broker) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataRespon
 	return []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: host, Port: port}}
 }
 
-func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
+func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = b.endpointsFor(ctx)
 	cid := b.store.ClusterID()
@@ -125,7 +126,7 @@ func (b *Broker) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataR
 	return resp
 }
 
-func (b *Broker) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.MetadataResponseTopic {
+func (b *API) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Meta.Name
 	mt.Topic = &name
@@ -143,4 +144,11 @@ func (b *Broker) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+func portOf(a net.Addr) int {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.Port
+	}
+	return 0
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.OffsetCommitRequest) kmsg.Response {
+func (b *API) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	known := *req
 	known.Topics = nil
 	var unknown []kmsg.OffsetCommitResponseTopic

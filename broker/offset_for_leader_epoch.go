@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleOffsetForLeaderEpoch(_ *network.RequestContext, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+func (b *API) handleOffsetForLeaderEpoch(_ *network.RequestContext, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()

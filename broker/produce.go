@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceRequest) kmsg.Response {
+func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	for _, rt := range req.Topics {
@@ -81,7 +81,7 @@ func (b *Broker) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReq
 // produceTo validates the partition's record set and appends it. It returns
 // the Kafka error and, for bad input, a message for the client; bad input and
 // storage failures are logged once here.
-func (b *Broker) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *replica.Partition, recs []byte) (replica.AppendResult, string) {
+func (b *API) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *replica.Partition, recs []byte) (replica.AppendResult, string) {
 	bad := func(e *kerr.Error, msg string) (replica.AppendResult, string) {
 		b.log.Warn("rejected produce", "client", ctx.RemoteAddr, "client_id", ctx.Header.ClientID,
 			"topic", p.Topic.Meta.Name, "partition", p.Index, "error", e.Message, "reason", msg)

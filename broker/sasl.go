@@ -14,7 +14,7 @@ import (
 )
 
 // newAuthenticator starts the authentication of a connection on listener l.
-func (b *Broker) newAuthenticator(l config.Listener) *sasl.Authenticator {
+func (b *API) newAuthenticator(l config.Listener) *sasl.Authenticator {
 	return sasl.NewAuthenticator(b.cfg.SASL.MechanismsFor(l.Name), b.cfg.SASL.PlainUsers[l.Name], b.store.ScramCredential,
 		func(req protocol.Request) kmsg.Response {
 			if req.Body == nil {
@@ -25,14 +25,14 @@ func (b *Broker) newAuthenticator(l config.Listener) *sasl.Authenticator {
 }
 
 // handleSASLHandshake answers a SaslHandshake outside authentication.
-func (b *Broker) handleSASLHandshake(_ *network.RequestContext, req *kmsg.SASLHandshakeRequest) kmsg.Response {
+func (b *API) handleSASLHandshake(_ *network.RequestContext, req *kmsg.SASLHandshakeRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.ErrorCode = kerr.IllegalSaslState.Code
 	return resp
 }
 
 // handleSASLAuthenticate answers a SaslAuthenticate outside authentication.
-func (b *Broker) handleSASLAuthenticate(_ *network.RequestContext, req *kmsg.SASLAuthenticateRequest) kmsg.Response {
+func (b *API) handleSASLAuthenticate(_ *network.RequestContext, req *kmsg.SASLAuthenticateRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	resp.ErrorCode = kerr.IllegalSaslState.Code
 	msg := "SaslAuthenticate request received after successful authentication"

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
+func (b *API) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	group, member, ok := shareMemberCheck(req.GroupID, req.MemberID)
 	if !ok {

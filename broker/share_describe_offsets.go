@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+func (b *API) handleDescribeShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		for _, rg := range req.Groups {
@@ -32,7 +32,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx *network.RequestContext, re
 	return resp
 }
 
-func (b *Broker) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
+func (b *API) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
 	g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 	g.GroupID = rg.GroupID
 	topics := rg.Topics

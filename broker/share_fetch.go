@@ -40,7 +40,7 @@ import (
 // shareReadChunk is how much log one read step takes while acquiring.
 const shareReadChunk = 256 << 10
 
-func (b *Broker) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetchRequest) kmsg.Response {
+func (b *API) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	group, member, ok := shareMemberCheck(req.GroupID, req.MemberID)
 	if !ok {
@@ -203,7 +203,7 @@ func (a *shareFetchAnswer) part(tp share.TopicPartition) *kmsg.ShareFetchRespons
 // acquireShare acquires records of the session partitions into out and
 // returns how many; waits gains each partition's arrival channel, taken
 // before its log is read so an append in between is not missed.
-func (b *Broker) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer, waits *[]<-chan struct{}) int {
+func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer, waits *[]<-chan struct{}) int {
 	h := b.co.Shares()
 	total, bytes := 0, 0
 	n := len(targets)
@@ -253,7 +253,7 @@ func (b *Broker) acquireShare(c *share.Coordinator, now time.Time, group, member
 // about maxBytes of batches, the high watermark, or a full in-flight
 // window. It returns the records acquired, the batches holding them, and
 // their ranges.
-func (b *Broker) acquirePartition(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, tp share.TopicPartition, p *replica.Partition, maxRecs, maxBytes int, first bool) (int, []byte, []share.Range, int16) {
+func (b *API) acquirePartition(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, tp share.TopicPartition, p *replica.Partition, maxRecs, maxBytes int, first bool) (int, []byte, []share.Range, int16) {
 	logStart := p.Log.LogStartOffset()
 	end := p.HighWatermark()
 	if readCommitted {

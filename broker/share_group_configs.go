@@ -21,7 +21,7 @@ import (
 )
 
 // alterGroupConfigs applies IncrementalAlterConfigs operations to a group.
-func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
+func (b *API) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
 	if rr.ResourceName == "" {
 		return kerr.InvalidRequest, "Group name must not be empty"
 	}
@@ -61,7 +61,7 @@ func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResourc
 // describeGroupConfigs reports every group config of a group with its
 // effective value: the group's override (GROUP_CONFIG) or the
 // broker default.
-func (b *Broker) describeGroupConfigs(req *kmsg.DescribeConfigsRequest, name string, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) *kerr.Error {
+func (b *API) describeGroupConfigs(req *kmsg.DescribeConfigsRequest, name string, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) *kerr.Error {
 	if name == "" {
 		return kerr.InvalidRequest
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleShareGroupDescribe(ctx *network.RequestContext, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
+func (b *API) handleShareGroupDescribe(ctx *network.RequestContext, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
 	var resp *kmsg.ShareGroupDescribeResponse
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) { resp = c.Describe(req) })
 	if err != nil {

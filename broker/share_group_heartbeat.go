@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleShareGroupHeartbeat(ctx *network.RequestContext, req *kmsg.ShareGroupHeartbeatRequest) kmsg.Response {
+func (b *API) handleShareGroupHeartbeat(ctx *network.RequestContext, req *kmsg.ShareGroupHeartbeatRequest) kmsg.Response {
 	var resp *kmsg.ShareGroupHeartbeatResponse
 	client := share.Client{ID: ctx.Header.ClientID, Host: "/" + hostOf(ctx.RemoteAddr)}
 	err := b.co.Shares().Call(func(c *share.Coordinator, now time.Time) {

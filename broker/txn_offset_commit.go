@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+func (b *API) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	tok := make(coordhost.Token, 1)
 	b.co.TxnOffsetCommit(req, tok)
 	return b.awaitReply(ctx, req, tok, nil)
@@ -23,7 +23,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.Tx
 // handleOffsetFetch answers OffsetFetch through the coordinators, then marks
 // partitions with pending transactional offsets UNSTABLE_OFFSET_COMMIT when
 // the client asked for stable offsets (v7+).
-func (b *Broker) handleOffsetFetch(ctx *network.RequestContext, req *kmsg.OffsetFetchRequest) kmsg.Response {
+func (b *API) handleOffsetFetch(ctx *network.RequestContext, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := b.handleGroupRequest(ctx, req)
 	r, ok := resp.(*kmsg.OffsetFetchResponse)
 	if !ok || !req.RequireStable {
