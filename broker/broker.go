@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/api"
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/network"
@@ -34,7 +35,7 @@ type Broker struct {
 	// co hosts the coordinators (coordhost.go).
 	co *coordhost.Host
 	// api answers the requests (api.go).
-	api *API
+	api *api.API
 
 	// net owns the listeners and connections.
 	net       *network.Server
@@ -69,15 +70,15 @@ func New(cfg config.Config) (*Broker, error) {
 		return nil, err
 	}
 	b.store = store
-	b.api = NewAPI(cfg, store, b.rm, b.co, b.closing, b.Addrs)
+	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
 		Logger:                b.log,
-		Handler:               network.HandlerFunc(b.api.handle),
-		NewAuthenticator:      b.api.newAuthenticator,
+		Handler:               b.api,
+		NewAuthenticator:      b.api.NewAuthenticator,
 	})
-	if err := b.api.bootstrapScram(); err != nil {
+	if err := b.api.BootstrapScram(); err != nil {
 		return nil, err
 	}
 	if err := b.rm.Load(store); err != nil {

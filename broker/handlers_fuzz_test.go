@@ -69,7 +69,7 @@ func FuzzHandlers(f *testing.F) {
 			}
 		}
 		pr := protocol.Request{Header: protocol.RequestHeader{APIKey: key, APIVersion: version}, Body: req}
-		if resp := b.api.handle(&network.RequestContext{Header: pr.Header, Principal: network.AnonymousPrincipal, RemoteAddr: "fuzz:0"}, pr); resp != nil {
+		if resp := b.api.Handle(&network.RequestContext{Header: pr.Header, Principal: network.AnonymousPrincipal, RemoteAddr: "fuzz:0"}, pr); resp != nil {
 			_ = protocol.AppendResponse(nil, 1, resp)
 		}
 	})

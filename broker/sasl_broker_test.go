@@ -53,7 +53,7 @@ func TestSASLListeners(t *testing.T) {
 	b := startTestBroker(t, t.TempDir(), saslOverrides())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	plainPort, saslPort := int32(portOf(b.Addrs()[0])), int32(portOf(b.Addrs()[1]))
+	plainPort, saslPort := int32(b.Addrs()[0].(*net.TCPAddr).Port), int32(b.Addrs()[1].(*net.TCPAddr).Port)
 
 	// SCRAM: produce and consume through the SASL listener only, which
 	// works only if metadata advertises that listener's port.

@@ -150,7 +150,7 @@ func boolProp(set func(c *Config, v bool)) func(*Config, string) error {
 	}
 }
 
-// props is the table of every Kafka property the broker honours, with Kafka's defaults.
+// Props is the table of every Kafka property the broker honours, with Kafka's defaults.
 var Props = map[string]prop{
 	"node.id":   {"0", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
 	"broker.id": {"", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
@@ -265,7 +265,7 @@ var Props = map[string]prop{
 	}},
 }
 
-// brokerConfigValue is the value DescribeConfigs reports for a broker property.
+// BrokerConfigValue is the value DescribeConfigs reports for a broker property.
 func (c Config) BrokerConfigValue(key string) (string, bool) {
 	if v, ok := c.Props[key]; ok {
 		return v, true

@@ -41,7 +41,7 @@ const (
 	KeyScramBootstrap = "sasl.scram.bootstrap.users"
 	listenerKeyPrefix = "listener.name."
 
-	// scramMinIterations and scramMaxIterations are Kafka's bounds
+	// ScramMinIterations and scramMaxIterations are Kafka's bounds
 	// (ScramMechanism.minIterations, ScramControlManager.MAX_ITERATIONS).
 	ScramMinIterations     = 4096
 	ScramMaxIterations     = 16384
@@ -76,7 +76,7 @@ type ScramBootstrapUser struct {
 	Iterations     int32
 }
 
-// mechanismsFor is the mechanisms enabled on listener name.
+// MechanismsFor is the mechanisms enabled on listener name.
 func (c SASLConfig) MechanismsFor(name string) []string {
 	if m, ok := c.ListenerMechanisms[name]; ok {
 		return m

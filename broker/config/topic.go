@@ -24,7 +24,7 @@ type topicConfigDef struct {
 func fixed(v string) func(Config) string { return func(Config) string { return v } }
 func i64(v int64) string                 { return strconv.FormatInt(v, 10) }
 
-// topicConfigs is the catalog of topic configs, Kafka's names and defaults.
+// TopicConfigs is the catalog of topic configs, Kafka's names and defaults.
 var TopicConfigs = []topicConfigDef{
 	{"cleanup.policy", "log.cleanup.policy", kmsg.ConfigTypeList, func(c Config) string { return c.LogCleanupPolicy }, "delete or compact or both"},
 	{"compression.type", "compression.type", kmsg.ConfigTypeString, func(c Config) string { return c.CompressionType }, "final compression type for the topic"},
@@ -60,7 +60,7 @@ func TopicConfigDefByName(name string) (topicConfigDef, bool) {
 	return topicConfigDef{}, false
 }
 
-// validateTopicConfigs checks names and values the way CreateTopics and
+// ValidateTopicConfigs checks names and values the way CreateTopics and
 // AlterConfigs must (INVALID_CONFIG naming the key).
 func ValidateTopicConfigs(cfgs map[string]string) error {
 	names := make([]string, 0, len(cfgs))
@@ -124,7 +124,7 @@ func checkConfigValue(d topicConfigDef, v string) error {
 	return nil
 }
 
-// resolvedConfig is a topic's effective configs with where each came from.
+// ResolvedConfig is a topic's effective configs with where each came from.
 type ResolvedConfig struct {
 	Values    map[string]string
 	Overrides map[string]string
@@ -146,7 +146,7 @@ func (r ResolvedConfig) Int64(name string) int64 {
 	return n
 }
 
-// configSource says where a topic config's effective value comes from.
+// ConfigSource says where a topic config's effective value comes from.
 func ConfigSource(r ResolvedConfig, d topicConfigDef) int8 {
 	if _, ok := r.Overrides[d.Name]; ok {
 		return int8(kmsg.ConfigSourceDynamicTopicConfig)

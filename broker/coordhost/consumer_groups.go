@@ -40,7 +40,7 @@ func (h *Host) topicInfos() []consumer.TopicInfo {
 	return out
 }
 
-// topicsChanged tells the KIP-848 coordinator that topics were created,
+// TopicsChanged tells the KIP-848 coordinator that topics were created,
 // deleted or grew, so regex subscriptions and assignments follow.
 func (h *Host) TopicsChanged() {
 	g := &h.groups
@@ -240,7 +240,7 @@ func kafkaClassicState(s string) string {
 	return "PreparingRebalance"
 }
 
-// matchesFilter reports whether v passes a ListGroups filter: an empty
+// MatchesFilter reports whether v passes a ListGroups filter: an empty
 // filter passes everything; names compare case-insensitively, as Kafka's.
 func MatchesFilter(filter []string, v string) bool {
 	if len(filter) == 0 {

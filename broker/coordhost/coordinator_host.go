@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// token is the reply slot of one request handed to a coordinator; it
+// Token is the reply slot of one request handed to a coordinator; it
 // receives exactly one response, possibly from a later call.
 type Token chan kmsg.Response
 

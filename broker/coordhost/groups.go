@@ -353,7 +353,7 @@ func failResponse(resp kmsg.Response, code int16) {
 	}
 }
 
-// groupRequest hands a group API request to the coordinator that owns it;
+// GroupRequest hands a group API request to the coordinator that owns it;
 // the answer arrives on tok (a JoinGroup's when its rebalance completes).
 func (h *Host) GroupRequest(client group.Client, req kmsg.Request, tok Token) error {
 	var handleErr error

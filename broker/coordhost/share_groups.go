@@ -86,7 +86,7 @@ func (h *Host) shareTopics() []share.TopicInfo {
 
 var errShareClosed = errors.New("broker is shutting down")
 
-// call runs f against the coordinator under its lock, then wakes parked
+// Call runs f against the coordinator under its lock, then wakes parked
 // fetches if records may have become acquirable and rearms the timer.
 func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 	h.mu.Lock()
@@ -127,13 +127,13 @@ func (h *ShareHost) afterLocked() {
 	h.mu.timer.Reset(d)
 }
 
-// nextRotationLocked returns the next start index seed for a ShareFetch.
+// NextRotationLocked returns the next start index seed for a ShareFetch.
 func (h *ShareHost) NextRotationLocked() uint64 {
 	h.mu.rotation++
 	return h.mu.rotation
 }
 
-// wakeLocked is the channel closed when records may have become
+// WakeLocked is the channel closed when records may have become
 // acquirable; call it inside call.
 func (h *ShareHost) WakeLocked() <-chan struct{} { return h.mu.wake }
 
@@ -153,26 +153,26 @@ func (h *ShareHost) close() {
 	}
 }
 
-// shareAcks is the acknowledgement batches of one partition, from
+// ShareAcks is the acknowledgement batches of one partition, from
 // ShareFetch or ShareAcknowledge.
 type ShareAcks struct {
-	Tp      share.TopicPartition
+	TP      share.TopicPartition
 	Batches []share.AckBatch
 }
 
-// applyShareAcks applies each partition's acknowledgements and returns
+// ApplyShareAcks applies each partition's acknowledgements and returns
 // their error codes (0 on success), in request order.
 func (h *Host) ApplyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []ShareAcks) []int16 {
 	codes := make([]int16, len(acks))
 	for i, a := range acks {
-		t := h.rm.TopicByID(a.Tp.TopicID)
+		t := h.rm.TopicByID(a.TP.TopicID)
 		switch {
 		case t == nil:
 			codes[i] = kerr.UnknownTopicID.Code
-		case a.Tp.Partition < 0 || int(a.Tp.Partition) >= len(t.Partitions):
+		case a.TP.Partition < 0 || int(a.TP.Partition) >= len(t.Partitions):
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 		default:
-			codes[i] = c.Acknowledge(now, group, member, a.Tp, a.Batches, renew)
+			codes[i] = c.Acknowledge(now, group, member, a.TP, a.Batches, renew)
 		}
 	}
 	return codes

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// txnOffsetCommit stores a TxnOffsetCommit's offsets as a transactional
+// TxnOffsetCommit stores a TxnOffsetCommit's offsets as a transactional
 // batch of the producer in the group's __consumer_offsets partition; they
 // are applied when the transaction's commit marker is written there
 // (completeTxnOffsets). The answer is delivered on tok once the batch is
@@ -126,7 +126,7 @@ func (g *groups) appendTxnOffsetsLocked(part int32, producerID int64, epoch int1
 	g.b.rm.AppendInternal(g.mu.topic.Partitions[part], batch, done)
 }
 
-// markUnstableOffsets marks the partitions of an OffsetFetch answer that
+// MarkUnstableOffsets marks the partitions of an OffsetFetch answer that
 // have pending transactional offsets UNSTABLE_OFFSET_COMMIT (require_stable).
 func (h *Host) MarkUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse) {
 	g := &h.groups

@@ -258,7 +258,7 @@ func (x *txns) tick() {
 	}
 }
 
-// txnRequest hands a transaction API request to the coordinator; the answer
+// TxnRequest hands a transaction API request to the coordinator; the answer
 // arrives on tok. A failed write of transaction state is answered on tok, not
 // returned.
 func (h *Host) TxnRequest(client group.Client, req kmsg.Request, tok Token) error {
@@ -277,7 +277,7 @@ func (h *Host) TxnRequest(client group.Client, req kmsg.Request, tok Token) erro
 	return err
 }
 
-// verifyTxnPartition asks the coordinator whether a transactional produce's
+// VerifyTxnPartition asks the coordinator whether a transactional produce's
 // partition was added to the producer's open transaction (KIP-890 part 1
 // verification, done in-process). It returns 0 or the Kafka error code.
 func (h *Host) VerifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
@@ -314,7 +314,7 @@ func (h *Host) VerifyTxnPartition(txnID string, producerID int64, epoch int16, t
 	return 0
 }
 
-// addTxnPartition adds a transactional produce's partition to the
+// AddTxnPartition adds a transactional produce's partition to the
 // producer's open transaction (Produce v12+, KIP-890 part 2) and persists
 // that before the batch is appended. It returns 0 or the Kafka error code.
 func (h *Host) AddTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fetch answers a consumer's Fetch into resp: the incremental fetch session
+// Fetch answers a consumer's Fetch into resp: the incremental fetch session
 // it names (fetch_session.go) picks the partitions, which are read and, below
 // MinBytes, waited on until MaxWaitMs or shutdown.
 func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
@@ -62,7 +62,7 @@ func (m *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
 	return out
 }
 
-// waitAny blocks until one channel fires (true), or the timeout or shutdown (false).
+// WaitAny blocks until one channel fires (true), or the timeout or shutdown (false).
 func (m *Manager) WaitAny(chans []<-chan struct{}, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()

@@ -81,7 +81,7 @@ func (m *Manager) loop(interval time.Duration, pass func() (again bool)) {
 	}
 }
 
-// allPartitions snapshots every partition with its topic.
+// AllPartitions snapshots every partition with its topic.
 func (m *Manager) AllPartitions() []*Partition {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -185,7 +185,7 @@ func (p *Partition) forgetAborted(gone []storage.AbortedTxn) {
 	}
 }
 
-// checkpointDirs rewrites the checkpoints of the given log dirs.
+// CheckpointDirs rewrites the checkpoints of the given log dirs.
 func (m *Manager) CheckpointDirs(dirs map[*storage.Dir]bool) {
 	for d := range dirs {
 		if err := d.Checkpoint(); err != nil {

@@ -120,7 +120,7 @@ func (m *Manager) CloseStorage() error {
 	return errors.Join(errs...)
 }
 
-// appendRecords appends one validated client batch to p (partition.append:
+// AppendRecords appends one validated client batch to p (partition.append:
 // idempotence checks, HW and LSO) and logs storage trouble once per episode
 // (noteAppend).
 func (m *Manager) AppendRecords(p *Partition, batch []byte, h records.Header) AppendResult {

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// partition is one partition this broker leads: its log, high watermark and
+// Partition is one partition this broker leads: its log, high watermark and
 // producer state. On a single node every append is immediately replicated to
 // the whole ISR (itself), so the HW follows the LEO.
 type Partition struct {
@@ -26,7 +26,7 @@ type Partition struct {
 	logger *slog.Logger
 	env    partitionEnv
 
-	// leaderEpoch is the epoch written into every appended batch.
+	// LeaderEpoch is the epoch written into every appended batch.
 	LeaderEpoch int32
 
 	// hw is the high watermark. Invariant: logStart <= hw <= LEO.
@@ -129,14 +129,14 @@ func (p *Partition) rebuildState(off int64) error {
 
 func (p *Partition) LastStableOffset() int64 { return p.lso.Load() }
 
-// abortedBetween lists aborted transactions with data in [from, to), for read_committed fetches.
+// AbortedBetween lists aborted transactions with data in [from, to), for read_committed fetches.
 func (p *Partition) AbortedBetween(from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.txns.abortedBetween(from, to)
 }
 
-// appendMarker writes a transaction marker (control batch) for a producer.
+// AppendMarker writes a transaction marker (control batch) for a producer.
 func (p *Partition) AppendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
 	batch, err := records.BuildControlBatch(producerID, epoch, ct, coordinatorEpoch, nowMs)
 	if err != nil {
@@ -163,7 +163,7 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, ct records.Contr
 	return nil
 }
 
-// appendInternal writes a batch built by a coordinator: no client
+// AppendInternal writes a batch built by a coordinator: no client
 // validation and no idempotence checks (its sequence is -1), but transaction
 // state, HW and LSO follow it as for any batch.
 func (p *Partition) AppendInternal(batch []byte) error {
@@ -212,7 +212,7 @@ func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
-// waitArrival returns a channel closed at the next append (or close).
+// WaitArrival returns a channel closed at the next append (or close).
 func (p *Partition) WaitArrival() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -243,7 +243,7 @@ func (p *Partition) close() {
 	close(p.mu.arrived)
 }
 
-// appendResult is what a produce learns from one append.
+// AppendResult is what a produce learns from one append.
 type AppendResult struct {
 	BaseOffset    int64
 	LogAppendTime int64
@@ -281,7 +281,7 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 	return AppendResult{BaseOffset: info.FirstOffset}, nil
 }
 
-// replayPartition calls f with every batch of the partition up to its HW.
+// ReplayPartition calls f with every batch of the partition up to its HW.
 func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Record)) error {
 	off, end := p.Log.LogStartOffset(), p.HighWatermark()
 	for off < end {

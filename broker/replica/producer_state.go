@@ -106,7 +106,7 @@ func (ps producerStates) observeMarker(h records.Header) {
 	}
 }
 
-// activeProducers lists the partition's producer state, by producer id.
+// ActiveProducers lists the partition's producer state, by producer id.
 func (p *Partition) ActiveProducers() []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// alterTopicConfigs computes a topic's new overrides from its current ones
+// AlterTopicConfigs computes a topic's new overrides from its current ones
 // with update, validates them and, unless validateOnly, persists and applies
 // them. It returns a Kafka error and message, nil on success.
 func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,

@@ -14,17 +14,17 @@ import (
 // (produce validation, compression, retention, compaction). A value is never
 // modified: an AlterConfigs stores a new one, so readers need no lock.
 type TopicSettings struct {
-	// maxMessageBytes is max.message.bytes.
+	// MaxMessageBytes is max.message.bytes.
 	MaxMessageBytes int
-	// validate holds the configs produce validation depends on (NowMs unset).
+	// Validate holds the configs produce validation depends on (NowMs unset).
 	Validate records.ValidateOptions
-	// recompress is set when compression.type names a codec (not
+	// Recompress is set when compression.type names a codec (not
 	// "producer"): batches arriving in another codec are rebuilt in codec.
 	Recompress bool
 	Codec      records.Codec
-	// minInsyncReplicas is min.insync.replicas.
+	// MinInsyncReplicas is min.insync.replicas.
 	MinInsyncReplicas int32
-	// cleanupDelete and cleanupCompact come from cleanup.policy.
+	// CleanupDelete and cleanupCompact come from cleanup.policy.
 	CleanupDelete, cleanupCompact bool
 	// retentionMs and retentionBytes are retention.ms and retention.bytes (-1: none).
 	retentionMs, retentionBytes int64
@@ -43,7 +43,7 @@ func newTopicConf(c config.Config, overrides map[string]string) *topicConf {
 	return tc
 }
 
-// settings returns the topic's current settings.
+// Settings returns the topic's current settings.
 func (t *Topic) Settings() *TopicSettings { return t.conf.p.Load() }
 
 // codecs maps compression.type to a codec.

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// topic is a topic this broker serves. Invariant: len(partitions) == meta.Partitions.
+// Topic is a topic this broker serves. Invariant: len(partitions) == meta.Partitions.
 type Topic struct {
 	Meta       controller.Topic
 	Partitions []*Partition
@@ -24,7 +24,7 @@ type Topic struct {
 // maxTopicNameLen is Kafka's limit (249, so that "<name>-<partition>" fits a file name).
 const maxTopicNameLen = 249
 
-// validTopicName returns nil or the reason the name is illegal, as Kafka's Topic.validate.
+// ValidTopicName returns nil or the reason the name is illegal, as Kafka's Topic.validate.
 func ValidTopicName(name string) error {
 	switch {
 	case name == "":
@@ -42,7 +42,7 @@ func ValidTopicName(name string) error {
 	return nil
 }
 
-// isInternal reports Kafka's internal topics, hidden unless asked for.
+// IsInternal reports Kafka's internal topics, hidden unless asked for.
 func IsInternal(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
 }
@@ -149,21 +149,21 @@ func (m *Manager) leastLoadedDir() *storage.Dir {
 	return best
 }
 
-// topicByName returns the topic or nil.
+// TopicByName returns the topic or nil.
 func (m *Manager) TopicByName(name string) *Topic {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.mu.topics[name]
 }
 
-// topicByID returns the topic or nil.
+// TopicByID returns the topic or nil.
 func (m *Manager) TopicByID(id [16]byte) *Topic {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.mu.byID[id]
 }
 
-// partitionOf returns the partition or nil.
+// PartitionOf returns the partition or nil.
 func (m *Manager) PartitionOf(name string, idx int32) *Partition {
 	t := m.TopicByName(name)
 	if t == nil || idx < 0 || idx >= int32(len(t.Partitions)) {
@@ -172,7 +172,7 @@ func (m *Manager) PartitionOf(name string, idx int32) *Partition {
 	return t.Partitions[idx]
 }
 
-// createTopic validates and creates a topic. It returns a Kafka error and a
+// CreateTopic validates and creates a topic. It returns a Kafka error and a
 // message for the client; validateOnly checks without creating.
 func (m *Manager) CreateTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*Topic, *kerr.Error, string) {
 	if err := ValidTopicName(name); err != nil {
@@ -230,7 +230,7 @@ func (m *Manager) addTopicLocked(meta controller.Topic) (*Topic, error) {
 	return t, nil
 }
 
-// internalTopic returns the internal topic name, creating it with the given
+// InternalTopic returns the internal topic name, creating it with the given
 // partitions and configs if it does not exist yet.
 func (m *Manager) InternalTopic(name string, partitions int32, configs map[string]string) (*Topic, error) {
 	m.mu.Lock()
@@ -241,7 +241,7 @@ func (m *Manager) InternalTopic(name string, partitions int32, configs map[strin
 	return m.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: 1, Configs: configs})
 }
 
-// deleteTopic removes a topic from the metadata store and its data from disk.
+// DeleteTopic removes a topic from the metadata store and its data from disk.
 func (m *Manager) DeleteTopic(name string) *kerr.Error {
 	m.mu.Lock()
 	t, ok := m.mu.topics[name]
@@ -292,7 +292,7 @@ func fmtUUID(id [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }
 
-// topicNames returns the name of every topic, in no order.
+// TopicNames returns the name of every topic, in no order.
 func (m *Manager) TopicNames() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -303,7 +303,7 @@ func (m *Manager) TopicNames() []string {
 	return names
 }
 
-// topics returns every topic, in no order.
+// Topics returns every topic, in no order.
 func (m *Manager) Topics() []*Topic {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

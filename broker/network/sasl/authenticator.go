@@ -75,7 +75,7 @@ func (p *plainServer) step(in []byte) ([]byte, bool, error) {
 
 func (p *plainServer) principal() string { return p.user }
 
-// authenticator is the authentication state of one connection. It does no
+// Authenticator is the authentication state of one connection. It does no
 // I/O: handle takes each frame read and says what to write and whether to go
 // on, so the sequence can be tested frame by frame.
 type Authenticator struct {
@@ -85,7 +85,7 @@ type Authenticator struct {
 	raw      bool
 	mechName string
 	mech     saslMechServer
-	// principal is "User:<name>" once state is authComplete.
+	// Principal is "User:<name>" once state is authComplete.
 	Principal string
 
 	newMech     func(name string) saslMechServer
@@ -94,18 +94,18 @@ type Authenticator struct {
 
 // Output is what the connection does with one frame's outcome.
 type Output struct {
-	// resp answers the request with correlation id corr.
+	// Resp answers the request with correlation id corr.
 	Resp kmsg.Response
 	Corr int32
-	// token, when rawReply, is written as a size-prefixed frame (v0 mode).
+	// Token, when rawReply, is written as a size-prefixed frame (v0 mode).
 	Token    []byte
 	RawReply bool
-	// close ends the connection after writing; reason is logged once.
+	// Close ends the connection after writing; reason is logged once.
 	Close  bool
 	Reason string
 }
 
-// newAuthenticator starts the authentication of one connection. mechanisms
+// NewAuthenticator starts the authentication of one connection. mechanisms
 // are the ones enabled on its listener, plainUsers PLAIN's users and
 // passwords, scram looks up a user's stored SCRAM credential, and
 // apiVersions answers an ApiVersions request (a nil Body: an unsupported
@@ -127,7 +127,7 @@ func NewAuthenticator(mechanisms []string, plainUsers map[string]string,
 	}
 }
 
-// handle processes one frame read during authentication.
+// Handle processes one frame read during authentication.
 func (a *Authenticator) Handle(frame []byte) Output {
 	if a.state == authToken && a.raw {
 		out, done, err := a.mech.step(frame)
@@ -202,7 +202,7 @@ func (a *Authenticator) authenticate(r *kmsg.SASLAuthenticateRequest, corr int32
 	return Output{Resp: resp, Corr: corr}
 }
 
-// authenticated reports whether the client has authenticated.
+// Authenticated reports whether the client has authenticated.
 func (a *Authenticator) Authenticated() bool { return a.state == authComplete }
 
 func (a *Authenticator) complete(done bool) {

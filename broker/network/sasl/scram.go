@@ -38,7 +38,7 @@ import (
 	"github.com/kbroker/kbroker/controller"
 )
 
-// scramMech is one SCRAM mechanism: its name, Kafka's number for it in
+// ScramMech is one SCRAM mechanism: its name, Kafka's number for it in
 // Describe/AlterUserScramCredentials, and its hash.
 type ScramMech struct {
 	Name string
@@ -61,7 +61,7 @@ func scramMechByName(name string) *ScramMech {
 	return nil
 }
 
-// scramMechByKind returns the mechanism numbered kind, or nil.
+// ScramMechByKind returns the mechanism numbered kind, or nil.
 func ScramMechByKind(kind int8) *ScramMech {
 	for i := range ScramMechs {
 		if ScramMechs[i].Kind == kind {
@@ -83,7 +83,7 @@ func (m *ScramMech) sum(b []byte) []byte {
 	return h.Sum(nil)
 }
 
-// credentialFromSalted derives what the server keeps from a salted password:
+// CredentialFromSalted derives what the server keeps from a salted password:
 // StoredKey = H(HMAC(SaltedPassword, "Client Key")) and
 // ServerKey = HMAC(SaltedPassword, "Server Key").
 func (m *ScramMech) CredentialFromSalted(salt, salted []byte, iterations int32) controller.ScramCredential {
@@ -100,7 +100,7 @@ func (m *ScramMech) saltedPassword(password string, salt []byte, iterations int3
 	return pbkdf2.Key(m.hash, password, salt, int(iterations), m.hash().Size())
 }
 
-// bootstrapCredential computes the stored credential of a
+// BootstrapCredential computes the stored credential of a
 // sasl.scram.bootstrap.users entry; a missing salt is random.
 func BootstrapCredential(u config.ScramBootstrapUser) (controller.ScramCredential, error) {
 	m := scramMechByName(u.Mechanism)
