@@ -1,7 +1,9 @@
-// Package broker serves the Kafka protocol: listeners and connections, one
-// handler per API, and the replica manager (a partition is a log plus its
-// high watermark and producer state). It maps requests decoded by protocol
-// onto storage logs and controller metadata.
+// Package broker wires one kbroker node out of its rooms: network (listeners,
+// connections, SASL), api (one handler per Kafka API), replica (the
+// partitions: logs, high watermarks, producer and transaction state, fetch
+// sessions, log tasks) and coordhost (the hosts of the group, transaction and
+// share coordinators), over the log dirs (storage) and the metadata store
+// (controller). It holds only New, Start, Close and small accessors.
 package broker
 
 import (
@@ -29,12 +31,12 @@ type Broker struct {
 	// closing is closed when shutdown starts: listeners stop, parked fetches return.
 	closing chan struct{}
 
-	// rm owns the partitions (manager.go).
+	// rm owns the partitions.
 	rm *replica.Manager
 
-	// co hosts the coordinators (coordhost.go).
+	// co hosts the coordinators.
 	co *coordhost.Host
-	// api answers the requests (api.go).
+	// api answers the requests (network hands them to it).
 	api *api.API
 
 	// net owns the listeners and connections.

@@ -34,16 +34,10 @@ type logTasks struct {
 func (m *Manager) startLogTasks() {
 	m.tasks.stop = make(chan struct{})
 	m.tasks.wg.Add(1)
-	go m.loop(time.Duration(m.cfg.LogRetentionCheckIntervalMs)*time.Millisecond, func() bool {
-		m.runRetention()
-		return false
-	})
+	go m.loop(time.Duration(m.cfg.LogRetentionCheckIntervalMs)*time.Millisecond, func() { m.runRetention() })
 	if m.cfg.LogCleanerEnable {
 		m.tasks.wg.Add(1)
-		go m.loop(time.Duration(m.cfg.LogCleanerBackoffMs)*time.Millisecond, func() bool {
-			m.runCleaner()
-			return false
-		})
+		go m.loop(time.Duration(m.cfg.LogCleanerBackoffMs)*time.Millisecond, func() { m.runCleaner() })
 	}
 }
 
@@ -57,9 +51,10 @@ func (m *Manager) stopLogTasks() {
 	m.tasks.wg.Wait()
 }
 
-// loop runs pass every interval until stopped; a pass that reports more
-// work runs again at once.
-func (m *Manager) loop(interval time.Duration, pass func() (again bool)) {
+// loop runs pass once per interval, the interval counted from the end of the
+// previous pass, until stopped. A pass that leaves work (a log still dirty
+// after compaction) is not re-run early: the next interval picks it up.
+func (m *Manager) loop(interval time.Duration, pass func()) {
 	defer m.tasks.wg.Done()
 	interval = max(interval, time.Millisecond)
 	timer := time.NewTimer(interval)
@@ -70,13 +65,7 @@ func (m *Manager) loop(interval time.Duration, pass func() (again bool)) {
 			return
 		case <-timer.C:
 		}
-		for pass() {
-			select {
-			case <-m.tasks.stop:
-				return
-			default:
-			}
-		}
+		pass()
 		timer.Reset(interval)
 	}
 }
@@ -154,35 +143,6 @@ func (m *Manager) cleanerConfig(p *Partition, s *TopicSettings) storage.CleanerC
 	}
 	cc.MaxCompactionLagMs = config.ResolveTopicConfig(m.cfg, overrides).Int64("max.compaction.lag.ms")
 	return cc
-}
-
-// forgetAborted stops listing to read_committed fetches aborted transactions
-// whose data compaction removed. It runs after the pass that found them
-// empty and so before any later pass can remove their markers: a consumer
-// told of an aborted transaction must meet its marker, or it would skip the
-// producer's later committed batches.
-func (p *Partition) forgetAborted(gone []storage.AbortedTxn) {
-	if len(gone) == 0 {
-		return
-	}
-	drop := make(map[storage.AbortedTxn]bool, len(gone))
-	for _, a := range gone {
-		drop[a] = true
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	kept := p.mu.txns.aborted[:0]
-	for _, a := range p.mu.txns.aborted {
-		if !drop[storage.AbortedTxn{ProducerID: a.producerID, MarkerOffset: a.lastOffset}] {
-			kept = append(kept, a)
-		}
-	}
-	p.mu.txns.aborted = kept
-	// A snapshot taken before this would bring the dropped entries back after
-	// a crash, when their markers may be gone: replace it now.
-	if err := p.snapshotLocked(); err != nil {
-		p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
-	}
 }
 
 // CheckpointDirs rewrites the checkpoints of the given log dirs.

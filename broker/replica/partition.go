@@ -304,3 +304,22 @@ func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Recor
 	}
 	return nil
 }
+
+// forgetAborted stops listing to read_committed fetches aborted transactions
+// whose data compaction removed (the cleaner's EmptiedAborts). It runs after
+// the pass that found them empty and so before any later pass can remove
+// their markers: a consumer told of an aborted transaction must meet its
+// marker, or it would skip the producer's later committed batches.
+func (p *Partition) forgetAborted(gone []storage.AbortedTxn) {
+	if len(gone) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.txns.forget(gone)
+	// A snapshot taken before this would bring the dropped entries back after
+	// a crash, when their markers may be gone: replace it now.
+	if err := p.snapshotLocked(); err != nil {
+		p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+	}
+}

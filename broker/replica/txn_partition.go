@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -77,4 +78,19 @@ func (t *partitionTxns) abortedBetween(from, to int64) []kmsg.FetchResponseTopic
 func (t *partitionTxns) truncateAbortedBelow(logStart int64) {
 	i := sort.Search(len(t.aborted), func(i int) bool { return t.aborted[i].lastOffset >= logStart })
 	t.aborted = append(t.aborted[:0], t.aborted[i:]...)
+}
+
+// forget drops the aborted transactions in gone (by producer and marker offset).
+func (t *partitionTxns) forget(gone []storage.AbortedTxn) {
+	drop := make(map[storage.AbortedTxn]bool, len(gone))
+	for _, a := range gone {
+		drop[a] = true
+	}
+	kept := t.aborted[:0]
+	for _, a := range t.aborted {
+		if !drop[storage.AbortedTxn{ProducerID: a.producerID, MarkerOffset: a.lastOffset}] {
+			kept = append(kept, a)
+		}
+	}
+	t.aborted = kept
 }
