@@ -62,9 +62,9 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 	case *kmsg.DescribeProducersRequest:
 		return b.handleDescribeProducers(ctx, r)
 	case *kmsg.ListGroupsRequest:
-		return b.handleListGroupsWithShare(ctx, r) // share_groups.go: adds share groups
+		return b.handleListGroupsWithShare(ctx, r) // coordinator_requests.go: adds share groups
 	case *kmsg.DeleteGroupsRequest:
-		return b.handleDeleteGroupsWithShare(ctx, r) // share_groups.go: deletes share groups
+		return b.handleDeleteGroupsWithShare(ctx, r) // coordinator_requests.go: deletes share groups
 	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
 		*kmsg.DescribeGroupsRequest, *kmsg.OffsetDeleteRequest,
 		*kmsg.ConsumerGroupHeartbeatRequest, *kmsg.ConsumerGroupDescribeRequest:
@@ -84,7 +84,7 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.handleAlterShareGroupOffsets(ctx, r)
 	case *kmsg.DeleteShareGroupOffsetsRequest:
 		return b.handleDeleteShareGroupOffsets(ctx, r)
-	// SASL (sasl_conn.go) and SCRAM credentials.
+	// SASL (sasl.go; authentication itself is network/sasl) and SCRAM credentials.
 	case *kmsg.SASLHandshakeRequest:
 		return b.handleSASLHandshake(ctx, r)
 	case *kmsg.SASLAuthenticateRequest:

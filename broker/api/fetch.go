@@ -1,7 +1,7 @@
 package api
 
 // Fetch v4–v16. v4 isolation level and LastStableOffset; v5 LogStartOffset;
-// v7 incremental fetch sessions (KIP-227, fetch_session.go); v9
+// v7 incremental fetch sessions (KIP-227, replica/fetch_session.go); v9
 // CurrentLeaderEpoch checks; v11 rack / PreferredReadReplica; v12 flexible
 // and LastFetchedEpoch; v13 topic ids instead of names; v15 ReplicaState;
 // v16 NodeEndpoints (tagged).

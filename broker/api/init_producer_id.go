@@ -4,7 +4,7 @@ package api
 // epoch (KIP-360); v4–v5 change nothing the broker answers differently.
 // Idempotent producers (no transactional id) always get a fresh producer id
 // with epoch 0, as Kafka does, without touching __transaction_state;
-// transactional ids go to the transaction coordinator (txns.go).
+// transactional ids go to the transaction coordinator (coordhost/txns.go).
 
 import (
 	"github.com/kbroker/kbroker/broker/network"

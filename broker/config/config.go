@@ -43,12 +43,12 @@ type Config struct {
 	// FetchSessionCacheSlots bounds the incremental fetch sessions (0: none).
 	FetchSessionCacheSlots int32
 
-	// Security: listener protocols and SASL (broker/sasl_config.go).
+	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
 	InterBrokerListenerName string
 	SASL                    SASLConfig
 
-	// Log retention and compaction tasks (broker/log_tasks.go).
+	// Log retention and compaction tasks (broker/replica/log_tasks.go).
 	LogRetentionCheckIntervalMs int64
 	LogCleanerEnable            bool
 	LogCleanerBackoffMs         int64

@@ -1,7 +1,8 @@
 package coordhost
 
-// Plumbing shared by the broker's hosts of the pure coordinators (groups.go,
-// txns.go): reply tokens, timers, and waiting for an answer.
+// Plumbing shared by the hosts of the pure coordinators (groups.go,
+// txns.go): reply tokens and timers. A handler waits for its token in
+// api (awaitReply).
 
 import (
 	"time"
