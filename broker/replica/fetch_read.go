@@ -2,7 +2,6 @@ package replica
 
 import (
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/kbroker/kbroker/storage"
@@ -23,26 +22,32 @@ func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	m.fetchSessions.finish(m.now(), fc, resp)
 }
 
-// pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or shutdown.
+// pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or
+// shutdown (a delayed fetch, delayed.go).
 func (m *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	for {
-		waits := m.arrivalChans(req)
-		bytes, stop := m.fillFetch(req, resp)
-		if stop || int64(bytes) >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
-			return
-		}
-		left := deadline.Sub(m.now())
-		if left <= 0 {
-			return
-		}
-		if !m.WaitAny(waits, left) {
-			// Shutting down or timed out: answer with what there is.
-			m.fillFetch(req, resp)
-			return
-		}
-	}
+	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp}, deadline)
 }
+
+// delayedFetch is a fetch waiting for MinBytes, Kafka's DelayedFetch.
+type delayedFetch struct {
+	m    *Manager
+	req  *kmsg.FetchRequest
+	resp *kmsg.FetchResponse
+}
+
+// tryComplete reads every requested partition into resp; it is done when a
+// partition has an error or MinBytes are ready. The arrival channels are
+// taken before reading so an append between the read and the wait is not
+// missed.
+func (d *delayedFetch) tryComplete() (bool, []<-chan struct{}) {
+	waits := d.m.arrivalChans(d.req)
+	bytes, stop := d.m.fillFetch(d.req, d.resp)
+	return stop || int64(bytes) >= int64(d.req.MinBytes), waits
+}
+
+// onExpire answers with what there is.
+func (d *delayedFetch) onExpire() { d.m.fillFetch(d.req, d.resp) }
 
 // arrivalChans collects each requested partition's wake-up channel. They are
 // taken before reading so an append between the read and the wait is not missed.
@@ -60,21 +65,6 @@ func (m *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
 		}
 	}
 	return out
-}
-
-// WaitAny blocks until one channel fires (true), or the timeout or shutdown (false).
-func (m *Manager) WaitAny(chans []<-chan struct{}, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.closing)})
-	for _, c := range chans {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
-	}
-	chosen, _, _ := reflect.Select(cases)
-	return chosen >= 2
 }
 
 func (m *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *Topic {
