@@ -83,7 +83,7 @@ func (b *API) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string
 			}
 		}
 		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
-		c.ConfigType = d.Typ
+		c.ConfigType = d.Type
 		if req.IncludeDocumentation {
 			doc := d.Doc
 			c.Documentation = &doc
@@ -96,7 +96,7 @@ func (b *API) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string
 			if bv, set := b.cfg.BrokerConfigValue(d.BrokerProp); set {
 				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &bv, Source: kmsg.ConfigSourceStaticBrokerConfig})
 			}
-			dv := d.Def(defaultConfig())
+			dv := d.Default(defaultConfig())
 			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &dv, Source: kmsg.ConfigSourceDefaultConfig})
 		}
 		sr.Configs = append(sr.Configs, c)
@@ -105,10 +105,7 @@ func (b *API) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string
 }
 
 func (b *API) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) {
-	keys := make([]string, 0, len(config.Props))
-	for k := range config.Props {
-		keys = append(keys, k)
-	}
+	keys := config.PropertyNames()
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !want(k) {

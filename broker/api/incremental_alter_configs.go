@@ -92,7 +92,7 @@ func (b *API) applyIncremental(cur map[string]string, ops []kmsg.IncrementalAlte
 			if !ok {
 				return nil, kerr.InvalidConfig, fmt.Sprintf("unknown topic config name: %s", c.Name)
 			}
-			if d.Typ != kmsg.ConfigTypeList {
+			if d.Type != kmsg.ConfigTypeList {
 				verb := "append"
 				if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
 					verb = "subtract"

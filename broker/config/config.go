@@ -150,8 +150,18 @@ func boolProp(set func(c *Config, v bool)) func(*Config, string) error {
 	}
 }
 
-// Props is the table of every Kafka property the broker honours, with Kafka's defaults.
-var Props = map[string]prop{
+// PropertyNames returns the name of every Kafka property the broker honours
+// (the props table; never the SASL secrets), in no order.
+func PropertyNames() []string {
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	return names
+}
+
+// props is the table of every Kafka property the broker honours, with Kafka's defaults.
+var props = map[string]prop{
 	"node.id":   {"0", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
 	"broker.id": {"", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
 	"listeners": {"PLAINTEXT://127.0.0.1:9092", func(c *Config, v string) (err error) {
@@ -270,7 +280,7 @@ func (c Config) BrokerConfigValue(key string) (string, bool) {
 	if v, ok := c.Props[key]; ok {
 		return v, true
 	}
-	return Props[key].def, false
+	return props[key].def, false
 }
 
 // order makes later, more specific properties win: log.roll.ms over
@@ -281,8 +291,8 @@ var order = []string{"log.roll.hours", "log.roll.ms", "log.retention.hours", "lo
 // know are returned in unknown (the caller logs and ignores them); a malformed
 // value is an error naming its key.
 func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) {
-	keys := make([]string, 0, len(Props))
-	for k := range Props {
+	keys := make([]string, 0, len(props))
+	for k := range props {
 		keys = append(keys, k)
 	}
 	rank := func(k string) int {
@@ -302,24 +312,24 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 	for _, k := range keys {
 		v, set := p[k]
 		if !set {
-			v = Props[k].def
+			v = props[k].def
 		}
 		if v == "" && !set {
 			continue
 		}
-		if err := Props[k].apply(&cfg, v); err != nil {
+		if err := props[k].apply(&cfg, v); err != nil {
 			return Config{}, nil, fmt.Errorf("config %s: %w", k, err)
 		}
 	}
 	for k := range p {
-		if _, ok := Props[k]; !ok && !isSecurityKey(k) {
+		if _, ok := props[k]; !ok && !isSecurityKey(k) {
 			unknown = append(unknown, k)
 		}
 	}
 	sort.Strings(unknown)
 	cfg.Props = make(map[string]string, len(p))
 	for k, v := range p {
-		if _, ok := Props[k]; ok {
+		if _, ok := props[k]; ok {
 			cfg.Props[k] = v
 		}
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// topicConfigDef describes one topic-level config: its Kafka name, the broker
+// TopicConfigDef describes one topic-level config: its Kafka name, the broker
 // property that supplies its default, and how to check a value.
-type topicConfigDef struct {
+type TopicConfigDef struct {
 	Name       string
 	BrokerProp string // "" when the default is fixed
-	Typ        kmsg.ConfigType
-	Def        func(c Config) string
+	Type       kmsg.ConfigType
+	Default    func(c Config) string
 	Doc        string
 }
 
@@ -25,7 +25,7 @@ func fixed(v string) func(Config) string { return func(Config) string { return v
 func i64(v int64) string                 { return strconv.FormatInt(v, 10) }
 
 // TopicConfigs is the catalog of topic configs, Kafka's names and defaults.
-var TopicConfigs = []topicConfigDef{
+var TopicConfigs = []TopicConfigDef{
 	{"cleanup.policy", "log.cleanup.policy", kmsg.ConfigTypeList, func(c Config) string { return c.LogCleanupPolicy }, "delete or compact or both"},
 	{"compression.type", "compression.type", kmsg.ConfigTypeString, func(c Config) string { return c.CompressionType }, "final compression type for the topic"},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, fixed("86400000"), "how long tombstones are kept for compacted topics"},
@@ -51,13 +51,13 @@ var TopicConfigs = []topicConfigDef{
 	{"unclean.leader.election.enable", "unclean.leader.election.enable", kmsg.ConfigTypeBoolean, fixed("false"), "allow out-of-sync replicas to become leader"},
 }
 
-func TopicConfigDefByName(name string) (topicConfigDef, bool) {
+func TopicConfigDefByName(name string) (TopicConfigDef, bool) {
 	for _, d := range TopicConfigs {
 		if d.Name == name {
 			return d, true
 		}
 	}
-	return topicConfigDef{}, false
+	return TopicConfigDef{}, false
 }
 
 // ValidateTopicConfigs checks names and values the way CreateTopics and
@@ -80,11 +80,11 @@ func ValidateTopicConfigs(cfgs map[string]string) error {
 	return nil
 }
 
-func checkConfigValue(d topicConfigDef, v string) error {
-	switch d.Typ {
+func checkConfigValue(d TopicConfigDef, v string) error {
+	switch d.Type {
 	case kmsg.ConfigTypeInt, kmsg.ConfigTypeLong:
 		bits, what := 64, "long"
-		if d.Typ == kmsg.ConfigTypeInt {
+		if d.Type == kmsg.ConfigTypeInt {
 			bits, what = 32, "int"
 		}
 		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, bits); err != nil {
@@ -133,7 +133,7 @@ type ResolvedConfig struct {
 func ResolveTopicConfig(c Config, overrides map[string]string) ResolvedConfig {
 	r := ResolvedConfig{Values: make(map[string]string, len(TopicConfigs)), Overrides: overrides}
 	for _, d := range TopicConfigs {
-		r.Values[d.Name] = d.Def(c)
+		r.Values[d.Name] = d.Default(c)
 		if v, ok := overrides[d.Name]; ok {
 			r.Values[d.Name] = v
 		}
@@ -147,7 +147,7 @@ func (r ResolvedConfig) Int64(name string) int64 {
 }
 
 // ConfigSource says where a topic config's effective value comes from.
-func ConfigSource(r ResolvedConfig, d topicConfigDef) int8 {
+func ConfigSource(r ResolvedConfig, d TopicConfigDef) int8 {
 	if _, ok := r.Overrides[d.Name]; ok {
 		return int8(kmsg.ConfigSourceDynamicTopicConfig)
 	}

@@ -132,16 +132,16 @@ func (m *Manager) AppendRecords(p *Partition, batch []byte, h records.Header) Ap
 }
 
 // AppendInternal appends a batch built by a coordinator to partition p of an
-// internal topic (Partition.AppendInternal) and calls done with the outcome
+// internal topic (Partition.appendInternal) and calls done with the outcome
 // once the write is complete. On a single node that is at once: done runs
 // before AppendInternal returns. In a cluster it will be when the batch is
 // replicated, so callers answer clients from done, never from the return.
 func (m *Manager) AppendInternal(p *Partition, batch []byte, done func(error)) {
-	done(p.AppendInternal(batch))
+	done(p.appendInternal(batch))
 }
 
-// AppendMarker writes a transaction marker to p (Partition.AppendMarker)
+// AppendMarker writes a transaction marker to p (Partition.appendMarker)
 // and calls done as AppendInternal does.
 func (m *Manager) AppendMarker(p *Partition, producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64, done func(error)) {
-	done(p.AppendMarker(producerID, epoch, ct, coordinatorEpoch, nowMs))
+	done(p.appendMarker(producerID, epoch, ct, coordinatorEpoch, nowMs))
 }

@@ -127,6 +127,7 @@ func (p *Partition) rebuildState(off int64) error {
 	return nil
 }
 
+// LastStableOffset is the LSO: below it no transaction is open.
 func (p *Partition) LastStableOffset() int64 { return p.lso.Load() }
 
 // AbortedBetween lists aborted transactions with data in [from, to), for read_committed fetches.
@@ -136,8 +137,8 @@ func (p *Partition) AbortedBetween(from, to int64) []kmsg.FetchResponseTopicPart
 	return p.mu.txns.abortedBetween(from, to)
 }
 
-// AppendMarker writes a transaction marker (control batch) for a producer.
-func (p *Partition) AppendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
+// appendMarker writes a transaction marker (control batch) for a producer.
+func (p *Partition) appendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
 	batch, err := records.BuildControlBatch(producerID, epoch, ct, coordinatorEpoch, nowMs)
 	if err != nil {
 		return err
@@ -163,10 +164,10 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, ct records.Contr
 	return nil
 }
 
-// AppendInternal writes a batch built by a coordinator: no client
+// appendInternal writes a batch built by a coordinator: no client
 // validation and no idempotence checks (its sequence is -1), but transaction
 // state, HW and LSO follow it as for any batch.
-func (p *Partition) AppendInternal(batch []byte) error {
+func (p *Partition) appendInternal(batch []byte) error {
 	h, err := records.ParseHeader(batch)
 	if err != nil {
 		return err
@@ -210,6 +211,7 @@ func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 	p.mu.arrived = make(chan struct{})
 }
 
+// HighWatermark is the HW: consumers read below it.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
 // WaitArrival returns a channel closed at the next append (or close).

@@ -57,6 +57,9 @@ func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
 	return nil, ""
 }
 
+// CreatePartitions grows a topic to rt.Count partitions (checked against
+// the single broker), unless validateOnly. It returns a Kafka error and
+// message, nil on success.
 func (m *Manager) CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

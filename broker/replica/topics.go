@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Topic is a topic this broker serves. Invariant: len(partitions) == meta.Partitions.
+// Topic is a topic this broker serves. Invariant: len(Partitions) == Meta.Partitions.
 type Topic struct {
 	Meta       controller.Topic
 	Partitions []*Partition
