@@ -17,6 +17,11 @@ import (
 func (b *API) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	tok := make(coordhost.Token, 1)
 	b.co.TxnOffsetCommit(req, tok)
+	select {
+	case resp := <-tok: // a single node acknowledges the append in place
+		return resp
+	default:
+	}
 	return b.awaitReply(ctx, req, tok, nil)
 }
 
