@@ -8,7 +8,7 @@ package api
 // Topic resources: names and values are checked as CreateTopics does
 // (INVALID_CONFIG naming the key); an unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION. Overrides are persisted in the metadata store
-// and take effect at once (topicSettings, storage.Log.SetConfig). Broker
+// and take effect at once (replica.TopicSettings, storage.Log.SetConfig). Broker
 // resources: kbroker has no dynamic broker configs, so any change is
 // INVALID_REQUEST as Kafka answers for a read-only config; an empty set is
 // accepted. Other resource types are INVALID_REQUEST.

@@ -55,7 +55,7 @@ func fsFill(req *kmsg.FetchRequest, state map[int32]fsState) *kmsg.FetchResponse
 	return resp
 }
 
-// fsRun serves req against the cache as handleFetch does.
+// fsRun serves req against the cache as Manager.fetch does.
 func fsRun(c *fetchSessionCache, now time.Time, req *kmsg.FetchRequest, state map[int32]fsState) (*kmsg.FetchResponse, []int32) {
 	fc, code := c.begin(now, req)
 	if code != 0 {

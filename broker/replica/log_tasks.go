@@ -1,7 +1,7 @@
 package replica
 
-// Background log maintenance, owned by the Broker: started by Start,
-// stopped (and waited for) by Close.
+// Background log maintenance, owned by the Manager: started by Start,
+// stopped (and waited for) by Stop.
 //
 // Retention runs every log.retention.check.interval.ms over the partitions
 // of topics whose cleanup.policy includes delete: whole closed segments
