@@ -1,72 +1,62 @@
-// Package broker serves the Kafka protocol: listeners and connections, one
-// handler per API, and the replica manager (a partition is a log plus its
-// high watermark and producer state). It maps requests decoded by protocol
-// onto storage logs and controller metadata.
+// Package broker wires one kbroker node out of its rooms: network (listeners,
+// connections, SASL), api (one handler per Kafka API), replica (the
+// partitions: logs, high watermarks, producer and transaction state, fetch
+// sessions, log tasks) and coordhost (the hosts of the group, transaction and
+// share coordinators), over the log dirs (storage) and the metadata store
+// (controller). It holds only New, Start, Close and small accessors.
 package broker
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/api"
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/coordhost"
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
-	"github.com/kbroker/kbroker/storage"
 )
 
 // Broker is one kbroker node. Start it with Start, stop it with Close.
 type Broker struct {
-	cfg   Config
+	cfg   config.Config
 	log   *slog.Logger
 	now   func() time.Time
 	store controller.Store
-	dirs  []*storage.Dir
 
 	// closing is closed when shutdown starts: listeners stop, parked fetches return.
 	closing chan struct{}
 
-	mu struct {
-		sync.RWMutex
-		topics map[string]*topic
-		byID   map[[16]byte]*topic
-	}
+	// rm owns the partitions.
+	rm *replica.Manager
 
-	pids      producerIDs
-	groups    groups
-	txns      txns
-	shareHost shareHost
-	// tasks are the retention and cleaner goroutines (log_tasks.go).
-	tasks logTasks
-	// fetchSessions are the incremental fetch sessions (fetch_session.go).
-	fetchSessions *fetchSessionCache
-	// scramMu serialises AlterUserScramCredentials (validate, then store).
-	scramMu sync.Mutex
+	// co hosts the coordinators.
+	co *coordhost.Host
+	// api answers the requests (network hands them to it).
+	api *api.API
 
-	lnMu      sync.Mutex
-	listeners []net.Listener
-	conns     map[*conn]struct{}
-	wg        sync.WaitGroup // accept loops and connections
+	// net owns the listeners and connections.
+	net       *network.Server
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
 // already locked by another process is an error (storage.ErrLocked).
-func New(cfg Config) (*Broker, error) {
+func New(cfg config.Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{}), conns: map[*conn]struct{}{}}
-	b.mu.topics = map[string]*topic{}
-	b.mu.byID = map[[16]byte]*topic{}
-	b.pids.b = b
-	b.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
-	b.initShares()
+	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
+	b.rm = replica.NewManager(cfg, b.closing)
+	b.co = coordhost.NewHost(cfg, b.rm, b.closing)
 
 	ok := false
 	defer func() {
@@ -74,28 +64,29 @@ func New(cfg Config) (*Broker, error) {
 			b.closeStorage()
 		}
 	}()
-	for _, d := range cfg.LogDirs {
-		dir, err := storage.OpenDir(d, b.logConfigFor, b.log)
-		if err != nil {
-			return nil, fmt.Errorf("opening log dir %s: %w", d, err)
-		}
-		b.dirs = append(b.dirs, dir)
+	if err := b.rm.OpenDirs(); err != nil {
+		return nil, err
 	}
 	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID)
 	if err != nil {
 		return nil, err
 	}
 	b.store = store
-	if err := b.bootstrapScram(); err != nil {
+	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
+	b.net = network.NewServer(network.Config{
+		Listeners:             cfg.Listeners,
+		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
+		Logger:                b.log,
+		Handler:               b.api,
+		NewAuthenticator:      b.api.NewAuthenticator,
+	})
+	if err := b.api.BootstrapScram(); err != nil {
 		return nil, err
 	}
-	if err := b.loadTopics(); err != nil {
+	if err := b.rm.Load(store); err != nil {
 		return nil, err
 	}
-	if err := b.loadGroups(); err != nil {
-		return nil, err
-	}
-	if err := b.loadTxns(); err != nil {
+	if err := b.co.Load(store); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -105,93 +96,26 @@ func New(cfg Config) (*Broker, error) {
 // Start binds every listener and serves connections until Close.
 // It returns once the listeners accept connections.
 func (b *Broker) Start() error {
-	for _, l := range b.cfg.Listeners {
-		ln, err := net.Listen("tcp", l.Addr())
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("listening on %s: %w", l, err)
-		}
-		b.lnMu.Lock()
-		b.listeners = append(b.listeners, ln)
-		b.lnMu.Unlock()
-		b.log.Info("listening", "listener", l.String(), "addr", ln.Addr().String())
-		b.wg.Add(1)
-		go b.acceptLoop(ln, l)
+	if err := b.net.Start(); err != nil {
+		b.Close()
+		return err
 	}
-	b.startLogTasks()
+	b.rm.Start()
 	return nil
 }
 
 // Addrs returns the bound listener addresses (useful with port 0).
-func (b *Broker) Addrs() []net.Addr {
-	b.lnMu.Lock()
-	defer b.lnMu.Unlock()
-	var out []net.Addr
-	for _, ln := range b.listeners {
-		out = append(out, ln.Addr())
-	}
-	return out
-}
-
-func (b *Broker) acceptLoop(ln net.Listener, l Listener) {
-	defer b.wg.Done()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-b.closing:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			b.log.Error("accept failed; listener stopped", "addr", ln.Addr().String(), "err", err)
-			return
-		}
-		c := newConn(b, nc)
-		c.listener = l
-		b.lnMu.Lock()
-		select {
-		case <-b.closing:
-			b.lnMu.Unlock()
-			nc.Close()
-			return
-		default:
-		}
-		b.conns[c] = struct{}{}
-		b.wg.Add(1)
-		b.lnMu.Unlock()
-		go func() {
-			defer b.wg.Done()
-			c.serve()
-			b.lnMu.Lock()
-			delete(b.conns, c)
-			b.lnMu.Unlock()
-		}()
-	}
-}
+func (b *Broker) Addrs() []net.Addr { return b.net.Addrs() }
 
 // Close stops accepting, lets in-flight requests finish, then flushes and
 // closes every log. It is safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.closing)
-		b.shareHost.close() // parked ShareFetches return on closing
-		b.lnMu.Lock()
-		for _, ln := range b.listeners {
-			ln.Close()
-		}
-		for c := range b.conns {
-			c.stopForShutdown()
-		}
-		b.lnMu.Unlock()
-		b.wg.Wait()
-		b.fetchSessions.clear()
-		b.stopLogTasks()
-		b.txns.close()
-		b.groups.close()
+		b.co.CloseShares() // parked ShareFetches return on closing
+		b.net.Close()      // in-flight requests are answered first
+		b.rm.Stop()
+		b.co.Close()
 		b.closeErr = b.closeStorage()
 		b.log.Info("broker stopped")
 	})
@@ -199,32 +123,9 @@ func (b *Broker) Close() error {
 }
 
 func (b *Broker) closeStorage() error {
-	var errs []error
-	b.mu.Lock()
-	for _, t := range b.mu.topics {
-		for _, p := range t.partitions {
-			p.closeAndSnapshot()
-		}
-	}
-	b.mu.Unlock()
-	if err := b.writeHighWatermarks(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, d := range b.dirs {
-		if err := d.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	b.dirs = nil
+	errs := []error{b.rm.CloseStorage()}
 	if b.store != nil {
 		errs = append(errs, b.store.Close())
 	}
 	return errors.Join(errs...)
-}
-
-func portOf(a net.Addr) int {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.Port
-	}
-	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,7 +21,7 @@ func startTestBroker(t testing.TB, dir string, overrides map[string]string) *Bro
 	for k, v := range overrides {
 		p[k] = v
 	}
-	cfg, _, err := ParseConfig(p)
+	cfg, _, err := config.ParseConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}

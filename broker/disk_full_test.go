@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,7 +80,7 @@ func startLoggedBroker(t *testing.T, dir string, h slog.Handler, overrides map[s
 	for k, v := range overrides {
 		p[k] = v
 	}
-	cfg, _, err := ParseConfig(p)
+	cfg, _, err := config.ParseConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,7 +38,6 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(int16(kmsg.Metadata), int16(12), meta.AppendTo(nil))
 
 	b := startTestBroker(f, f.TempDir(), map[string]string{"num.partitions": "2"})
-	c := &conn{b: b, addr: "fuzz:0", gone: make(chan struct{})}
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
 		allowed := false
 		for _, k := range fuzzedKeys {
@@ -69,7 +69,7 @@ func FuzzHandlers(f *testing.F) {
 			}
 		}
 		pr := protocol.Request{Header: protocol.RequestHeader{APIKey: key, APIVersion: version}, Body: req}
-		if resp := c.handle(&reqCtx{hdr: pr.Header, conn: c}, pr); resp != nil {
+		if resp := b.api.Handle(&network.RequestContext{Header: pr.Header, Principal: network.AnonymousPrincipal, RemoteAddr: "fuzz:0"}, pr); resp != nil {
 			_ = protocol.AppendResponse(nil, 1, resp)
 		}
 	})

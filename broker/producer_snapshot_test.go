@@ -43,9 +43,9 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 		t.Fatalf("snapshots after a clean shutdown: %v", snaps)
 	}
 	b2 := startTestBroker(t, dir, nil)
-	p := b2.partitionOf("snap", 0)
-	if p.lastStableOffset() != 20 || p.highWatermark() != 21 {
-		t.Fatalf("after restart LSO %d HW %d, want 20 and 21 (open transaction at 20)", p.lastStableOffset(), p.highWatermark())
+	p := b2.rm.PartitionOf("snap", 0)
+	if p.LastStableOffset() != 20 || p.HighWatermark() != 21 {
+		t.Fatalf("after restart LSO %d HW %d, want 20 and 21 (open transaction at 20)", p.LastStableOffset(), p.HighWatermark())
 	}
 	after := describeProducers(t, ctx, newClient(t, b2))
 	if len(after) != len(before) || len(after) != 2 {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,7 +53,7 @@ func TestSASLListeners(t *testing.T) {
 	b := startTestBroker(t, t.TempDir(), saslOverrides())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	plainPort, saslPort := int32(portOf(b.Addrs()[0])), int32(portOf(b.Addrs()[1]))
+	plainPort, saslPort := int32(b.Addrs()[0].(*net.TCPAddr).Port), int32(b.Addrs()[1].(*net.TCPAddr).Port)
 
 	// SCRAM: produce and consume through the SASL listener only, which
 	// works only if metadata advertises that listener's port.
@@ -133,14 +135,7 @@ func TestSASLListeners(t *testing.T) {
 }
 
 func hasPrincipal(b *Broker, p string) bool {
-	b.lnMu.Lock()
-	defer b.lnMu.Unlock()
-	for c := range b.conns {
-		if c.principal == p && c.listener.SecurityProtocol == protoSASLPlaintext {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(b.net.Principals(config.ProtoSASLPlaintext), p)
 }
 
 // TestSASLUnauthenticatedRequestCloses sends Metadata before any handshake
@@ -154,7 +149,7 @@ func TestSASLUnauthenticatedRequestCloses(t *testing.T) {
 	defer nc.Close()
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 9
-	body := authTestFrame(md, 7)
+	body := requestFrame(md, 7)
 	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
 	if _, err := nc.Write(append(frame, body...)); err != nil {
 		t.Fatal(err)
@@ -266,9 +261,9 @@ func TestScramCredentialsAdmin(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := b.store.ScramCredential("alice", mechScramSHA256)
+	before, _ := b.store.ScramCredential("alice", config.MechScramSHA256)
 	b = startTestBroker(t, dir, saslOverrides())
-	after, _ := b.store.ScramCredential("alice", mechScramSHA256)
+	after, _ := b.store.ScramCredential("alice", config.MechScramSHA256)
 	if string(before.Salt) != string(after.Salt) {
 		t.Fatal("bootstrap credential re-created at restart")
 	}
@@ -283,4 +278,16 @@ func TestScramCredentialsAdmin(t *testing.T) {
 	if err := saslClient(t, b, bob, kgo.RetryTimeout(time.Second)).Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("bob after delete: %v", err)
 	}
+}
+
+// requestFrame encodes a request as the frame body the authenticator reads.
+func requestFrame(req kmsg.Request, corr int32) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, byte(req.Key()>>8), byte(req.Key()), byte(req.GetVersion()>>8), byte(req.GetVersion()))
+	b = append(b, byte(corr>>24), byte(corr>>16), byte(corr>>8), byte(corr))
+	b = append(b, 0, 1, 'c')
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	return req.AppendTo(b)
 }

@@ -116,7 +116,7 @@ func TestShareFetchSessionAndLongPoll(t *testing.T) {
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("r0")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	id := b.topicByName("sh-poll").meta.ID
+	id := b.rm.TopicByName("sh-poll").Meta.ID
 
 	group, member := "sg-raw", "member-1"
 	fetch := func(epoch int32, wait int32, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,9 +17,9 @@ import (
 // reads the answers fills its socket; Close still returns (after the write
 // grace), and other clients were served meanwhile.
 func TestShutdownWithStuckClient(t *testing.T) {
-	old := shutdownWriteGrace
-	shutdownWriteGrace = 200 * time.Millisecond
-	defer func() { shutdownWriteGrace = old }()
+	old := network.ShutdownWriteGrace
+	network.ShutdownWriteGrace = 200 * time.Millisecond
+	defer func() { network.ShutdownWriteGrace = old }()
 
 	b := startTestBroker(t, t.TempDir(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

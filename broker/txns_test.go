@@ -32,15 +32,15 @@ func TestAbandonedTransactionIsAborted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := b.partitionOf("abandon", 0)
-	if lso := p.lastStableOffset(); lso != 0 {
+	p := b.rm.PartitionOf("abandon", 0)
+	if lso := p.LastStableOffset(); lso != 0 {
 		t.Fatalf("LSO %d with the transaction open, want 0", lso)
 	}
 	// Walk away without ending the transaction. Close would abort it, so
 	// only stop using the client; its session ends with the test.
 	for {
-		arrived := p.waitArrival() // taken before the check: the abort marker is an append
-		if p.lastStableOffset() != 0 {
+		arrived := p.WaitArrival() // taken before the check: the abort marker is an append
+		if p.LastStableOffset() != 0 {
 			break
 		}
 		select {
@@ -49,10 +49,10 @@ func TestAbandonedTransactionIsAborted(t *testing.T) {
 		case <-arrived:
 		}
 	}
-	if lso, hw := p.lastStableOffset(), p.highWatermark(); lso != hw || hw != 6 {
+	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != hw || hw != 6 {
 		t.Fatalf("after the abort LSO %d HW %d, want both 6 (5 records and the marker)", lso, hw)
 	}
-	if got := p.abortedBetween(0, 6); len(got) != 1 || got[0].FirstOffset != 0 {
+	if got := p.AbortedBetween(0, 6); len(got) != 1 || got[0].FirstOffset != 0 {
 		t.Fatalf("aborted transactions %+v", got)
 	}
 }
@@ -123,7 +123,7 @@ func TestProduceV12AddsPartitionToTransaction(t *testing.T) {
 	if code := produce(12, 0); code != 0 {
 		t.Fatalf("Produce v12 transactional batch: error %d", code)
 	}
-	if lso := b.partitionOf("v12", 0).lastStableOffset(); lso != 0 {
+	if lso := b.rm.PartitionOf("v12", 0).LastStableOffset(); lso != 0 {
 		t.Fatalf("LSO %d: the v12 batch did not open a transaction in the partition", lso)
 	}
 	if code := produce(11, 1); code != kerr.InvalidTxnState.Code && code != kerr.TransactionAbortable.Code {

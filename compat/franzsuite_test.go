@@ -59,10 +59,6 @@ var expectedFranzSkips = []struct {
 	untilAPI map[int16]int16
 }{
 	{`TestOAuthAuth`, "needs KGO_TEST_OAUTH_SEEDS: kbroker has no OAUTHBEARER", nil},
-	{`TestShareGroup.*`, "share groups (ShareFetch v2, ShareAcknowledge v2; KIP-932) not supported", map[int16]int16{78: 2, 79: 2}},
-	{`TestConsumeRegexShareSkipsInternal`, "share groups (ShareFetch v2, ShareAcknowledge v2; KIP-932) not supported", map[int16]int16{78: 2, 79: 2}},
-	{`.*/848`, "KIP-848 (ConsumerGroupHeartbeat v1) not supported", map[int16]int16{68: 1}},
-	{`Test848RegexBrokerResolves`, "KIP-848 (ConsumerGroupHeartbeat v1) not supported", map[int16]int16{68: 1}},
 }
 
 const (

@@ -63,7 +63,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
 	int16(kmsg.DescribeTopicPartitions): {0, 0},
 
-	// SASL (broker/sasl_conn.go) and SCRAM credentials.
+	// SASL (broker/network/sasl) and SCRAM credentials.
 	int16(kmsg.SASLHandshake):                {0, 1},
 	int16(kmsg.SASLAuthenticate):             {0, 2},
 	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},

@@ -3,7 +3,7 @@
 //	kbroker [server.properties] [--override key=value]...
 //
 // the same shape as kafka-server-start.sh. With no arguments it serves
-// PLAINTEXT on 127.0.0.1:9092 with its data under broker.DefaultLogDir().
+// PLAINTEXT on 127.0.0.1:9092 with its data under config.DefaultLogDir().
 // SIGTERM or SIGINT stops it gracefully: listeners close, in-flight requests
 // finish, every log is flushed and closed, and it exits 0.
 package main
@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/broker/config"
 )
 
 func main() {
@@ -83,7 +84,7 @@ func run(args []string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	cfg, unknown, err := broker.ParseConfig(p)
+	cfg, unknown, err := config.ParseConfig(p)
 	if err != nil {
 		return err
 	}

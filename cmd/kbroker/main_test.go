@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/broker/config"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -61,12 +61,12 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		"log.segment.bytes":         "1",
 		"message.max.bytes":         "-5",
 	} {
-		_, _, err := broker.ParseConfig(map[string]string{key: val})
+		_, _, err := config.ParseConfig(map[string]string{key: val})
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%s: error %v does not name the key", key, val, err)
 		}
 	}
-	cfg, unknown, err := broker.ParseConfig(map[string]string{"zookeeper.connect": "x:2181", "log.roll.hours": "1", "log.roll.ms": "5000"})
+	cfg, unknown, err := config.ParseConfig(map[string]string{"zookeeper.connect": "x:2181", "log.roll.hours": "1", "log.roll.ms": "5000"})
 	if err != nil {
 		t.Fatal(err)
 	}

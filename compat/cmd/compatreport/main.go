@@ -162,8 +162,8 @@ func render(r *results) string {
 		} else {
 			b.WriteString("Nothing excluded (`pendingTxnTests` is empty: the transaction tests, TestTxnEtl among them, run).\n")
 		}
-		b.WriteString("Expected skips (`expectedFranzSkips`): SASL/OAuth tests (no SASL), share groups (KIP-932),\n")
-		b.WriteString("and the KIP-848 tests while kbroker does not advertise ConsumerGroupHeartbeat v1.\n")
+		b.WriteString("Expected skips (`expectedFranzSkips`): `TestOAuthAuth` (kbroker has SASL PLAIN and SCRAM,\n")
+		b.WriteString("not OAUTHBEARER); the share-group (KIP-932) and KIP-848 tests run.\n")
 		if len(fs.FailedTests) > 0 {
 			fmt.Fprintf(&b, "\nFailing: %s.\n", "`"+strings.Join(fs.FailedTests, "`, `")+"`")
 		}

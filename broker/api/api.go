@@ -1,0 +1,94 @@
+// Package api answers the Kafka APIs, as Kafka's KafkaApis: API.Handle
+// dispatches a decoded request by key (dispatch.go) to one handler per API,
+// one file each, named after the API. A handler is a method of (request
+// context, kmsg request) → response; it works through the partitions
+// (replica.Manager), the coordinator hosts (coordhost.Host), the metadata
+// store and the configuration, never through the broker that wires them.
+package api
+
+import (
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/coordhost"
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/coordinator/group"
+	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// API answers every Kafka API, as Kafka's KafkaApis: Handle dispatches a
+// decoded request by key to one handler per API (one file each), which
+// works through the partitions (Partitions, implemented by replica.Manager),
+// the coordinator hosts (Coordinators, implemented by coordhost.Host), the
+// metadata store and the configuration.
+type API struct {
+	cfg   config.Config
+	log   *slog.Logger
+	now   func() time.Time
+	store controller.Store
+	rm    Partitions
+	co    Coordinators
+	// closing is closed when the broker shuts down: requests waiting on a
+	// coordinator close their connection unanswered.
+	closing <-chan struct{}
+	// addrs returns the bound listener addresses, advertised for listeners
+	// configured with port 0.
+	addrs func() []net.Addr
+	// scramMu serialises AlterUserScramCredentials (validate, then store).
+	scramMu sync.Mutex
+}
+
+// New returns the handlers of a broker; addrs returns its bound listener
+// addresses.
+func New(cfg config.Config, store controller.Store, rm Partitions, co Coordinators, closing <-chan struct{}, addrs func() []net.Addr) *API {
+	return &API{cfg: cfg, log: cfg.Logger, now: cfg.Now, store: store, rm: rm, co: co, closing: closing, addrs: addrs}
+}
+
+// Partitions is what the handlers need from the partitions (replica.Manager).
+type Partitions interface {
+	TopicByName(name string) *replica.Topic
+	TopicByID(id [16]byte) *replica.Topic
+	TopicNames() []string
+	PartitionOf(topic string, partition int32) *replica.Partition
+	AllPartitions() []*replica.Partition
+	Dirs() []*storage.Dir
+	CheckpointDirs(dirs map[*storage.Dir]bool)
+	CreateTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (*replica.Topic, *kerr.Error, string)
+	DeleteTopic(name string) *kerr.Error
+	CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string)
+	AlterTopicConfigs(name string, validateOnly bool, update func(current map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string)
+	AppendRecords(p *replica.Partition, batch []byte, h records.Header) replica.AppendResult
+	Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse)
+	WaitAny(chans []<-chan struct{}, d time.Duration) bool
+}
+
+// Coordinators is what the handlers need from the coordinator hosts
+// (coordhost.Host). Requests answered by a coordinator carry a token the
+// answer is delivered on.
+type Coordinators interface {
+	EnsureGroups() error
+	EnsureTxns() error
+	GroupRequest(client group.Client, req kmsg.Request, tok coordhost.Token) error
+	TxnRequest(client group.Client, req kmsg.Request, tok coordhost.Token) error
+	TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok coordhost.Token)
+	MarkUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse)
+	VerifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16
+	AddTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16
+	NextProducerID() (int64, error)
+	TopicsChanged()
+	Shares() *coordhost.ShareHost
+	ApplyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []coordhost.ShareAcks) []int16
+}
+
+var (
+	_ Partitions   = (*replica.Manager)(nil)
+	_ Coordinators = (*coordhost.Host)(nil)
+)

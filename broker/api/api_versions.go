@@ -1,0 +1,49 @@
+package api
+
+// ApiVersions v0–v4. v3 added client software name/version and flexible
+// encoding (the response header stays v0, KIP-511); v4 is identical to v3.
+// An unsupported request version gets the v0 body with UNSUPPORTED_VERSION so
+// the client retries at a version we know.
+
+import (
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
+	for _, k := range protocol.SupportedKeys() {
+		vr, _ := protocol.Supported(k)
+		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: vr.Min, MaxVersion: vr.Max})
+	}
+	return out
+}
+
+func (b *API) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersionsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ApiKeys = apiKeys()
+	if req.Version >= 3 {
+		// transaction.version 2 (KIP-890 part 2) is finalized: clients may
+		// rely on Produce v12+ and TxnOffsetCommit v5+ adding partitions to
+		// the transaction, and on EndTxn v5+ bumping the epoch.
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
+		resp.FinalizedFeaturesEpoch = 1
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MaxVersionLevel: 2, MinVersionLevel: 2}}
+	}
+	if req.Version >= 3 && (req.ClientSoftwareName == "" || req.ClientSoftwareVersion == "") {
+		// Kafka validates these strings from v3 and answers INVALID_REQUEST.
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	return resp
+}
+
+// apiVersionsUnsupported answers an ApiVersions request of a version we do not know.
+func (b *API) apiVersionsUnsupported() kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = apiKeys()
+	return resp
+}

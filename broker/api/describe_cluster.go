@@ -1,0 +1,25 @@
+package api
+
+// DescribeCluster v0–v1. v1 added EndpointType (1 = brokers).
+
+import (
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *API) handleDescribeCluster(ctx *network.RequestContext, req *kmsg.DescribeClusterRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp
+	}
+	resp.EndpointType = 1
+	resp.ClusterID = b.store.ClusterID()
+	resp.ControllerID = b.cfg.NodeID
+	resp.ClusterAuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOps)
+	for _, be := range b.endpointsFor(ctx) {
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: be.NodeID, Host: be.Host, Port: be.Port})
+	}
+	return resp
+}

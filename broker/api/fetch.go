@@ -1,0 +1,22 @@
+package api
+
+// Fetch v4–v16. v4 isolation level and LastStableOffset; v5 LogStartOffset;
+// v7 incremental fetch sessions (KIP-227, replica/fetch_session.go); v9
+// CurrentLeaderEpoch checks; v11 rack / PreferredReadReplica; v12 flexible
+// and LastFetchedEpoch; v13 topic ids instead of names; v15 ReplicaState;
+// v16 NodeEndpoints (tagged).
+//
+// Limits: MaxBytes bounds the whole response and PartitionMaxBytes each
+// partition, except that the first batch of the first partition with data is
+// returned whole even when larger (KIP-74), so a consumer always progresses.
+
+import (
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	b.rm.Fetch(req, resp)
+	return resp
+}

@@ -1,0 +1,82 @@
+package api
+
+// ListOffsets v1–v8. v1 single offset plus timestamp; v2 isolation level
+// (read_committed latest = the last stable offset); v4 CurrentLeaderEpoch and LeaderEpoch; v6 flexible;
+// v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4), the log start offset here
+// since there is no tiered storage.
+
+import (
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Special timestamps of ListOffsets.
+const (
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3
+	listEarliestLocal = -4
+)
+
+func (b *API) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp = -1
+			sp.Offset = -1
+			sp.LeaderEpoch = -1
+			if kerrv := b.listOffset(req.Version, req.IsolationLevel, rt.Topic, rp, &sp); kerrv != nil {
+				sp.ErrorCode = kerrv.Code
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (b *API) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
+	p := b.rm.PartitionOf(topicName, rp.Partition)
+	if p == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	if version >= 4 && rp.CurrentLeaderEpoch >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < p.LeaderEpoch:
+			return kerr.FencedLeaderEpoch
+		case rp.CurrentLeaderEpoch > p.LeaderEpoch:
+			return kerr.UnknownLeaderEpoch
+		}
+	}
+	switch ts := rp.Timestamp; {
+	case ts == listLatest && isolation == 1:
+		sp.Offset = p.LastStableOffset()
+		sp.LeaderEpoch = p.LeaderEpoch
+	case ts == listLatest:
+		sp.Offset = p.HighWatermark()
+		sp.LeaderEpoch = p.LeaderEpoch
+	case ts == listEarliest || (ts == listEarliestLocal && version >= 8):
+		sp.Offset = p.Log.LogStartOffset()
+		sp.LeaderEpoch = p.LeaderEpoch
+	case ts == listMaxTimestamp && version >= 7:
+		off, mts := p.Log.MaxTimestamp()
+		if off >= 0 {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, p.LeaderEpoch
+		}
+	case ts >= 0:
+		if off, fts, ok := p.Log.OffsetForTimestamp(ts); ok && off < p.HighWatermark() {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, p.LeaderEpoch
+		}
+	default:
+		return kerr.InvalidRequest
+	}
+	if version == 0 {
+		sp.OldStyleOffsets = []int64{sp.Offset}
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package api
+
+// Metadata v0–v12. v1 added null topics (= all), IsInternal, ControllerID;
+// v2 ClusterID; v4 AllowAutoTopicCreation (before v4 auto-creation follows the
+// broker config alone); v5 OfflineReplicas; v7 LeaderEpoch; v8 authorized
+// operations; v9 flexible; v10 topic ids; v11 dropped cluster authorized
+// operations; v12 allows lookup by topic id with a null name.
+
+import (
+	"net"
+	"os"
+	"sort"
+
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// endpointsFor is the broker list a metadata answer carries: this node at
+// the advertised listener named like the listener the request came in on, as
+// Kafka answers with the endpoints of the request's listener (the listener
+// itself when advertised.listeners leaves it out; the first advertised
+// listener when there is no connection).
+func (b *API) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataResponseBroker {
+	l := b.cfg.AdvertisedListeners[0]
+	if ctx != nil && ctx.Listener.Name != "" {
+		l = ctx.Listener
+		for _, a := range b.cfg.AdvertisedListeners {
+			if a.Name == l.Name {
+				l = a
+				break
+			}
+		}
+	}
+	host := l.Host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		} else {
+			host = "localhost"
+		}
+	}
+	port := l.Port
+	if port == 0 {
+		// Bound to an ephemeral port: advertise what was actually bound.
+		addrs := b.addrs()
+		for i, bl := range b.cfg.Listeners {
+			if bl.Name == l.Name && i < len(addrs) {
+				port = int32(portOf(addrs[i]))
+			}
+		}
+	}
+	return []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: host, Port: port}}
+}
+
+func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Brokers = b.endpointsFor(ctx)
+	cid := b.store.ClusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = b.cfg.NodeID
+	resp.AuthorizedOperations = authorizedOps(req.IncludeClusterAuthorizedOperations, clusterOps)
+
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		names := b.rm.TopicNames()
+		sort.Strings(names)
+		for _, n := range names {
+			if t := b.rm.TopicByName(n); t != nil {
+				resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
+			}
+		}
+		return resp
+	}
+	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	created := false
+	defer func() {
+		if created {
+			b.co.TopicsChanged()
+		}
+	}()
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
+			t := b.rm.TopicByID(rt.TopicID)
+			if t == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
+			continue
+		}
+		name := *rt.Topic
+		t := b.rm.TopicByName(name)
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic
+			mt.IsInternal = replica.IsInternal(name)
+			switch {
+			case replica.ValidTopicName(name) != nil:
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case !autoCreate || replica.IsInternal(name):
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				var kerrv *kerr.Error
+				t, kerrv, _ = b.rm.CreateTopic(name, -1, -1, nil, false)
+				if kerrv == kerr.TopicAlreadyExists {
+					t, kerrv = b.rm.TopicByName(name), nil
+				}
+				if kerrv != nil || t == nil {
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code
+				} else {
+					created = true
+				}
+			}
+			if t == nil {
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		}
+		resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
+	}
+	return resp
+}
+
+func (b *API) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Meta.Name
+	mt.Topic = &name
+	mt.TopicID = t.Meta.ID
+	mt.IsInternal = replica.IsInternal(name)
+	mt.AuthorizedOperations = authorizedOps(req.IncludeTopicAuthorizedOperations, topicOps)
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Index
+		mp.Leader = b.cfg.NodeID
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = []int32{b.cfg.NodeID}
+		mp.ISR = []int32{b.cfg.NodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func portOf(a net.Addr) int {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.Port
+	}
+	return 0
+}

@@ -1,0 +1,144 @@
+package api
+
+// Produce v3–v12. v3 introduced record batch v2 (the only format accepted:
+// exactly one batch per partition, magic 2); v5 LogStartOffset; v7 allows
+// zstd (older versions get UNSUPPORTED_COMPRESSION_TYPE for it); v8 per-record
+// errors and ErrorMessage; v9 flexible; v10–v11 add tagged CurrentLeader and
+// nothing we must act on; v12 (transaction.version 2, KIP-890 part 2) adds a
+// transactional batch's partition to its transaction instead of requiring
+// AddPartitionsToTxn first. acks=0 sends no response at all.
+//
+// Validation follows Kafka's order: unknown partition, batch size against
+// max.message.bytes (MESSAGE_TOO_LARGE), then records.ValidateProduce
+// (CORRUPT_MESSAGE for CRC and undecodable data, INVALID_RECORD for structure,
+// keys on compacted topics, INVALID_TIMESTAMP for timestamp bounds). Topics with
+// message.timestamp.type=LogAppendTime get the broker's time written into the
+// batch (maxTimestamp and the timestamp-type bit, CRC recomputed).
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			sp.LogAppendTime = -1
+			sp.LogStartOffset = -1
+			var (
+				kerrv *kerr.Error
+				msg   string
+			)
+			p := b.rm.PartitionOf(rt.Topic, rp.Partition)
+			switch {
+			case !validAcks:
+				kerrv = kerr.InvalidRequiredAcks
+			case p == nil:
+				kerrv = kerr.UnknownTopicOrPartition
+			case replica.IsInternal(rt.Topic):
+				kerrv = kerr.InvalidTopicException // clients may not write internal topics
+			case req.Acks == -1 && p.Topic.Settings().MinInsyncReplicas > 1:
+				kerrv = kerr.NotEnoughReplicas // the ISR is this broker alone
+			default:
+				var res replica.AppendResult
+				res, msg = b.produceTo(ctx, req.Version, req.TransactionID, p, rp.Records)
+				kerrv = res.Err
+				if kerrv == nil {
+					sp.BaseOffset = res.BaseOffset
+					sp.LogAppendTime = res.LogAppendTime
+					sp.LogStartOffset = p.Log.LogStartOffset()
+				}
+			}
+			if kerrv != nil {
+				sp.ErrorCode = kerrv.Code
+				if msg != "" {
+					sp.ErrorMessage = &msg
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+// produceTo validates the partition's record set and appends it. It returns
+// the Kafka error and, for bad input, a message for the client; bad input and
+// storage failures are logged once here.
+func (b *API) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *replica.Partition, recs []byte) (replica.AppendResult, string) {
+	bad := func(e *kerr.Error, msg string) (replica.AppendResult, string) {
+		b.log.Warn("rejected produce", "client", ctx.RemoteAddr, "client_id", ctx.Header.ClientID,
+			"topic", p.Topic.Meta.Name, "partition", p.Index, "error", e.Message, "reason", msg)
+		return replica.AppendResult{Err: e}, msg
+	}
+	if len(recs) == 0 {
+		return bad(kerr.InvalidRecord, "produce requests must have at least one record batch per partition")
+	}
+	set := p.Topic.Settings()
+	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > set.MaxMessageBytes {
+		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), set.MaxMessageBytes))
+	}
+	opts := set.Validate
+	now := b.now().UnixMilli()
+	opts.NowMs = now
+	h, _, err := records.ValidateProduce(version, recs, opts)
+	switch {
+	case errors.Is(err, records.ErrUnsupportedCompressionType):
+		return bad(kerr.UnsupportedCompressionType, err.Error())
+	case errors.Is(err, records.ErrInvalidTimestamp):
+		return bad(kerr.InvalidTimestamp, err.Error())
+	case errors.Is(err, records.ErrInvalidRecord):
+		return bad(kerr.InvalidRecord, err.Error())
+	case err != nil:
+		return bad(kerr.CorruptMessage, err.Error())
+	}
+	if h.IsTransactional() {
+		// The partition must be part of the producer's open transaction
+		// (KIP-890 part 1 verification), so a late write cannot hang the LSO.
+		if txnID == nil {
+			return bad(kerr.InvalidTxnState, "transactional batch in a produce request without a transactional id")
+		}
+		check := b.co.VerifyTxnPartition
+		if version >= 12 {
+			check = b.co.AddTxnPartition // KIP-890 part 2: the produce adds the partition
+		}
+		if code := check(*txnID, h.ProducerID, h.ProducerEpoch, p.Topic.Meta.Name, p.Index); code != 0 {
+			kerrv, _ := kerr.ErrorForCode(code).(*kerr.Error)
+			if kerrv == nil {
+				kerrv = kerr.UnknownServerError
+			}
+			return replica.AppendResult{Err: kerrv}, ""
+		}
+	}
+	// A trailing fragment too short to be a batch is ignored, as Kafka does.
+	recs = recs[:h.TotalSize()]
+	if set.Recompress && h.Compression() != set.Codec && !h.IsControl() {
+		if recs, h, err = recompress(recs, set.Codec); err != nil {
+			return bad(kerr.CorruptMessage, err.Error())
+		}
+	}
+	logAppendTime := int64(-1)
+	if opts.LogAppendTime {
+		logAppendTime = now
+		records.SetMaxTimestampLogAppendTime(recs, now)
+	}
+	res := b.rm.AppendRecords(p, recs, h)
+	res.LogAppendTime = logAppendTime
+	return res, ""
+}

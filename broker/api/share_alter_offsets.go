@@ -1,0 +1,57 @@
+package api
+
+// AlterShareGroupOffsets v0 (KIP-932): sets the SPSO of share-partitions
+// of a group with no members (NON_EMPTY_GROUP otherwise), creating the
+// share group if it does not exist; in-flight state of those partitions is
+// forgotten. Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION; an
+// offset below zero: INVALID_REQUEST.
+
+import (
+	"time"
+
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *API) handleAlterShareGroupOffsets(ctx *network.RequestContext, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if req.GroupID == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
+		if code := c.CanAlterOffsets(req.GroupID, false); code != 0 {
+			resp.ErrorCode = code
+			return
+		}
+		for _, rt := range req.Topics {
+			st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			t := b.rm.TopicByName(rt.Topic)
+			if t != nil {
+				st.TopicID = t.Meta.ID
+			}
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				switch {
+				case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case rp.StartOffset < 0:
+					sp.ErrorCode = kerr.InvalidRequest.Code
+				default:
+					c.SetStartOffset(req.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: rp.Partition}, rp.StartOffset)
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+	})
+	if err != nil {
+		ctx.CloseConn = true
+		return nil
+	}
+	return resp
+}

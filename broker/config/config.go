@@ -1,0 +1,386 @@
+// Package config maps Kafka's property names onto the broker's configuration:
+// broker properties (Config, ParseConfig, one table of names and defaults),
+// listener security and SASL settings, and the catalog of topic configs with
+// their broker defaults. It is the one place a Kafka property name is mapped.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the broker's configuration. Every field maps to a Kafka property
+// name in the props table below; that table is the one place names are mapped.
+type Config struct {
+	NodeID                   int32
+	Listeners                []Listener
+	AdvertisedListeners      []Listener
+	LogDirs                  []string
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
+	LogSegmentBytes          int64
+	LogRollMs                int64
+	LogIndexIntervalBytes    int32
+	MessageMaxBytes          int32
+	SocketRequestMaxBytes    int32
+	LogFlushIntervalMessages int64
+	LogFlushIntervalMs       int64
+	LogRetentionMs           int64
+	LogRetentionBytes        int64
+	LogCleanupPolicy         string
+	MinInsyncReplicas        int32
+	CompressionType          string
+	ClusterID                string
+	// FetchSessionCacheSlots bounds the incremental fetch sessions (0: none).
+	FetchSessionCacheSlots int32
+
+	// Security: listener protocols and SASL (sasl.go).
+	SecurityProtocolMap     map[string]string
+	InterBrokerListenerName string
+	SASL                    SASLConfig
+
+	// Log retention and compaction tasks (broker/replica/log_tasks.go).
+	LogRetentionCheckIntervalMs int64
+	LogCleanerEnable            bool
+	LogCleanerBackoffMs         int64
+
+	// Group coordinator and __consumer_offsets.
+	OffsetsTopicNumPartitions           int32
+	OffsetsTopicSegmentBytes            int64
+	GroupMinSessionTimeoutMs            int32
+	GroupMaxSessionTimeoutMs            int32
+	GroupInitialRebalanceDelayMs        int32
+	GroupMaxSize                        int32
+	OffsetsRetentionMs                  int64
+	OffsetsRetentionCheckIntervalMs     int64
+	OffsetMetadataMaxBytes              int32
+	ProducerIDExpirationMs              int64
+	ProducerIDExpirationCheckIntervalMs int64
+	// Transaction coordinator and __transaction_state.
+	TransactionStateLogNumPartitions          int32
+	TransactionStateLogSegmentBytes           int64
+	TransactionMaxTimeoutMs                   int32
+	TransactionalIDExpirationMs               int64
+	TransactionAbortTimedOutCleanupIntervalMs int64
+	// KIP-848 consumer groups.
+	GroupConsumerHeartbeatIntervalMs int32
+	GroupConsumerSessionTimeoutMs    int32
+	GroupConsumerAssignors           string
+	// KIP-932 share groups (coordinator/share).
+	GroupShareHeartbeatIntervalMs     int32
+	GroupShareSessionTimeoutMs        int32
+	GroupShareDeliveryCountLimit      int32
+	GroupShareRecordLockDurationMs    int32
+	GroupShareMinRecordLockDurationMs int32
+	GroupShareMaxRecordLockDurationMs int32
+	GroupSharePartitionMaxRecordLocks int32
+	GroupShareMaxSize                 int32
+
+	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
+	Props map[string]string
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Listener is one listener endpoint, e.g. PLAINTEXT://127.0.0.1:9092 or
+// CLIENT://:9093. SecurityProtocol comes from listener.security.protocol.map.
+type Listener struct {
+	Name             string
+	Host             string
+	Port             int32
+	SecurityProtocol string
+}
+
+func (l Listener) String() string { return fmt.Sprintf("%s://%s", l.Name, hostPort(l.Host, l.Port)) }
+
+// Addr is the host:port to bind or dial.
+func (l Listener) Addr() string { return hostPort(l.Host, l.Port) }
+
+func hostPort(h string, p int32) string {
+	if strings.Contains(h, ":") {
+		return fmt.Sprintf("[%s]:%d", h, p)
+	}
+	return fmt.Sprintf("%s:%d", h, p)
+}
+
+// DefaultLogDir is where a broker started without log.dirs keeps its data.
+func DefaultLogDir() string { return filepath.Join(os.TempDir(), "kbroker-logs") }
+
+// prop maps one Kafka property to a Config field.
+type prop struct {
+	def   string
+	apply func(c *Config, v string) error
+}
+
+func intProp(set func(c *Config, v int64), min, max int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < min || n > max {
+			return fmt.Errorf("%d out of range [%d, %d]", n, min, max)
+		}
+		set(c, n)
+		return nil
+	}
+}
+
+func boolProp(set func(c *Config, v bool)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			set(c, true)
+		case "false":
+			set(c, false)
+		default:
+			return fmt.Errorf("not a boolean: %q", v)
+		}
+		return nil
+	}
+}
+
+// PropertyNames returns the name of every Kafka property the broker honours
+// (the props table; never the SASL secrets), in no order.
+func PropertyNames() []string {
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	return names
+}
+
+// props is the table of every Kafka property the broker honours, with Kafka's defaults.
+var props = map[string]prop{
+	"node.id":   {"0", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
+	"broker.id": {"", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
+	"listeners": {"PLAINTEXT://127.0.0.1:9092", func(c *Config, v string) (err error) {
+		c.Listeners, err = parseListeners(v)
+		return err
+	}},
+	"advertised.listeners": {"", func(c *Config, v string) (err error) {
+		c.AdvertisedListeners, err = parseListeners(v)
+		return err
+	}},
+	"log.dirs": {"", func(c *Config, v string) error {
+		c.LogDirs = SplitList(v)
+		return nil
+	}},
+	"log.dir": {"", func(c *Config, v string) error {
+		if len(c.LogDirs) == 0 {
+			c.LogDirs = SplitList(v)
+		}
+		return nil
+	}},
+	"num.partitions":              {"1", intProp(func(c *Config, v int64) { c.NumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"default.replication.factor":  {"1", intProp(func(c *Config, v int64) { c.DefaultReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"auto.create.topics.enable":   {"true", boolProp(func(c *Config, v bool) { c.AutoCreateTopics = v })},
+	"log.segment.bytes":           {"1073741824", intProp(func(c *Config, v int64) { c.LogSegmentBytes = v }, 14, math.MaxInt32)},
+	"log.roll.hours":              {"168", intProp(func(c *Config, v int64) { c.LogRollMs = v * 3600_000 }, 1, math.MaxInt32)},
+	"log.roll.ms":                 {"", intProp(func(c *Config, v int64) { c.LogRollMs = v }, 1, math.MaxInt64)},
+	"log.index.interval.bytes":    {"4096", intProp(func(c *Config, v int64) { c.LogIndexIntervalBytes = int32(v) }, 0, math.MaxInt32)},
+	"message.max.bytes":           {"1048588", intProp(func(c *Config, v int64) { c.MessageMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"socket.request.max.bytes":    {"104857600", intProp(func(c *Config, v int64) { c.SocketRequestMaxBytes = int32(v) }, 1, math.MaxInt32)},
+	"log.flush.interval.messages": {"9223372036854775807", intProp(func(c *Config, v int64) { c.LogFlushIntervalMessages = v }, 1, math.MaxInt64)},
+	"log.flush.interval.ms":       {"", intProp(func(c *Config, v int64) { c.LogFlushIntervalMs = v }, 0, math.MaxInt64)},
+	"log.retention.hours":         {"168", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 3600_000 }, -1, math.MaxInt32)},
+	"log.retention.minutes":       {"", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 60_000 }, -1, math.MaxInt32)},
+	"log.retention.ms":            {"", intProp(func(c *Config, v int64) { c.LogRetentionMs = v }, -1, math.MaxInt64)},
+	"log.retention.bytes":         {"-1", intProp(func(c *Config, v int64) { c.LogRetentionBytes = v }, -1, math.MaxInt64)},
+	"log.cleanup.policy": {"delete", func(c *Config, v string) error {
+		for _, p := range SplitList(v) {
+			if p != "delete" && p != "compact" {
+				return fmt.Errorf("unknown cleanup policy %q", p)
+			}
+		}
+		c.LogCleanupPolicy = v
+		return nil
+	}},
+	"min.insync.replicas": {"1", intProp(func(c *Config, v int64) { c.MinInsyncReplicas = int32(v) }, 1, math.MaxInt32)},
+	"compression.type": {"producer", func(c *Config, v string) error {
+		switch v {
+		case "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
+			c.CompressionType = v
+			return nil
+		}
+		return fmt.Errorf("unknown compression type %q", v)
+	}},
+	"offsets.topic.num.partitions":         {"50", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.replication.factor":     {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"offsets.topic.segment.bytes":          {"104857600", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
+	"group.min.session.timeout.ms":         {"6000", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.session.timeout.ms":         {"1800000", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.initial.rebalance.delay.ms":     {"3000", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.size":                       {"2147483647", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
+	"offsets.retention.minutes":            {"10080", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
+	"offsets.retention.check.interval.ms":  {"600000", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"offset.metadata.max.bytes":            {"4096", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"log.retention.check.interval.ms":      {"300000", intProp(func(c *Config, v int64) { c.LogRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"log.cleaner.enable":                   {"true", boolProp(func(c *Config, v bool) { c.LogCleanerEnable = v })},
+	"log.cleaner.backoff.ms":               {"15000", intProp(func(c *Config, v int64) { c.LogCleanerBackoffMs = v }, 0, math.MaxInt64)},
+	"group.consumer.heartbeat.interval.ms": {"5000", intProp(func(c *Config, v int64) { c.GroupConsumerHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.session.timeout.ms":    {"45000", intProp(func(c *Config, v int64) { c.GroupConsumerSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.assignors": {"uniform,range", func(c *Config, v string) error {
+		for _, a := range SplitList(v) {
+			if a != "uniform" && a != "range" {
+				return fmt.Errorf("unknown assignor %q (uniform, range)", a)
+			}
+		}
+		c.GroupConsumerAssignors = v
+		return nil
+	}},
+	"group.share.heartbeat.interval.ms":                           {"5000", intProp(func(c *Config, v int64) { c.GroupShareHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.session.timeout.ms":                              {"45000", intProp(func(c *Config, v int64) { c.GroupShareSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.delivery.count.limit":                            {"5", intProp(func(c *Config, v int64) { c.GroupShareDeliveryCountLimit = int32(v) }, 2, 10)},
+	"group.share.record.lock.duration.ms":                         {"30000", intProp(func(c *Config, v int64) { c.GroupShareRecordLockDurationMs = int32(v) }, 1000, 3600000)},
+	"group.share.min.record.lock.duration.ms":                     {"15000", intProp(func(c *Config, v int64) { c.GroupShareMinRecordLockDurationMs = int32(v) }, 1000, 30000)},
+	"group.share.max.record.lock.duration.ms":                     {"60000", intProp(func(c *Config, v int64) { c.GroupShareMaxRecordLockDurationMs = int32(v) }, 30000, 3600000)},
+	"group.share.partition.max.record.locks":                      {"2000", intProp(func(c *Config, v int64) { c.GroupSharePartitionMaxRecordLocks = int32(v) }, 100, 10000)},
+	"group.share.max.size":                                        {"200", intProp(func(c *Config, v int64) { c.GroupShareMaxSize = int32(v) }, 1, 1000)},
+	"max.incremental.fetch.session.cache.slots":                   {"1000", intProp(func(c *Config, v int64) { c.FetchSessionCacheSlots = int32(v) }, 0, math.MaxInt32)},
+	"producer.id.expiration.ms":                                   {"86400000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
+	"producer.id.expiration.check.interval.ms":                    {"600000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},
+	"transaction.state.log.num.partitions":                        {"50", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"transaction.state.log.replication.factor":                    {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"transaction.state.log.min.isr":                               {"2", intProp(func(c *Config, v int64) {}, 1, math.MaxInt32)},
+	"transaction.state.log.segment.bytes":                         {"104857600", intProp(func(c *Config, v int64) { c.TransactionStateLogSegmentBytes = v }, 1, math.MaxInt32)},
+	"transaction.max.timeout.ms":                                  {"900000", intProp(func(c *Config, v int64) { c.TransactionMaxTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"transactional.id.expiration.ms":                              {"604800000", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"10000", intProp(func(c *Config, v int64) { c.TransactionAbortTimedOutCleanupIntervalMs = v }, 1, math.MaxInt32)},
+	"cluster.id": {"", func(c *Config, v string) error {
+		c.ClusterID = v
+		return nil
+	}},
+	"listener.security.protocol.map": {defaultSecurityProtocolMap, func(c *Config, v string) (err error) {
+		c.SecurityProtocolMap, err = parseSecurityProtocolMap(v)
+		return err
+	}},
+	"sasl.enabled.mechanisms": {defaultSASLMechanisms, func(c *Config, v string) (err error) {
+		c.SASL.EnabledMechanisms, err = parseSASLMechanisms(v)
+		return err
+	}},
+	"inter.broker.listener.name": {"", func(c *Config, v string) error {
+		c.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(v))
+		return nil
+	}},
+}
+
+// BrokerConfigValue is the value DescribeConfigs reports for a broker property.
+func (c Config) BrokerConfigValue(key string) (string, bool) {
+	if v, ok := c.Props[key]; ok {
+		return v, true
+	}
+	return props[key].def, false
+}
+
+// order makes later, more specific properties win: log.roll.ms over
+// log.roll.hours, log.retention.ms over minutes over hours, broker.id over node.id.
+var order = []string{"log.roll.hours", "log.roll.ms", "log.retention.hours", "log.retention.minutes", "log.retention.ms", "node.id", "broker.id", "log.dirs", "log.dir"}
+
+// ParseConfig builds a Config from Kafka properties. Keys the broker does not
+// know are returned in unknown (the caller logs and ignores them); a malformed
+// value is an error naming its key.
+func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		for i, o := range order {
+			if o == k {
+				return i + 1
+			}
+		}
+		return 0
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		v, set := p[k]
+		if !set {
+			v = props[k].def
+		}
+		if v == "" && !set {
+			continue
+		}
+		if err := props[k].apply(&cfg, v); err != nil {
+			return Config{}, nil, fmt.Errorf("config %s: %w", k, err)
+		}
+	}
+	for k := range p {
+		if _, ok := props[k]; !ok && !isSecurityKey(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	cfg.Props = make(map[string]string, len(p))
+	for k, v := range p {
+		if _, ok := props[k]; ok {
+			cfg.Props[k] = v
+		}
+	}
+	if len(cfg.LogDirs) == 0 {
+		cfg.LogDirs = []string{DefaultLogDir()}
+	}
+	if cfg.LogFlushIntervalMs == 0 {
+		cfg.LogFlushIntervalMs = math.MaxInt64
+	}
+	if len(cfg.AdvertisedListeners) == 0 {
+		cfg.AdvertisedListeners = cfg.Listeners
+	}
+	if len(cfg.Listeners) == 0 {
+		return Config{}, nil, fmt.Errorf("config listeners: no listener")
+	}
+	if err := cfg.resolveSecurity(p); err != nil {
+		return Config{}, nil, err
+	}
+	return cfg, unknown, nil
+}
+
+func SplitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// parseListeners parses Kafka's listener list: NAME://host:port, where NAME
+// is a listener name (upper-cased, as Kafka does) whose security protocol
+// listener.security.protocol.map gives, and an empty host binds every
+// interface.
+func parseListeners(v string) ([]Listener, error) {
+	var out []Listener
+	for _, s := range SplitList(v) {
+		name, addr, ok := strings.Cut(s, "://")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("listener %q is not NAME://host:port", s)
+		}
+		host, ps, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q is not NAME://host:port", s)
+		}
+		port, err := strconv.ParseInt(ps, 10, 32)
+		if err != nil || port < 0 || port > 65535 {
+			return nil, fmt.Errorf("listener %q has no valid port", s)
+		}
+		out = append(out, Listener{Name: strings.ToUpper(name), Host: host, Port: int32(port)})
+	}
+	return out, nil
+}

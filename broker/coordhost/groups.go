@@ -1,0 +1,369 @@
+package coordhost
+
+// The group coordinators' home in the broker. One group.Coordinator (classic
+// protocol, and every group's committed offsets) and one consumer.Coordinator
+// (KIP-848 membership) serve every group, since a single node leads every
+// __consumer_offsets partition. Their state is that compacted topic, where
+// group G's records go to partition abs(javaHashCode(G)) %
+// offsets.topic.num.partitions; both replay every record and skip the other's
+// key versions. The topic is created on first use, as Kafka does, and replayed
+// at start-up. A group id belongs to one protocol at a time (consumer_groups.go).
+//
+// Requests are answered through tokens: each request handed to the
+// coordinator carries a channel that receives exactly one response, possibly
+// from a later call (a parked JoinGroup is answered when the rebalance
+// completes). Records a call returns are appended before any of its replies
+// is delivered, so an acknowledged commit is in the log.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/kbroker/kbroker/coordinator/consumer"
+	"github.com/kbroker/kbroker/coordinator/group"
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// offsetsTopic is Kafka's internal topic of group state and committed offsets.
+const offsetsTopic = "__consumer_offsets"
+
+// groups owns the coordinator, its timer and its topic.
+type groups struct {
+	b *Host
+
+	mu struct {
+		sync.Mutex
+		c     *group.Coordinator
+		cc    *consumer.Coordinator
+		topic *replica.Topic
+		// pendingTxn holds transactional offset commits by producer id until
+		// their transaction's marker is written (Kafka's pending offsets).
+		pendingTxn map[int64][]pendingOffset
+		timer      *time.Timer
+		closed     bool
+	}
+}
+
+func (h *Host) groupConfig() group.Config {
+	gc := group.DefaultConfig()
+	gc.GroupMinSessionTimeoutMs = h.cfg.GroupMinSessionTimeoutMs
+	gc.GroupMaxSessionTimeoutMs = h.cfg.GroupMaxSessionTimeoutMs
+	gc.GroupInitialRebalanceDelayMs = h.cfg.GroupInitialRebalanceDelayMs
+	gc.GroupMaxSize = h.cfg.GroupMaxSize
+	gc.OffsetsRetentionMs = h.cfg.OffsetsRetentionMs
+	gc.OffsetsRetentionCheckIntervalMs = h.cfg.OffsetsRetentionCheckIntervalMs
+	gc.OffsetMetadataMaxBytes = h.cfg.OffsetMetadataMaxBytes
+	return gc
+}
+
+// loadGroups replays __consumer_offsets if it exists; called from New.
+func (h *Host) loadGroups() error {
+	if h.rm.TopicByName(offsetsTopic) == nil {
+		return nil
+	}
+	_, err := h.groups.ensure()
+	return err
+}
+
+// ensure returns the loaded coordinator, creating __consumer_offsets first if needed.
+func (g *groups) ensure() (*group.Coordinator, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return nil, errors.New("broker is shutting down")
+	}
+	if g.mu.c != nil {
+		return g.mu.c, nil
+	}
+	b := g.b
+	t, err := b.rm.InternalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", offsetsTopic, err)
+	}
+	c, err := group.New(b.groupConfig())
+	if err != nil {
+		return nil, err
+	}
+	ccfg := b.consumerGroupConfig()
+	ccfg.ClassicGroupHasMembers = c.HasMembers
+	cc, err := consumer.New(ccfg, consumer.TopicsFunc(b.topicInfos))
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	n := 0
+	apply := func(part int32, key, value []byte) {
+		n++
+		if err := c.Replay(key, value); err != nil {
+			b.log.Warn("skipping bad __consumer_offsets record", "partition", part, "err", err)
+		}
+		if err := cc.Replay(key, value); err != nil {
+			b.log.Warn("skipping bad __consumer_offsets record", "partition", part, "err", err)
+		}
+	}
+	pending := map[int64][]pendingOffset{}
+	for _, p := range t.Partitions {
+		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
+			switch {
+			case h.IsControl():
+				commit := false
+				if len(recs) == 1 {
+					ct, err := records.ParseControlKey(recs[0].Key)
+					commit = err == nil && ct == records.ControlCommit
+				}
+				var keep []pendingOffset
+				for _, po := range pending[h.ProducerID] {
+					switch {
+					case po.part != p.Index:
+						keep = append(keep, po)
+					case commit:
+						apply(po.part, po.key, po.value)
+					}
+				}
+				pending[h.ProducerID] = keep
+			case h.IsTransactional():
+				for _, r := range recs {
+					var k kmsg.OffsetCommitKey
+					_ = k.ReadFrom(r.Key)
+					pending[h.ProducerID] = append(pending[h.ProducerID], pendingOffset{part: p.Index, group: k.Group, key: r.Key, value: r.Value})
+				}
+			default:
+				for _, r := range recs {
+					apply(p.Index, r.Key, r.Value)
+				}
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.Index, err)
+		}
+	}
+	for pid, pos := range pending {
+		if len(pos) == 0 {
+			delete(pending, pid)
+		}
+	}
+	g.mu.pendingTxn = pending
+	now := b.now()
+	c.Loaded(now)
+	cc.Loaded(now)
+	g.mu.c, g.mu.cc, g.mu.topic = c, cc, t
+	g.rearmLocked()
+	b.log.Info("loaded group coordinator", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
+	return c, nil
+}
+
+// pendingOffset is a transactional offset commit record waiting for its
+// transaction's marker in __consumer_offsets partition part.
+type pendingOffset struct {
+	part       int32
+	group      string
+	key, value []byte
+}
+
+// close stops the timer and refuses further calls; parked requests are
+// released by the broker's closing channel.
+func (g *groups) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.mu.closed = true
+	if g.mu.timer != nil {
+		g.mu.timer.Stop()
+	}
+}
+
+// coords are the two coordinators a call may use.
+type coords struct {
+	classic  *group.Coordinator
+	consumer *consumer.Coordinator
+}
+
+// call runs f against the coordinators under their lock, persists the records it
+// returns, then delivers the replies.
+func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
+	if _, err := g.ensure(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return errors.New("broker is shutting down")
+	}
+	replies, recs := f(coords{g.mu.c, g.mu.cc}, g.b.now())
+	// The replies go out once the records are acknowledged: on a single
+	// node before persistLocked returns, still under g.mu.
+	g.persistLocked(recs, func(err error) {
+		if err != nil {
+			g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
+			for _, r := range replies {
+				failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
+			}
+			g.mu.c, g.mu.cc = nil, nil // the next call replays the log, which lacks the failed records
+		}
+		for _, r := range replies {
+			deliver(r.Token, r.Resp)
+		}
+		if g.mu.c != nil {
+			g.rearmLocked()
+		}
+	})
+	return nil
+}
+
+// persistLocked appends records to their groups' partitions and calls done
+// with the outcome once they are acknowledged.
+func (g *groups) persistLocked(recs []group.Record, done func(error)) {
+	appendInternal(g.b.rm, g.mu.topic, g.b.now(), recs, group.PartitionFor, done)
+}
+
+// appendInternal appends coordinator records to an internal topic, one
+// batch per partition, the partition of each record chosen by partitionFor
+// of its key (group or transactional id). The batches are written in order,
+// each after the previous one is acknowledged; done gets the first failure
+// (the later batches are then not written) or nil once all are acknowledged.
+func appendInternal(rm Replicas, t *replica.Topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32, done func(error)) {
+	if len(recs) == 0 {
+		done(nil)
+		return
+	}
+	n := int32(len(t.Partitions))
+	byPart := map[int32][]records.Record{}
+	var order []int32
+	for _, r := range recs {
+		p := partitionFor(r.Group, n)
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], records.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
+	}
+	ms := now.UnixMilli()
+	var next func(i int)
+	next = func(i int) {
+		if i == len(order) {
+			done(nil)
+			return
+		}
+		pi := order[i]
+		batch, err := records.Build(records.BatchSpec{FirstTimestamp: ms, MaxTimestamp: ms, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, byPart[pi])
+		if err != nil {
+			done(err)
+			return
+		}
+		rm.AppendInternal(t.Partitions[pi], batch, func(err error) {
+			if err != nil {
+				done(fmt.Errorf("append to %s-%d: %w", t.Meta.Name, pi, err))
+				return
+			}
+			next(i + 1)
+		})
+	}
+	next(0)
+}
+
+// completeTxnOffsets applies (commit) or drops (abort) the pending
+// transactional offsets of a producer in one __consumer_offsets partition,
+// after its marker was written there.
+func (g *groups) completeTxnOffsets(producerID int64, part int32, commit bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.c == nil {
+		return // not loaded: the next load replays the marker
+	}
+	var keep []pendingOffset
+	for _, po := range g.mu.pendingTxn[producerID] {
+		switch {
+		case po.part != part:
+			keep = append(keep, po)
+		case commit:
+			if err := g.mu.c.Replay(po.key, po.value); err != nil {
+				g.b.log.Warn("applying transactional offset", "group", po.group, "err", err)
+			}
+		}
+	}
+	if len(keep) == 0 {
+		delete(g.mu.pendingTxn, producerID)
+	} else {
+		g.mu.pendingTxn[producerID] = keep
+	}
+}
+
+// hasPendingTxnOffset reports whether a transaction holds an uncommitted
+// offset for the group's topic partition (OffsetFetch require_stable).
+func (g *groups) hasPendingTxnOffsetLocked(groupID, topic string, partition int32) bool {
+	for _, pos := range g.mu.pendingTxn {
+		for _, po := range pos {
+			if po.group != groupID {
+				continue
+			}
+			var k kmsg.OffsetCommitKey
+			if k.ReadFrom(po.key) == nil && k.Topic == topic && k.Partition == partition {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rearmLocked schedules the next Tick at the coordinator's next deadline.
+func (g *groups) rearmLocked() {
+	rearm(&g.mu.timer, g.b.now(), earliest(g.mu.c.NextDeadline(), g.mu.cc.NextDeadline()), g.tick)
+}
+
+func (g *groups) tick() {
+	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+		replies, recs := cs.classic.Tick(now)
+		return replies, append(recs, fromConsumer(cs.consumer.Tick(now))...)
+	})
+	if err != nil {
+		g.b.log.Debug("group tick skipped", "err", err)
+	}
+}
+
+// failResponse sets code on a group response whose write failed.
+func failResponse(resp kmsg.Response, code int16) {
+	switch r := resp.(type) {
+	case *kmsg.JoinGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.SyncGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.HeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.LeaveGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.OffsetCommitResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+	case *kmsg.DeleteGroupsResponse:
+		for i := range r.Groups {
+			r.Groups[i].ErrorCode = code
+		}
+	case *kmsg.OffsetDeleteResponse:
+		r.ErrorCode = code
+	}
+}
+
+// GroupRequest hands a group API request to the coordinator that owns it;
+// the answer arrives on tok (a JoinGroup's when its rebalance completes).
+func (h *Host) GroupRequest(client group.Client, req kmsg.Request, tok Token) error {
+	var handleErr error
+	err := h.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
+		handleErr = err
+		return r, recs
+	})
+	if err == nil {
+		err = handleErr
+	}
+	return err
+}

@@ -1,0 +1,357 @@
+package coordhost
+
+// The transaction coordinator's home in the broker. One txn.Coordinator
+// serves every transactional id (a single node leads every partition of
+// __transaction_state, created on first use and replayed at start-up).
+//
+// Order of effects for every call, under txns.mu (lock order: txns.mu →
+// groups.mu → partition.mu): the coordinator's records are appended to
+// __transaction_state; then replies are delivered; then markers are written
+// as control batches to every partition of the transaction (for
+// __consumer_offsets partitions the group coordinator then applies or drops
+// the transaction's pending offsets); then MarkersWritten completes the
+// transaction and its record is appended. A marker that cannot be written is
+// kept and retried on the next tick; after a crash, Loaded returns the
+// markers of prepared transactions again.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/kbroker/kbroker/coordinator/group"
+	"github.com/kbroker/kbroker/coordinator/txn"
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnStateTopic is Kafka's internal topic of transaction state.
+const txnStateTopic = "__transaction_state"
+
+// markerRetry is how soon a marker that failed to write is tried again.
+const markerRetry = time.Second
+
+// txns owns the transaction coordinator, its timer and its topic.
+type txns struct {
+	b *Host
+
+	mu struct {
+		sync.Mutex
+		c      *txn.Coordinator
+		topic  *replica.Topic
+		timer  *time.Timer
+		closed bool
+		// unwritten are markers some partition of which could not be written yet.
+		unwritten []txn.Marker
+	}
+}
+
+func (h *Host) txnConfig() txn.Config {
+	tc := txn.DefaultConfig()
+	tc.TransactionMaxTimeoutMs = h.cfg.TransactionMaxTimeoutMs
+	tc.TransactionalIDExpirationMs = h.cfg.TransactionalIDExpirationMs
+	tc.AbortTimedOutTransactionCleanupIntervalMs = h.cfg.TransactionAbortTimedOutCleanupIntervalMs
+	tc.TransactionStateLogNumPartitions = h.cfg.TransactionStateLogNumPartitions
+	tc.OffsetsTopicNumPartitions = h.cfg.OffsetsTopicNumPartitions
+	tc.NextProducerID = h.pids.allocate
+	tc.PartitionExists = func(topic string, partition int32) bool { return h.rm.PartitionOf(topic, partition) != nil }
+	return tc
+}
+
+// loadTxns replays __transaction_state if it exists; called from New.
+func (h *Host) loadTxns() error {
+	if h.rm.TopicByName(txnStateTopic) == nil {
+		return nil
+	}
+	return h.txns.ensure()
+}
+
+// ensure loads the coordinator, creating __transaction_state first if needed.
+func (x *txns) ensure() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.ensureLocked()
+}
+
+func (x *txns) ensureLocked() error {
+	if x.mu.closed {
+		return errors.New("broker is shutting down")
+	}
+	if x.mu.c != nil {
+		return nil
+	}
+	b := x.b
+	t, err := b.rm.InternalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "uncompressed",
+		"segment.bytes":    fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
+	})
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", txnStateTopic, err)
+	}
+	c, err := txn.New(b.txnConfig())
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, p := range t.Partitions {
+		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch)
+		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
+			if h.IsControl() {
+				return
+			}
+			for _, r := range recs {
+				n++
+				if err := c.Replay(r.Key, r.Value); err != nil {
+					b.log.Warn("skipping bad __transaction_state record", "partition", p.Index, "err", err)
+				}
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("loading %s-%d: %w", txnStateTopic, p.Index, err)
+		}
+	}
+	x.mu.c, x.mu.topic = c, t
+	markers := c.Loaded(b.now())
+	b.log.Info("loaded transaction coordinator", "records", n, "markers_to_finish", len(markers))
+	x.writeMarkersLocked(markers)
+	x.rearmLocked()
+	return nil
+}
+
+func (x *txns) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.mu.closed = true
+	if x.mu.timer != nil {
+		x.mu.timer.Stop()
+	}
+}
+
+// errTxnStateWrite wraps a failed append to __transaction_state: the call's
+// replies were answered with COORDINATOR_NOT_AVAILABLE and its effects dropped.
+var errTxnStateWrite = errors.New("writing transaction state failed")
+
+// call runs f under the lock and carries out its effects in order. It
+// returns an error wrapping errTxnStateWrite when the records could not be
+// written (replies are then already failed).
+func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker)) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.ensureLocked(); err != nil {
+		return err
+	}
+	replies, recs, markers := f(x.mu.c, x.b.now())
+	// Replies and markers follow the acknowledgement of the records. On a
+	// single node it arrives before persistLocked returns, still under
+	// txns.mu, so persistErr is set when call returns; the in-process checks
+	// of produce (verifyTxnPartition, addTxnPartition) rely on that.
+	var persistErr error
+	x.persistLocked(recs, func(err error) {
+		if err != nil {
+			persistErr = fmt.Errorf("%w: %v", errTxnStateWrite, err)
+			x.b.log.Error("writing transaction state failed; reloading the coordinator", "err", err)
+			for _, r := range replies {
+				failTxnResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
+			}
+			markers = nil
+			x.mu.c = nil
+		}
+		for _, r := range replies {
+			deliver(r.Token, r.Resp)
+		}
+		if x.mu.c != nil {
+			x.writeMarkersLocked(markers)
+			x.rearmLocked()
+		}
+	})
+	return persistErr
+}
+
+// persistLocked appends records to their transactional ids' partitions and
+// calls done with the outcome once they are acknowledged.
+func (x *txns) persistLocked(recs []txn.Record, done func(error)) {
+	gr := make([]group.Record, len(recs))
+	for i, r := range recs {
+		gr[i] = group.Record{Group: r.TxnID, Key: r.Key, Value: r.Value}
+	}
+	appendInternal(x.b.rm, x.mu.topic, x.b.now(), gr, txn.PartitionFor, done)
+}
+
+// writeMarkersLocked writes each marker to all its partitions and completes
+// the transactions whose markers are all written.
+func (x *txns) writeMarkersLocked(markers []txn.Marker) {
+	now := x.b.now()
+	for _, m := range markers {
+		ct := records.ControlAbort
+		if m.Commit {
+			ct = records.ControlCommit
+		}
+		var left []txn.TopicPartition
+		for _, tp := range m.Partitions {
+			p := x.b.rm.PartitionOf(tp.Topic, tp.Partition)
+			if p == nil {
+				continue // deleted: nothing to mark
+			}
+			// On a single node the acknowledgement arrives before
+			// AppendMarker returns, so left is complete after this loop. In
+			// a cluster the completion below has to move into the
+			// acknowledgements, as Kafka completes a transaction from its
+			// markers' responses.
+			x.b.rm.AppendMarker(p, m.ProducerID, m.ProducerEpoch, ct, m.CoordinatorEpoch, now.UnixMilli(), func(err error) {
+				if err != nil {
+					x.b.log.Error("writing transaction marker failed; will retry", "topic", tp.Topic, "partition", tp.Partition, "transactional_id", m.TxnID, "err", err)
+					left = append(left, tp)
+					return
+				}
+				if tp.Topic == offsetsTopic {
+					x.b.groups.completeTxnOffsets(m.ProducerID, tp.Partition, m.Commit)
+				}
+			})
+		}
+		if len(left) > 0 {
+			m.Partitions = left
+			x.mu.unwritten = append(x.mu.unwritten, m)
+			continue
+		}
+		recs, err := x.mu.c.MarkersWritten(now, m.TxnID, m.ProducerID, m.ProducerEpoch)
+		if err != nil {
+			if !errors.Is(err, txn.ErrNoPendingMarkers) {
+				x.b.log.Warn("completing transaction", "transactional_id", m.TxnID, "err", err)
+			}
+			continue
+		}
+		failed := false
+		x.persistLocked(recs, func(err error) {
+			if err != nil {
+				x.b.log.Error("writing transaction completion failed; reloading the coordinator", "transactional_id", m.TxnID, "err", err)
+				x.mu.c = nil
+				failed = true
+			}
+		})
+		if failed {
+			return
+		}
+	}
+}
+
+func (x *txns) rearmLocked() {
+	next := x.mu.c.NextDeadline()
+	if len(x.mu.unwritten) > 0 {
+		next = earliest(next, x.b.now().Add(markerRetry))
+	}
+	rearm(&x.mu.timer, x.b.now(), next, x.tick)
+}
+
+func (x *txns) tick() {
+	err := x.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+		retry := x.mu.unwritten
+		x.mu.unwritten = nil
+		recs, markers := c.Tick(now)
+		return nil, recs, append(retry, markers...)
+	})
+	if err != nil {
+		x.b.log.Debug("transaction tick skipped", "err", err)
+	}
+}
+
+// TxnRequest hands a transaction API request to the coordinator; the answer
+// arrives on tok. A failed write of transaction state is answered on tok, not
+// returned.
+func (h *Host) TxnRequest(client group.Client, req kmsg.Request, tok Token) error {
+	var handleErr error
+	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+		r, recs, m, err := c.Handle(now, tok, client, req)
+		handleErr = err
+		return r, recs, m
+	})
+	if errors.Is(err, errTxnStateWrite) {
+		err = nil // the reply carries the failure
+	}
+	if err == nil {
+		err = handleErr
+	}
+	return err
+}
+
+// VerifyTxnPartition asks the coordinator whether a transactional produce's
+// partition was added to the producer's open transaction (KIP-890 part 1
+// verification, done in-process). It returns 0 or the Kafka error code.
+func (h *Host) VerifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 5
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = txnID, producerID, epoch, true
+	tr.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: topic, Partitions: []int32{partition}}}
+	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{tr}
+	tok := make(Token, 1)
+	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+		r, recs, m, _ := c.Handle(now, tok, group.Client{}, req)
+		return r, recs, m
+	})
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	resp, ok := (<-tok).(*kmsg.AddPartitionsToTxnResponse)
+	if !ok {
+		return kerr.UnknownServerError.Code
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	for _, t := range resp.Transactions {
+		for _, rt := range t.Topics {
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 {
+					return p.ErrorCode
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// AddTxnPartition adds a transactional produce's partition to the
+// producer's open transaction (Produce v12+, KIP-890 part 2) and persists
+// that before the batch is appended. It returns 0 or the Kafka error code.
+func (h *Host) AddTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	var code int16
+	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+		var recs []txn.Record
+		code, recs = c.PartitionsAddedByProduce(now, txnID, producerID, epoch, []txn.TopicPartition{{Topic: topic, Partition: partition}})
+		return nil, recs, nil
+	})
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
+}
+
+// failTxnResponse sets code on a transaction response whose write failed.
+func failTxnResponse(resp kmsg.Response, code int16) {
+	switch r := resp.(type) {
+	case *kmsg.InitProducerIDResponse:
+		r.ErrorCode, r.ProducerID, r.ProducerEpoch = code, -1, -1
+	case *kmsg.EndTxnResponse:
+		r.ErrorCode = code
+	case *kmsg.AddOffsetsToTxnResponse:
+		r.ErrorCode = code
+	case *kmsg.AddPartitionsToTxnResponse:
+		r.ErrorCode = code
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+		for i := range r.Transactions {
+			for j := range r.Transactions[i].Topics {
+				for k := range r.Transactions[i].Topics[j].Partitions {
+					r.Transactions[i].Topics[j].Partitions[k].ErrorCode = code
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,187 @@
+// Package network serves Kafka connections: listeners, connections, framing
+// and the frame size limit, SASL authentication before the first request,
+// and request queueing with responses in request order. It knows no API: a
+// Handler answers each decoded request, given a RequestContext.
+package network
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network/sasl"
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Handler answers requests. A nil response means none is sent (acks=0).
+// Handle is called from one goroutine per connection, so it must be safe
+// for concurrent use across connections.
+type Handler interface {
+	Handle(rc *RequestContext, req protocol.Request) kmsg.Response
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(rc *RequestContext, req protocol.Request) kmsg.Response
+
+// Handle calls f.
+func (f HandlerFunc) Handle(rc *RequestContext, req protocol.Request) kmsg.Response {
+	return f(rc, req)
+}
+
+// RequestContext is what a handler knows about a request beyond its body:
+// a small value, not the connection.
+type RequestContext struct {
+	// Header is the request header: API key and version, correlation id, client id.
+	Header protocol.RequestHeader
+	// Listener is the listener the connection came in on.
+	Listener config.Listener
+	// Principal is who the client is: "User:<name>" after SASL
+	// authentication, AnonymousPrincipal otherwise.
+	Principal string
+	// RemoteAddr is the client's host:port.
+	RemoteAddr string
+	// CloseConn is set by a handler that cannot answer: the connection is
+	// closed after this request, as Kafka does on an unanswerable request.
+	CloseConn bool
+}
+
+// Config is what the server needs from the broker.
+type Config struct {
+	Listeners []config.Listener
+	// SocketRequestMaxBytes is socket.request.max.bytes: a larger frame closes the connection.
+	SocketRequestMaxBytes int32
+	Logger                *slog.Logger
+	Handler               Handler
+	// NewAuthenticator starts the SASL exchange of a new connection on a
+	// SASL_PLAINTEXT listener.
+	NewAuthenticator func(l config.Listener) *sasl.Authenticator
+}
+
+// Server owns the listeners and connections. Start it with Start, stop it
+// with Close.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	// closing is closed when Close starts: accept loops return quietly.
+	closing chan struct{}
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup // accept loops and connections
+	closeOnce sync.Once
+}
+
+// NewServer returns a server that has not bound its listeners yet.
+func NewServer(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), conns: map[*conn]struct{}{}}
+}
+
+// Start binds every listener and serves connections until Close. It returns
+// once the listeners accept connections; on an error the listeners already
+// bound stay open until Close.
+func (s *Server) Start() error {
+	for _, l := range s.cfg.Listeners {
+		ln, err := net.Listen("tcp", l.Addr())
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", l, err)
+		}
+		s.mu.Lock()
+		s.listeners = append(s.listeners, ln)
+		s.mu.Unlock()
+		s.log.Info("listening", "listener", l.String(), "addr", ln.Addr().String())
+		s.wg.Add(1)
+		go s.acceptLoop(ln, l)
+	}
+	return nil
+}
+
+// Addrs returns the bound listener addresses (useful with port 0).
+func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []net.Addr
+	for _, ln := range s.listeners {
+		out = append(out, ln.Addr())
+	}
+	return out
+}
+
+// Principals returns the principals of the open connections on listeners
+// of the given security protocol.
+func (s *Server) Principals(securityProtocol string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for c := range s.conns {
+		if c.listener.SecurityProtocol == securityProtocol {
+			out = append(out, c.principal)
+		}
+	}
+	return out
+}
+
+func (s *Server) acceptLoop(ln net.Listener, l config.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.log.Error("accept failed; listener stopped", "addr", ln.Addr().String(), "err", err)
+			return
+		}
+		c := newConn(s, nc, l)
+		s.mu.Lock()
+		select {
+		case <-s.closing:
+			s.mu.Unlock()
+			nc.Close()
+			return
+		default:
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops the listeners, makes every connection stop reading at the
+// next frame, and waits until each has answered its requests already read
+// (bounded by ShutdownWriteGrace for clients that stopped reading). It is
+// safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.mu.Lock()
+		for _, ln := range s.listeners {
+			ln.Close()
+		}
+		for c := range s.conns {
+			c.stopForShutdown()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+}

@@ -1,0 +1,168 @@
+package replica
+
+import (
+	"errors"
+	"time"
+
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fetch answers a consumer's Fetch into resp: the incremental fetch session
+// it names (fetch_session.go) picks the partitions, which are read and, below
+// MinBytes, waited on until MaxWaitMs or shutdown.
+func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	fc, code := m.fetchSessions.begin(m.now(), req)
+	if code != 0 {
+		resp.ErrorCode = code
+		return
+	}
+	m.pollFetch(fc.req, resp)
+	m.fetchSessions.finish(m.now(), fc, resp)
+}
+
+// pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or
+// shutdown (a delayed fetch, delayed.go).
+func (m *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp}, deadline)
+}
+
+// delayedFetch is a fetch waiting for MinBytes, Kafka's DelayedFetch.
+type delayedFetch struct {
+	m    *Manager
+	req  *kmsg.FetchRequest
+	resp *kmsg.FetchResponse
+}
+
+// tryComplete reads every requested partition into resp; it is done when a
+// partition has an error or MinBytes are ready. The arrival channels are
+// taken before reading so an append between the read and the wait is not
+// missed.
+func (d *delayedFetch) tryComplete() (bool, []<-chan struct{}) {
+	waits := d.m.arrivalChans(d.req)
+	bytes, stop := d.m.fillFetch(d.req, d.resp)
+	return stop || int64(bytes) >= int64(d.req.MinBytes), waits
+}
+
+// onExpire answers with what there is.
+func (d *delayedFetch) onExpire() { d.m.fillFetch(d.req, d.resp) }
+
+// arrivalChans collects each requested partition's wake-up channel. They are
+// taken before reading so an append between the read and the wait is not missed.
+func (m *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
+	var out []<-chan struct{}
+	for _, rt := range req.Topics {
+		t := m.fetchTopic(req.Version, rt)
+		if t == nil {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
+				out = append(out, t.Partitions[rp.Partition].WaitArrival())
+			}
+		}
+	}
+	return out
+}
+
+func (m *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *Topic {
+	if version >= 13 {
+		return m.TopicByID(rt.TopicID)
+	}
+	return m.TopicByName(rt.Topic)
+}
+
+// fillFetch reads every requested partition into resp (replacing its topics).
+// It returns the record bytes gathered and whether to answer at once because
+// a partition has an error.
+func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, stop bool) {
+	resp.Topics = resp.Topics[:0]
+	maxBytes := int(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = int(^uint(0) >> 1)
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		t := m.fetchTopic(req.Version, rt)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark = -1
+			sp.LastStableOffset = -1
+			sp.LogStartOffset = -1
+			sp.PreferredReadReplica = -1
+			// Never null: librdkafka rejects a null record set (size -1).
+			sp.RecordBatches = []byte{}
+			var kerrv *kerr.Error
+			switch {
+			case t == nil && req.Version >= 13:
+				kerrv = kerr.UnknownTopicID
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				kerrv = kerr.UnknownTopicOrPartition
+			default:
+				p := t.Partitions[rp.Partition]
+				var n int
+				n, kerrv = m.readPartition(req, rp, p, &sp, maxBytes-total, total == 0)
+				total += n
+			}
+			if kerrv != nil {
+				sp.ErrorCode = kerrv.Code
+				stop = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return total, stop
+}
+
+// readPartition fills one partition of the answer and returns its record bytes.
+func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
+	if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < p.LeaderEpoch:
+			return 0, kerr.FencedLeaderEpoch
+		case rp.CurrentLeaderEpoch > p.LeaderEpoch:
+			return 0, kerr.UnknownLeaderEpoch
+		}
+	}
+	hw := p.HighWatermark()
+	sp.HighWatermark = hw
+	sp.LastStableOffset = p.LastStableOffset()
+	sp.LogStartOffset = p.Log.LogStartOffset()
+	readCommitted := req.IsolationLevel == 1
+	maxOffset := hw
+	if readCommitted {
+		maxOffset = sp.LastStableOffset
+	}
+	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > hw {
+		return 0, kerr.OffsetOutOfRange
+	}
+	limit := int(rp.PartitionMaxBytes)
+	if budget < limit {
+		limit = budget
+	}
+	if limit < 0 {
+		limit = 0
+	}
+	data, err := p.Log.Read(rp.FetchOffset, limit, maxOffset, first)
+	switch {
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return 0, kerr.OffsetOutOfRange
+	case err != nil:
+		m.log.Error("fetch read failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "offset", rp.FetchOffset, "err", err)
+		return 0, kerr.KafkaStorageError
+	}
+	if data != nil {
+		sp.RecordBatches = data
+	}
+	if readCommitted {
+		// Clients drop records of these producers from FirstOffset up to the abort marker.
+		sp.AbortedTransactions = p.AbortedBetween(rp.FetchOffset, maxOffset)
+	}
+	return len(data), nil
+}

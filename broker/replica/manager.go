@@ -1,0 +1,147 @@
+// Package replica owns the partitions this broker serves, as Kafka's
+// ReplicaManager and cluster.Partition: the topic registry, the partition
+// (log, leader epoch, high watermark, last stable offset, idempotent producer
+// and transaction state), appends and reads, the long-poll wait of fetches,
+// incremental fetch sessions (KIP-227), the background log tasks (retention,
+// cleaner) and the handling of failed appends. It knows no network and no
+// coordinator.
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// Manager owns this broker's partitions, as Kafka's ReplicaManager: the
+// topic registry, appends and reads, the long-poll wait of fetches, the
+// incremental fetch sessions and the background log tasks.
+type Manager struct {
+	cfg   config.Config
+	log   *slog.Logger
+	now   func() time.Time
+	store controller.Store
+	dirs  []*storage.Dir
+
+	// closing is closed when the broker shuts down: parked fetches return.
+	closing <-chan struct{}
+
+	mu struct {
+		sync.RWMutex
+		topics map[string]*Topic
+		byID   map[[16]byte]*Topic
+	}
+
+	// tasks are the retention and cleaner goroutines (log_tasks.go).
+	tasks logTasks
+	// fetchSessions are the incremental fetch sessions (fetch_session.go).
+	fetchSessions *fetchSessionCache
+}
+
+// NewManager returns a manager with no log dirs and no topics yet; closing
+// is closed when the broker shuts down.
+func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
+	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: closing}
+	m.mu.topics = map[string]*Topic{}
+	m.mu.byID = map[[16]byte]*Topic{}
+	m.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
+	return m
+}
+
+// OpenDirs opens (and locks) every log dir of cfg.LogDirs. On an error the
+// dirs already open stay open until CloseStorage.
+func (m *Manager) OpenDirs() error {
+	for _, d := range m.cfg.LogDirs {
+		dir, err := storage.OpenDir(d, m.logConfigFor, m.log)
+		if err != nil {
+			return fmt.Errorf("opening log dir %s: %w", d, err)
+		}
+		m.dirs = append(m.dirs, dir)
+	}
+	return nil
+}
+
+// Load opens a partition for every topic in store and removes the logs of
+// topics that no longer exist. store is the metadata the manager follows
+// from now on.
+func (m *Manager) Load(store controller.Store) error {
+	m.store = store
+	return m.loadTopics()
+}
+
+// Start starts the background log tasks (retention, cleaner).
+func (m *Manager) Start() { m.startLogTasks() }
+
+// Stop drops the fetch sessions and stops the log tasks, waiting for a
+// pass in progress.
+func (m *Manager) Stop() {
+	m.fetchSessions.clear()
+	m.stopLogTasks()
+}
+
+// Dirs returns the log dirs.
+func (m *Manager) Dirs() []*storage.Dir { return m.dirs }
+
+// FetchSessionCount returns how many incremental fetch sessions are cached.
+func (m *Manager) FetchSessionCount() int { return m.fetchSessions.len() }
+
+// FetchSessionPartitions returns how many partitions fetch session id holds
+// (-1: no such session).
+func (m *Manager) FetchSessionPartitions(id int32) int { return m.fetchSessions.sessionPartitions(id) }
+
+// CloseStorage snapshots every partition's producer state, checkpoints the
+// high watermarks and closes the log dirs (flush, checkpoints, clean
+// shutdown marker, lock release).
+func (m *Manager) CloseStorage() error {
+	var errs []error
+	m.mu.Lock()
+	for _, t := range m.mu.topics {
+		for _, p := range t.Partitions {
+			p.closeAndSnapshot()
+		}
+	}
+	m.mu.Unlock()
+	if err := m.writeHighWatermarks(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, d := range m.dirs {
+		if err := d.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.dirs = nil
+	return errors.Join(errs...)
+}
+
+// AppendRecords appends one validated client batch to p (partition.append:
+// idempotence checks, HW and LSO) and logs storage trouble once per episode
+// (noteAppend).
+func (m *Manager) AppendRecords(p *Partition, batch []byte, h records.Header) AppendResult {
+	res, err := p.append(batch, h)
+	if !errors.Is(err, errPartitionClosed) {
+		m.noteAppend(p, err)
+	}
+	return res
+}
+
+// AppendInternal appends a batch built by a coordinator to partition p of an
+// internal topic (Partition.appendInternal) and calls done with the outcome
+// once the write is complete. On a single node that is at once: done runs
+// before AppendInternal returns. In a cluster it will be when the batch is
+// replicated, so callers answer clients from done, never from the return.
+func (m *Manager) AppendInternal(p *Partition, batch []byte, done func(error)) {
+	done(p.appendInternal(batch))
+}
+
+// AppendMarker writes a transaction marker to p (Partition.appendMarker)
+// and calls done as AppendInternal does.
+func (m *Manager) AppendMarker(p *Partition, producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64, done func(error)) {
+	done(p.appendMarker(producerID, epoch, ct, coordinatorEpoch, nowMs))
+}

@@ -1,0 +1,327 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Partition is one partition this broker leads: its log, high watermark and
+// producer state. On a single node every append is immediately replicated to
+// the whole ISR (itself), so the HW follows the LEO.
+type Partition struct {
+	Topic *Topic
+	Index int32
+	Log   *storage.Log
+	Dir   *storage.Dir
+
+	logger *slog.Logger
+	env    partitionEnv
+
+	// LeaderEpoch is the epoch written into every appended batch.
+	LeaderEpoch int32
+
+	// hw is the high watermark. Invariant: logStart <= hw <= LEO.
+	hw atomic.Int64
+	// lso is the last stable offset. Invariant: lso <= hw.
+	lso atomic.Int64
+	// appendFailing is set while appends fail with storage errors, so the
+	// failure is logged once, not per request (disk_errors.go).
+	appendFailing atomic.Bool
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		// sinceSnapshot counts bytes appended since the last producer snapshot.
+		sinceSnapshot int
+		// nextExpiry is when idempotent producers are next checked for expiry.
+		nextExpiry time.Time
+		producers  producerStates
+		txns       partitionTxns
+		// arrived is closed and replaced on every append and on close, to wake parked fetches.
+		arrived chan struct{}
+	}
+}
+
+// partitionEnv is what a partition needs from its broker.
+type partitionEnv struct {
+	logger *slog.Logger
+	now    func() time.Time
+	// producerExpirationMs is producer.id.expiration.ms: idempotent producers
+	// silent for this long (and with no open transaction) are forgotten.
+	producerExpirationMs int64
+	// producerExpirationCheckMs is producer.id.expiration.check.interval.ms.
+	producerExpirationCheckMs int64
+}
+
+func (m *Manager) partitionEnv() partitionEnv {
+	return partitionEnv{logger: m.log, now: m.now, producerExpirationMs: m.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: m.cfg.ProducerIDExpirationCheckIntervalMs}
+}
+
+func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*Partition, error) {
+	logger := env.logger
+	p := &Partition{Topic: t, Index: index, Log: log, Dir: dir, logger: logger, env: env}
+	p.mu.arrived = make(chan struct{})
+	p.mu.producers = producerStates{}
+	p.hw.Store(log.LogEndOffset())
+	from := log.LogStartOffset()
+	if off, data, ok := log.LatestProducerSnapshot(log.LogEndOffset()); ok {
+		if _, err := p.decodeSnapshotLocked(data); err != nil {
+			logger.Warn("ignoring producer snapshot; replaying the whole log", "topic", t.Meta.Name, "partition", index, "err", err)
+			p.mu.producers = producerStates{}
+			p.mu.txns = partitionTxns{}
+		} else if off > from {
+			from = off
+		}
+	}
+	if err := p.rebuildState(from); err != nil {
+		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.Meta.Name, index, err)
+	}
+	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
+	return p, nil
+}
+
+// rebuildChunk is how much log is read at a time when rebuilding.
+const rebuildChunk = 1 << 20
+
+// rebuildState replays the batches from offset off to the log end into the
+// producer and transaction state (off is the log start, or the offset of the
+// producer snapshot the state was loaded from).
+func (p *Partition) rebuildState(off int64) error {
+	end := p.Log.LogEndOffset()
+	for off < end {
+		data, err := p.Log.Read(off, rebuildChunk, end, true)
+		if err != nil {
+			return fmt.Errorf("reading at offset %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		for len(data) > 0 {
+			h, err := records.ParseHeader(data)
+			if err != nil || h.TotalSize() > len(data) {
+				return fmt.Errorf("bad batch at offset %d: %v", off, err)
+			}
+			var ct records.ControlType
+			if h.IsControl() {
+				if ct, err = records.ControlTypeOf(data[:h.TotalSize()]); err != nil {
+					return fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
+				}
+				p.mu.producers.observeMarker(h)
+			} else if h.ProducerID >= 0 {
+				p.mu.producers.update(h, h.BaseOffset)
+			}
+			p.mu.txns.observe(h, h.BaseOffset, h.LastOffset(), ct)
+			off = h.NextOffset()
+			data = data[h.TotalSize():]
+		}
+	}
+	return nil
+}
+
+// LastStableOffset is the LSO: below it no transaction is open.
+func (p *Partition) LastStableOffset() int64 { return p.lso.Load() }
+
+// AbortedBetween lists aborted transactions with data in [from, to), for read_committed fetches.
+func (p *Partition) AbortedBetween(from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.txns.abortedBetween(from, to)
+}
+
+// appendMarker writes a transaction marker (control batch) for a producer.
+func (p *Partition) appendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
+	batch, err := records.BuildControlBatch(producerID, epoch, ct, coordinatorEpoch, nowMs)
+	if err != nil {
+		return err
+	}
+	h, err := records.ParseHeader(batch)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return errPartitionClosed
+	}
+	if st := p.mu.producers[producerID]; st != nil && epoch < st.epoch {
+		return nil // a stale marker: the producer moved on (Kafka answers INVALID_PRODUCER_EPOCH)
+	}
+	info, err := p.Log.Append(batch, p.LeaderEpoch)
+	if err != nil {
+		return err
+	}
+	p.mu.producers.observeMarker(h)
+	p.advanceLocked(h, info, ct)
+	return nil
+}
+
+// appendInternal writes a batch built by a coordinator: no client
+// validation and no idempotence checks (its sequence is -1), but transaction
+// state, HW and LSO follow it as for any batch.
+func (p *Partition) appendInternal(batch []byte) error {
+	h, err := records.ParseHeader(batch)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return errPartitionClosed
+	}
+	info, err := p.Log.Append(batch, p.LeaderEpoch)
+	if err != nil {
+		return err
+	}
+	p.advanceLocked(h, info, 0)
+	return nil
+}
+
+// expireProducersLocked forgets producers idle longer than
+// producer.id.expiration.ms, at most once per check interval.
+func (p *Partition) expireProducersLocked() {
+	now := p.env.now()
+	if now.Before(p.mu.nextExpiry) || p.env.producerExpirationMs <= 0 {
+		return
+	}
+	p.mu.nextExpiry = now.Add(time.Duration(p.env.producerExpirationCheckMs) * time.Millisecond)
+	p.mu.producers.expire(now.UnixMilli()-p.env.producerExpirationMs, p.mu.txns.ongoing)
+}
+
+// advanceLocked moves the HW and LSO past an appended batch and wakes fetches.
+func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
+	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
+	if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
+		if err := p.snapshotLocked(); err != nil {
+			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+		}
+	}
+	hw := info.LastOffset + 1
+	p.hw.Store(hw)
+	p.lso.Store(p.mu.txns.lastStable(hw))
+	close(p.mu.arrived)
+	p.mu.arrived = make(chan struct{})
+}
+
+// HighWatermark is the HW: consumers read below it.
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// WaitArrival returns a channel closed at the next append (or close).
+func (p *Partition) WaitArrival() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.arrived
+}
+
+// closeAndSnapshot is close preceded by a producer-state snapshot at the log
+// end, so a clean restart replays nothing.
+func (p *Partition) closeAndSnapshot() {
+	p.mu.Lock()
+	if !p.mu.closed {
+		if err := p.snapshotLocked(); err != nil {
+			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+		}
+	}
+	p.mu.Unlock()
+	p.close()
+}
+
+// close stops appends and wakes parked fetches. The log itself is closed by its Dir.
+func (p *Partition) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return
+	}
+	p.mu.closed = true
+	close(p.mu.arrived)
+}
+
+// AppendResult is what a produce learns from one append.
+type AppendResult struct {
+	BaseOffset    int64
+	LogAppendTime int64
+	Err           *kerr.Error
+}
+
+// errPartitionClosed reports an append to a deleted or shut-down partition.
+var errPartitionClosed = errors.New("partition closed")
+
+// append writes one validated batch, checking idempotent producer state
+// first. A duplicate of one of a producer's last five batches is not written
+// again; its original base offset is returned.
+func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		return AppendResult{Err: kerr.NotLeaderForPartition}, errPartitionClosed
+	}
+	if h.ProducerID >= 0 {
+		p.expireProducersLocked()
+		if dup, ok, kerrv := p.mu.producers.check(h); kerrv != nil {
+			return AppendResult{Err: kerrv}, nil
+		} else if ok {
+			return AppendResult{BaseOffset: dup}, nil
+		}
+	}
+	info, err := p.Log.Append(batch, p.LeaderEpoch)
+	if err != nil {
+		return AppendResult{Err: kerr.KafkaStorageError}, err
+	}
+	if h.ProducerID >= 0 {
+		p.mu.producers.update(h, info.FirstOffset)
+	}
+	p.advanceLocked(h, info, 0)
+	return AppendResult{BaseOffset: info.FirstOffset}, nil
+}
+
+// ReplayPartition calls f with every batch of the partition up to its HW.
+func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Record)) error {
+	off, end := p.Log.LogStartOffset(), p.HighWatermark()
+	for off < end {
+		data, err := p.Log.Read(off, rebuildChunk, end, true)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		for len(data) > 0 {
+			h, recs, err := records.DecodeRecords(data)
+			if err != nil {
+				return fmt.Errorf("batch at offset %d: %w", off, err)
+			}
+			f(h, recs)
+			off = h.NextOffset()
+			data = data[h.TotalSize():]
+		}
+	}
+	return nil
+}
+
+// forgetAborted stops listing to read_committed fetches aborted transactions
+// whose data compaction removed (the cleaner's EmptiedAborts). It runs after
+// the pass that found them empty and so before any later pass can remove
+// their markers: a consumer told of an aborted transaction must meet its
+// marker, or it would skip the producer's later committed batches.
+func (p *Partition) forgetAborted(gone []storage.AbortedTxn) {
+	if len(gone) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.txns.forget(gone)
+	// A snapshot taken before this would bring the dropped entries back after
+	// a crash, when their markers may be gone: replace it now.
+	if err := p.snapshotLocked(); err != nil {
+		p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+	}
+}

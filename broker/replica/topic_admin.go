@@ -1,0 +1,121 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterTopicConfigs computes a topic's new overrides from its current ones
+// with update, validates them and, unless validateOnly, persists and applies
+// them. It returns a Kafka error and message, nil on success.
+func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
+	update func(current map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string) {
+	if err := ValidTopicName(name); err != nil {
+		return kerr.InvalidTopicException, err.Error()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.mu.topics[name]
+	if !ok {
+		return kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist", name)
+	}
+	current := make(map[string]string, len(t.Meta.Configs))
+	for k, v := range t.Meta.Configs {
+		current[k] = v
+	}
+	next, kerrv, msg := update(current)
+	if kerrv != nil {
+		return kerrv, msg
+	}
+	if err := config.ValidateTopicConfigs(next); err != nil {
+		return kerr.InvalidConfig, err.Error()
+	}
+	if validateOnly {
+		return nil, ""
+	}
+	if err := m.store.UpdateTopicConfigs(name, next); err != nil {
+		m.log.Error("persisting topic configs failed", "topic", name, "err", err)
+		return kerr.KafkaStorageError, err.Error()
+	}
+	meta := t.Meta
+	meta.Configs = next
+	nt := &Topic{Meta: meta, Partitions: t.Partitions, conf: t.conf}
+	t.conf.p.Store(resolveSettings(m.cfg, next))
+	lc := m.logConfig(next)
+	for _, p := range t.Partitions {
+		if err := p.Log.SetConfig(lc); err != nil {
+			m.log.Error("applying topic configs to log failed", "topic", name, "partition", p.Index, "err", err)
+		}
+	}
+	m.mu.topics[name] = nt
+	m.mu.byID[meta.ID] = nt
+	m.log.Info("altered topic configs", "topic", name, "configs", next)
+	return nil, ""
+}
+
+// CreatePartitions grows a topic to rt.Count partitions (checked against
+// the single broker), unless validateOnly. It returns a Kafka error and
+// message, nil on success.
+func (m *Manager) CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.mu.topics[rt.Topic]
+	if !ok {
+		return kerr.UnknownTopicOrPartition, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
+	}
+	cur := int32(len(t.Partitions))
+	switch {
+	case rt.Count < cur:
+		return kerr.InvalidPartitions, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", cur, rt.Count)
+	case rt.Count == cur:
+		return kerr.InvalidPartitions, fmt.Sprintf("Topic already has %d partitions.", cur)
+	}
+	if rt.Assignment != nil {
+		if int32(len(rt.Assignment)) != rt.Count-cur {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", rt.Count-cur, len(rt.Assignment))
+		}
+		for i, a := range rt.Assignment {
+			if len(a.Replicas) != 1 || a.Replicas[0] != m.cfg.NodeID {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Assignment of new partition %d names brokers %v; the only broker is %d.", cur+int32(i), a.Replicas, m.cfg.NodeID)
+			}
+		}
+	}
+	if validateOnly {
+		return nil, ""
+	}
+	if err := m.store.AddPartitions(rt.Topic, rt.Count); err != nil {
+		m.log.Error("adding partitions failed", "topic", rt.Topic, "err", err)
+		return kerr.KafkaStorageError, err.Error()
+	}
+	meta := t.Meta
+	meta.Partitions = rt.Count
+	nt := &Topic{Meta: meta, conf: t.conf, Partitions: append(make([]*Partition, 0, rt.Count), t.Partitions...)}
+	for i := cur; i < rt.Count; i++ {
+		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
+		dir := m.leastLoadedDir()
+		log := dir.Log(tp)
+		var err error
+		if log == nil {
+			log, err = dir.Create(tp, m.logConfig(meta.Configs))
+		}
+		var p *Partition
+		if err == nil {
+			p, err = newPartition(nt, i, log, dir, m.partitionEnv())
+		}
+		if err != nil {
+			// The store already has the new count: the missing logs are
+			// created when the broker next opens its topics.
+			m.log.Error("creating partition failed", "topic", meta.Name, "partition", i, "err", err)
+			return kerr.KafkaStorageError, err.Error()
+		}
+		nt.Partitions = append(nt.Partitions, p)
+	}
+	m.mu.topics[meta.Name] = nt
+	m.mu.byID[meta.ID] = nt
+	m.log.Info("added partitions", "topic", meta.Name, "partitions", rt.Count)
+	return nil, ""
+}
