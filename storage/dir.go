@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,21 +17,72 @@ const (
 	CleanShutdownFile = ".kafka_cleanshutdown"
 )
 
-// maxFlushTick bounds the flusher's period.
-const maxFlushTick = time.Second
+// Kafka defaults for DirConfig fields.
+const (
+	DefaultFileDeleteDelayMs               = 60000 // file.delete.delay.ms
+	DefaultFlushOffsetCheckpointIntervalMs = 60000 // log.flush.offset.checkpoint.interval.ms
+)
 
-// testHookFlushPass, if set before OpenDir, runs after each pass of the
-// background flusher.
-var testHookFlushPass func()
+// DirConfig configures a log dir. Zero values mean Kafka's defaults (so
+// Kafka's file.delete.delay.ms=0 is expressed as 1 here).
+type DirConfig struct {
+	// ConfigFor gives each partition's Config; nil means defaults. A Config
+	// without a Logger gets the dir's.
+	ConfigFor func(topic string, partition int32) Config
+	// Logger receives the dir's reports; default slog.Default().
+	Logger *slog.Logger
+	// FileDeleteDelayMs is file.delete.delay.ms: how long a removed
+	// partition directory stays on disk, renamed "-delete", before the
+	// dir's background goroutine deletes it.
+	FileDeleteDelayMs int64
+	// FlushOffsetCheckpointIntervalMs is
+	// log.flush.offset.checkpoint.interval.ms: how often the background
+	// goroutine writes the recovery points (and log start offsets) of every
+	// log, so a crash re-scans only what was written since.
+	FlushOffsetCheckpointIntervalMs int64
+	// Now is the clock of the background work; default time.Now.
+	Now func() time.Time
+}
+
+// withDefaults fills in zero fields and rejects negative durations.
+func (c DirConfig) withDefaults() (DirConfig, error) {
+	if c.ConfigFor == nil {
+		c.ConfigFor = func(string, int32) Config { return Config{} }
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.FileDeleteDelayMs == 0 {
+		c.FileDeleteDelayMs = DefaultFileDeleteDelayMs
+	}
+	if c.FlushOffsetCheckpointIntervalMs == 0 {
+		c.FlushOffsetCheckpointIntervalMs = DefaultFlushOffsetCheckpointIntervalMs
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	switch {
+	case c.FileDeleteDelayMs < 0:
+		return c, fmt.Errorf("file delete delay ms %d: want >= 0", c.FileDeleteDelayMs)
+	case c.FlushOffsetCheckpointIntervalMs < 0:
+		return c, fmt.Errorf("flush offset checkpoint interval ms %d: want >= 0", c.FlushOffsetCheckpointIntervalMs)
+	}
+	return c, nil
+}
 
 // Dir is one log dir: the partition logs in it, its checkpoint files and
 // its lock. While a Dir is open it holds an exclusive flock on ".lock", and
 // ".kafka_cleanshutdown" is absent; Close writes it back after every log
 // was flushed and closed.
+//
+// Partition directories are never deleted outright: Remove renames one
+// "<topic>-<partition>.<id>-delete" and the background goroutine deletes it
+// after FileDeleteDelayMs; MarkStray renames one "-stray" and keeps it.
+// Neither kind is ever loaded as a log.
 type Dir struct {
 	path   string
 	logger *slog.Logger
-	cfgFor func(topic string, partition int32) Config
+	cfg    DirConfig
 	lock   *os.File
 
 	ckMu sync.Mutex // serialises checkpoint file writes
@@ -42,24 +92,34 @@ type Dir struct {
 		logs   map[TopicPartition]*Log
 		hw     map[TopicPartition]int64
 		closed bool
+		// deletes are the "-delete" directories waiting for their time.
+		deletes []pendingDelete
+		// strays are the names of the "-stray" directories in the dir.
+		strays []string
+		// lastRecovery is the recovery-point checkpoint last written.
+		lastRecovery map[TopicPartition]int64
 	}
 
-	// The flusher goroutine, owned by Dir: stopped by closing stop, done
-	// closed when it exits; wake makes it recompute its period.
+	// The background goroutine (flusher, periodic checkpoints, delayed
+	// deletes), owned by Dir: stopped by closing stop, done closed when it
+	// exits; wake makes it run a pass and recompute its period.
 	stop, done, wake chan struct{}
 }
 
-// OpenDir opens the log dir at path (creating it), locks it, reads its
-// checkpoints, opens every partition directory in it — recovering each from
-// its checkpointed recovery point unless the previous Close was clean — and
-// starts the background flusher. cfgFor gives each partition's Config (nil
-// means defaults); a Config without a Logger gets logger.
+// OpenDir is OpenDirConfig with Kafka's defaults for the dir's own settings.
 func OpenDir(path string, cfgFor func(topic string, partition int32) Config, logger *slog.Logger) (*Dir, error) {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	if cfgFor == nil {
-		cfgFor = func(string, int32) Config { return Config{} }
+	return OpenDirConfig(path, DirConfig{ConfigFor: cfgFor, Logger: logger})
+}
+
+// OpenDirConfig opens the log dir at path (creating it), locks it, reads
+// its checkpoints, opens every partition directory in it — recovering each
+// from its checkpointed recovery point unless the previous Close was clean —
+// schedules the deletion of leftover "-delete" directories, reports
+// "-stray" ones, and starts the background goroutine.
+func OpenDirConfig(path string, cfg DirConfig) (*Dir, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open log dir %s: %w", path, err)
 	}
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("open log dir: %w", err)
@@ -68,7 +128,7 @@ func OpenDir(path string, cfgFor func(topic string, partition int32) Config, log
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{path: path, logger: logger.With("log_dir", path), cfgFor: cfgFor, lock: lock,
+	d := &Dir{path: path, logger: cfg.Logger.With("log_dir", path), cfg: cfg, lock: lock,
 		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	d.mu.logs = map[TopicPartition]*Log{}
 	if err := d.load(); err != nil {
@@ -78,7 +138,7 @@ func OpenDir(path string, cfgFor func(topic string, partition int32) Config, log
 		unlockDir(lock)
 		return nil, fmt.Errorf("open log dir %s: %w", path, err)
 	}
-	go d.flushLoop()
+	go d.run()
 	return d, nil
 }
 
@@ -134,12 +194,15 @@ func (d *Dir) load() error {
 		if !e.IsDir() {
 			continue
 		}
+		if d.adoptRenamed(e.Name()) {
+			continue
+		}
 		tp, err := ParseTopicPartition(e.Name())
 		if err != nil {
 			d.logger.Warn("skipping directory that is not a partition", "dir", e.Name())
 			continue
 		}
-		l, err := Open(filepath.Join(d.path, e.Name()), d.configFor(tp, d.cfgFor(tp.Topic, tp.Partition)), recovery[tp], clean)
+		l, err := Open(filepath.Join(d.path, e.Name()), d.configFor(tp, d.cfg.ConfigFor(tp.Topic, tp.Partition)), recovery[tp], clean)
 		if err != nil {
 			return err
 		}
@@ -218,27 +281,8 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("create %s: %w", tp, err)
 	}
 	d.mu.logs[tp] = l
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
+	d.poke()
 	return l, nil
-}
-
-// Remove closes tp's log and deletes its directory.
-func (d *Dir) Remove(tp TopicPartition) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l, ok := d.mu.logs[tp]
-	if !ok {
-		return fmt.Errorf("remove %s: no such log", tp)
-	}
-	delete(d.mu.logs, tp)
-	delete(d.mu.hw, tp)
-	if err := l.Delete(); err != nil {
-		return fmt.Errorf("remove %s: %w", tp, err)
-	}
-	return syncDir(d.path)
 }
 
 // WriteHighWatermarks replaces replication-offset-checkpoint with hw.
@@ -284,11 +328,16 @@ func (d *Dir) Checkpoint() error {
 		}
 	}
 	err := WriteOffsetCheckpoint(filepath.Join(d.path, RecoveryPointCheckpointFile), rp)
+	if err == nil {
+		d.mu.Lock()
+		d.mu.lastRecovery = rp
+		d.mu.Unlock()
+	}
 	err = errors.Join(err, WriteOffsetCheckpoint(filepath.Join(d.path, CleanerCheckpointFile), cleaned))
 	return errors.Join(err, WriteOffsetCheckpoint(filepath.Join(d.path, LogStartOffsetCheckpointFile), starts))
 }
 
-// Close stops the flusher, flushes and closes every log, writes the
+// Close stops the background goroutine, flushes and closes every log, writes the
 // checkpoints and, if all of that succeeded, the clean shutdown marker, then
 // releases the lock.
 func (d *Dir) Close() error {
@@ -317,74 +366,3 @@ func (d *Dir) Close() error {
 	return nil
 }
 
-// flushTick is the flusher's period: the smallest finite FlushIntervalMs of
-// the open logs, clamped to [1ms, 1s]; zero if no log has one.
-func (d *Dir) flushTick() time.Duration {
-	tick := time.Duration(0)
-	for _, l := range d.Logs() {
-		ms := l.config().FlushIntervalMs
-		if ms == math.MaxInt64 {
-			continue
-		}
-		t := min(max(time.Duration(ms)*time.Millisecond, time.Millisecond), maxFlushTick)
-		if tick == 0 || t < tick {
-			tick = t
-		}
-	}
-	return tick
-}
-
-// flushLoop is the flusher goroutine.
-func (d *Dir) flushLoop() {
-	defer close(d.done)
-	for {
-		var tick <-chan time.Time
-		var timer *time.Timer
-		if p := d.flushTick(); p > 0 {
-			timer = time.NewTimer(p)
-			tick = timer.C
-		}
-		select {
-		case <-d.stop:
-			if timer != nil {
-				timer.Stop()
-			}
-			return
-		case <-d.wake:
-			if timer != nil {
-				timer.Stop()
-			}
-		case <-tick:
-			d.flushStale()
-		}
-	}
-}
-
-// flushStale fsyncs every log whose oldest unflushed append is at least its
-// FlushIntervalMs old, then checkpoints the recovery points if any was.
-func (d *Dir) flushStale() {
-	flushed := false
-	for tp, l := range d.Logs() {
-		cfg := l.config()
-		ms := cfg.FlushIntervalMs
-		since := l.unflushedSince()
-		if ms == math.MaxInt64 || since.IsZero() || cfg.Now().Sub(since) < time.Duration(ms)*time.Millisecond {
-			continue
-		}
-		if err := l.Flush(); err != nil {
-			if !errors.Is(err, ErrClosed) {
-				d.logger.Error("background flush failed", "partition", tp.String(), "err", err)
-			}
-			continue
-		}
-		flushed = true
-	}
-	if flushed {
-		if err := d.Checkpoint(); err != nil {
-			d.logger.Error("checkpoint after flush failed", "err", err)
-		}
-	}
-	if h := testHookFlushPass; h != nil {
-		h()
-	}
-}

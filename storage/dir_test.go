@@ -130,36 +130,6 @@ func TestDirCheckpoints(t *testing.T) {
 	}
 }
 
-func TestDirRemove(t *testing.T) {
-	path := t.TempDir()
-	d := openTestDir(t, path, Config{})
-	defer d.Close()
-	tp := TopicPartition{"gone", 2}
-	l, err := d.Create(tp, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustAppend(t, l, 0, batchOf(1, 1, 1))
-	if err := d.Remove(tp); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(path, "gone-2")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("dir still there: %v", err)
-	}
-	if d.Log(tp) != nil {
-		t.Fatal("log still listed")
-	}
-	if _, err := l.Append(batchOf(1, 1, 1), 0); !errors.Is(err, ErrClosed) {
-		t.Fatalf("append to removed log: %v", err)
-	}
-	if err := d.Remove(tp); err == nil {
-		t.Fatal("second remove: no error")
-	}
-	if _, err := d.Create(tp, Config{}); err != nil {
-		t.Fatalf("re-create: %v", err)
-	}
-}
-
 func TestDirSkipsForeignDirs(t *testing.T) {
 	path := t.TempDir()
 	os.MkdirAll(filepath.Join(path, "topic.abc-delete"), 0o755)
@@ -174,13 +144,13 @@ func TestDirSkipsForeignDirs(t *testing.T) {
 func TestDirFlusher(t *testing.T) {
 	clock := newFakeClock()
 	passes := make(chan struct{}, 100)
-	testHookFlushPass = func() {
+	testHookPass = func() {
 		select {
 		case passes <- struct{}{}:
 		default:
 		}
 	}
-	defer func() { testHookFlushPass = nil }()
+	defer func() { testHookPass = nil }()
 	cfg := Config{FlushIntervalMs: 50, Now: clock.Now}
 	d := openTestDir(t, t.TempDir(), cfg)
 	defer d.Close()

@@ -280,23 +280,37 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// Delete closes the log without flushing and removes its directory.
-func (l *Log) Delete() error {
+// closeFiles closes the log without flushing, as a process exit would:
+// what was written stays in the page cache and reaches the disk in time.
+// Further calls return nil; other methods return ErrClosed.
+func (l *Log) closeFiles() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
 	var errs []error
-	if !l.mu.closed {
-		for _, s := range l.mu.segments {
-			errs = append(errs, s.close())
-		}
-		l.mu.closed = true
+	for _, s := range l.mu.segments {
+		errs = append(errs, s.close())
 	}
-	if err := os.RemoveAll(l.dir); err != nil {
-		errs = append(errs, err)
-	}
+	l.mu.closed = true
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close log %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Delete closes the log without flushing and removes its directory at once.
+// A Dir's logs are removed with Dir.Remove instead, which keeps the files
+// for file.delete.delay.ms.
+func (l *Log) Delete() error {
+	err := l.closeFiles()
+	if rerr := os.RemoveAll(l.dir); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
 		return fmt.Errorf("delete log %s: %w", l.dir, err)
 	}
 	return nil
