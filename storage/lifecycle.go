@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Flush fsyncs every segment written since the last flush (log and index
@@ -26,10 +27,12 @@ func (l *Log) flushTo(upTo int64) error {
 	all := upTo >= l.mu.leo
 	upTo = min(upTo, l.mu.leo)
 	var dirty []*segment
+	var writes []indexWrite
 	for _, s := range l.mu.segments {
 		if s.dirty && (all || s.base < upTo) {
 			s.dirty = false
 			dirty = append(dirty, s)
+			writes = append(writes, s.pendingIndex())
 		}
 	}
 	dirDirty := l.mu.dirDirty
@@ -42,19 +45,34 @@ func (l *Log) flushTo(upTo int64) error {
 	l.mu.Unlock()
 
 	var err error
+	synced := 0
 	for i, s := range dirty {
-		if err = s.sync(); err != nil {
-			dirty = dirty[i:]
+		var created bool
+		created, err = s.syncFiles(writes[i])
+		dirDirty = dirDirty || created
+		if err != nil {
 			break
 		}
+		synced++
 	}
 	if err == nil && dirDirty {
-		err = syncDir(l.dir)
+		err = vfs.SyncDir(l.fs, l.dir)
 	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	active := l.mu.segments[len(l.mu.segments)-1]
+	for i, s := range dirty[:synced] {
+		s.indexWritten(writes[i], nil)
+		if s != active && !s.dirty {
+			// Synced and inactive: its descriptor may go back to the cache.
+			s.unpin()
+		}
+	}
 	if err != nil {
+		for i, s := range dirty[synced:] {
+			s.indexWritten(writes[synced+i], err)
+		}
 		for _, s := range dirty {
 			s.dirty = true
 		}
@@ -115,6 +133,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		}
 	}
 	l.mu.segments = l.mu.segments[: i+1 : i+1]
+	if err := s.pin(); err != nil {
+		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
+	}
 	if err := l.truncateSegmentLocked(s, pos); err != nil {
 		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
 	}
@@ -176,8 +197,12 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		}
 	}
 	l.mu.segments = nil
-	s, _, _, err := openSegment(l.dir, offset, true)
+	s, _, _, err := openSegment(l.fs, l.files, l.dir, offset, true)
 	if err != nil {
+		return fmt.Errorf("truncate log %s fully: %w", l.dir, err)
+	}
+	if err := s.pin(); err != nil {
+		s.remove()
 		return fmt.Errorf("truncate log %s fully: %w", l.dir, err)
 	}
 	s.dirty = true
@@ -261,13 +286,16 @@ func (l *Log) Close() error {
 	if n := len(l.mu.segments); n > 0 {
 		errs = append(errs, l.mu.segments[n-1].seal())
 	}
+	dirDirty := l.mu.dirDirty
 	for _, s := range l.mu.segments {
 		if s.dirty {
-			errs = append(errs, s.sync())
+			created, err := s.sync()
+			errs = append(errs, err)
+			dirDirty = dirDirty || created
 		}
 	}
-	if l.mu.dirDirty {
-		errs = append(errs, syncDir(l.dir))
+	if dirDirty {
+		errs = append(errs, vfs.SyncDir(l.fs, l.dir))
 	}
 	for _, s := range l.mu.segments {
 		errs = append(errs, s.close())
@@ -307,7 +335,7 @@ func (l *Log) closeFiles() error {
 // for file.delete.delay.ms.
 func (l *Log) Delete() error {
 	err := l.closeFiles()
-	if rerr := os.RemoveAll(l.dir); rerr != nil {
+	if rerr := l.fs.RemoveAll(l.dir); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Log is one partition's log: its segments, indexes and leader-epoch cache.
@@ -25,6 +25,8 @@ type Log struct {
 	dir    string
 	cfg    Config
 	logger *slog.Logger
+	fs     vfs.FS
+	files  *fileCache
 
 	// flushMu serialises fsyncs with operations that close files
 	// (TruncateTo, Close, Delete). Taken before mu.
@@ -86,10 +88,10 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir)}
+	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), fs: cfg.FS, files: cfg.files}
 	if err := l.load(recoveryPoint, cleanShutdown); err != nil {
 		for _, s := range l.mu.segments {
 			s.close()
@@ -108,7 +110,7 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 // segmentBases lists the base offsets of dir's .log files, sorted, and
 // removes index files that have no .log file.
 func (l *Log) segmentBases() ([]int64, error) {
-	ents, err := os.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +127,14 @@ func (l *Log) segmentBases() ([]int64, error) {
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 			if b, ok := parseSegmentName(name, suf); ok && !logs[b] {
 				l.logger.Warn("removing index file without a segment", "file", name)
-				if err := os.Remove(segmentPath(l.dir, b, suf)); err != nil {
+				if err := l.fs.Remove(segmentPath(l.dir, b, suf)); err != nil {
 					return nil, err
 				}
 			}
 		}
 		if strings.HasSuffix(name, ".tmp") {
 			// A checkpoint write interrupted before its rename.
-			_ = os.Remove(filepath.Join(l.dir, name))
+			_ = l.fs.Remove(filepath.Join(l.dir, name))
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -149,11 +151,12 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 		return err
 	}
 	if len(bases) == 0 {
-		s, _, _, err := openSegment(l.dir, 0, true)
+		s, _, _, err := openSegment(l.fs, l.files, l.dir, 0, true)
 		if err != nil {
 			return err
 		}
 		l.mu.segments = []*segment{s}
+		l.mu.dirDirty = true
 		bases = []int64{0}
 	} else {
 		recoverFrom := int64(math.MaxInt64)
@@ -167,7 +170,7 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 		}
 		interval := l.cfg.IndexIntervalBytes
 		for i, base := range bases {
-			s, idxB, timeB, err := openSegment(l.dir, base, false)
+			s, idxB, timeB, err := openSegment(l.fs, l.files, l.dir, base, false)
 			if err != nil {
 				return err
 			}
@@ -195,7 +198,7 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 					"position", s.size, "bytes_dropped", fileSize-s.size, "segments_dropped", len(bases)-1-i,
 					"log_end_offset", s.next, "reason", tail)
 				for _, b := range bases[i+1:] {
-					gone := &segment{base: b, dir: l.dir}
+					gone := &segment{base: b, dir: l.dir, fs: l.fs}
 					if err := gone.remove(); err != nil {
 						return err
 					}
@@ -209,6 +212,9 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	}
 	segs := l.mu.segments
 	active := segs[len(segs)-1]
+	if err := active.pin(); err != nil {
+		return err
+	}
 	l.mu.leo = active.next
 	l.mu.logStart = segs[0].base
 	if clean {
@@ -222,7 +228,7 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	if active.size > 0 {
 		active.rollStart = l.cfg.Now()
 	}
-	l.mu.epochs, err = loadEpochCache(l.dir)
+	l.mu.epochs, err = loadEpochCache(l.fs, l.dir)
 	if err != nil {
 		return err
 	}
@@ -373,34 +379,15 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (i
 // writeLocked writes b at the end of s in one write and indexes it; on
 // failure it restores s and the files as they were.
 func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
-	saved := *s
 	start := s.size
-	idxN, tidxN := s.idx.n, s.tidx.n
-	undo := func() {
-		if err := s.log.Truncate(start); err != nil {
-			l.logger.Error("cannot remove partial write", "segment", s.String(), "position", start, "err", err)
-		}
-		_ = s.idx.truncate(idxN)
-		_ = s.tidx.truncate(tidxN)
-		idx, tidx := s.idx, s.tidx
-		*s = saved
-		s.idx, s.tidx = idx, tidx
-	}
 	if err := l.writeAt(s, b, start); err != nil {
-		undo()
+		if terr := s.log.Truncate(start); terr != nil {
+			l.logger.Error("cannot remove partial write", "segment", s.String(), "position", start, "err", terr)
+		}
 		return fmt.Errorf("write %s: %w", s, err)
 	}
-	nIdx, nTimes := len(s.index), len(s.times)
 	for _, p := range parsed {
 		s.track(p.h, start+int64(p.pos), p.h.TotalSize(), l.cfg.IndexIntervalBytes)
-	}
-	err := s.idx.append(encodeOffsetEntries(nil, s.base, s.index[nIdx:]))
-	if err == nil {
-		err = s.tidx.append(encodeTimeEntries(nil, s.base, s.times[nTimes:]))
-	}
-	if err != nil {
-		undo()
-		return err
 	}
 	s.dirty = true
 	return nil
@@ -426,8 +413,12 @@ func (l *Log) rollLocked() (*segment, error) {
 	if err := old.seal(); err != nil {
 		return nil, fmt.Errorf("roll: %w", err)
 	}
-	s, _, _, err := openSegment(l.dir, l.mu.leo, true)
+	s, _, _, err := openSegment(l.fs, l.files, l.dir, l.mu.leo, true)
 	if err != nil {
+		return nil, fmt.Errorf("roll: %w", err)
+	}
+	if err := s.pin(); err != nil {
+		s.remove()
 		return nil, fmt.Errorf("roll: %w", err)
 	}
 	s.dirty = true

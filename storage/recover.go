@@ -178,6 +178,7 @@ func (s *segment) load(idxB, timeB []byte, fileSize, nextBase int64, last bool, 
 		return rebuilt, tail, err
 	}
 	s.index, s.times = index, times
+	s.idxOnDisk, s.timesOnDisk, s.idxStale = len(index), len(times), false
 	if n := len(times); n > 0 {
 		s.maxTs, s.maxTsOffset = times[n-1].ts, times[n-1].offset
 	}
@@ -202,11 +203,8 @@ func (s *segment) load(idxB, timeB []byte, fileSize, nextBase int64, last bool, 
 	if err := s.truncateFile(fileSize); err != nil {
 		return nil, nil, err
 	}
-	if err := s.idx.append(encodeOffsetEntries(nil, s.base, s.index[nIdx:])); err != nil {
-		return nil, nil, err
-	}
-	if err := s.tidx.append(encodeTimeEntries(nil, s.base, s.times[nTimes:])); err != nil {
-		return nil, nil, err
+	if len(s.index) > nIdx || len(s.times) > nTimes {
+		s.dirty = true // the new entries reach the files at the next sync
 	}
 	return nil, tail, nil
 }

@@ -24,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // ErrOffsetOutOfRange reports a read or lookup at an offset below the log
@@ -99,6 +101,13 @@ type Config struct {
 	// reach the file and the write fail with that error, as a full disk or an
 	// I/O error would. A test hook; nil in production.
 	WriteFault func(path string, n int) (written int, err error)
+	// FS is the file system the log lives on; default vfs.Default, the
+	// operating system's files. Tests use vfs.NewMem and vfs.WithErrors.
+	FS vfs.FS
+
+	// files is the log dir's cache of segment descriptors; Open makes a
+	// private one if nil.
+	files *fileCache
 }
 
 // withDefaults returns c with zero fields replaced by Kafka defaults, or an
@@ -124,6 +133,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.files == nil {
+		c.files = newFileCache(c.FS, 0)
 	}
 	switch {
 	case c.SegmentBytes < 14 || c.SegmentBytes > math.MaxInt32:
