@@ -109,4 +109,3 @@ func timeFloorOffset(es []timeEntry, ts int64) int64 {
 	}
 	return es[i-1].offset
 }
-

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -88,7 +89,16 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
+	if _, err := cfg.FS.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// A new partition directory: make its entry in the log dir durable,
+		// or a crash could lose every segment in it, synced or not.
+		if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+		if err := vfs.SyncDir(cfg.FS, filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), fs: cfg.FS, files: cfg.files}
@@ -294,7 +304,18 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, fmt.Errorf("append: %w", err)
 	}
-	info, rolledTo, needFlush, err := l.appendLocked(batches, parsed, leaderEpoch)
+	var info AppendInfo
+	var rolledTo int64
+	var needFlush bool
+	for synced := false; ; synced = true {
+		info, rolledTo, needFlush, err = l.appendLocked(batches, parsed, leaderEpoch, synced)
+		if !errors.Is(err, errRollNeedsSync) {
+			break
+		}
+		if err := l.Flush(); err != nil {
+			return AppendInfo{}, fmt.Errorf("append: fsync before segment roll: %w", err)
+		}
+	}
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -313,9 +334,14 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	return info, nil
 }
 
+// errRollNeedsSync asks Append to fsync the active segment before it rolls.
+var errRollNeedsSync = errors.New("segment roll needs an fsync first")
+
 // appendLocked assigns offsets, rolls if needed and writes under mu.
-// rolledTo is the base of a segment rolled to, or -1.
-func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (info AppendInfo, rolledTo int64, needFlush bool, err error) {
+// rolledTo is the base of a segment rolled to, or -1. Unless synced, a roll
+// of a segment with unsynced bytes returns errRollNeedsSync without
+// changing anything (see rollLocked).
+func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rolledTo = -1
@@ -342,6 +368,9 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (i
 	s := l.mu.segments[len(l.mu.segments)-1]
 	if s.size > 0 && (s.size+int64(len(b)) > l.cfg.SegmentBytes ||
 		now.Sub(s.rollStart).Milliseconds() > l.cfg.SegmentMs || !s.canHold(info.LastOffset)) {
+		if s.dirty && !synced {
+			return info, rolledTo, false, errRollNeedsSync
+		}
 		if s, err = l.rollLocked(); err != nil {
 			return info, rolledTo, false, fmt.Errorf("append at %d: %w", first, err)
 		}
@@ -408,6 +437,11 @@ func (l *Log) writeAt(s *segment, b []byte, pos int64) error {
 }
 
 // rollLocked seals the active segment and starts a new one at the log end.
+//
+// Callers fsync the active segment first (without holding mu, so appends
+// and reads go on meanwhile): the new file may reach the disk at any time
+// (a journal commit), and a crash must not leave it behind a segment whose
+// tail was lost, a gap in the offsets no recovery can tell from compaction.
 func (l *Log) rollLocked() (*segment, error) {
 	old := l.mu.segments[len(l.mu.segments)-1]
 	if err := old.seal(); err != nil {
@@ -430,6 +464,9 @@ func (l *Log) rollLocked() (*segment, error) {
 // Roll starts a new active segment at the log end offset if the active
 // segment is not empty, and makes the old one durable.
 func (l *Log) Roll() error {
+	if err := l.Flush(); err != nil {
+		return fmt.Errorf("roll: %w", err)
+	}
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()

@@ -228,19 +228,22 @@ func (s *segment) pendingIndex() indexWrite {
 	return w
 }
 
-// syncFiles fsyncs the log file, then writes and fsyncs w to the index
-// files. created reports that an index file may have been created, so the
+// syncFiles fsyncs the log file, then writes and fsyncs w to the time
+// index and then the offset index files. created reports that an index file may have been created, so the
 // directory needs an fsync. It takes no lock: callers hold the log's
 // flushMu (or own s alone), so nothing but appends changes s meanwhile.
 func (s *segment) syncFiles(w indexWrite) (created bool, err error) {
 	if err := s.log.Sync(); err != nil {
 		return false, fmt.Errorf("fsync %s: %w", s, err)
 	}
-	c1, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt)
+	// The time index first: then every batch before the last offset index
+	// entry on disk is covered by the time index on disk, and load need
+	// only scan after that entry (see segment.load).
+	c1, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, timeIndexSuffix), w.times, w.timesAt)
 	if err != nil {
 		return c1, err
 	}
-	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, timeIndexSuffix), w.times, w.timesAt)
+	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt)
 	return c1 || c2, err
 }
 
