@@ -13,7 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
+
+	"github.com/kbroker/kbroker/storage"
 )
 
 // ErrTopicExists reports a CreateTopic for a name already taken.
@@ -71,15 +74,33 @@ type fileState struct {
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.
+// It holds SCRAM credentials, so it is readable by its owner only (0600).
 const MetadataFile = "kbroker-metadata.json"
 
-// OpenFileStore loads or creates the store at dir/MetadataFile. clusterID is
-// used only when the store is new; an empty one generates a random id.
-func OpenFileStore(dir, clusterID string) (*FileStore, error) {
+// metadataFileMode is the FileStore's file mode: the file holds SCRAM
+// credentials (salted, but enough to mount a dictionary attack).
+const metadataFileMode = 0o600
+
+// ErrMetadataMissing reports a metadata file that is absent although the
+// log dirs hold data (partition directories or meta.properties): the
+// metadata was lost, moved, or log.dirs changed. Creating an empty cluster
+// there would make every existing log unowned.
+var ErrMetadataMissing = errors.New("metadata file missing next to existing data")
+
+// OpenFileStore loads the store at dir/MetadataFile, or creates it when it
+// does not exist and neither dir nor any of dataDirs (the other log dirs)
+// holds data; if they do, it returns an error wrapping ErrMetadataMissing
+// that says what was found and what to do, and creates nothing. clusterID
+// is used only when the store is new; an empty one generates a random id.
+// An existing file readable by others is made 0600.
+func OpenFileStore(dir, clusterID string, dataDirs ...string) (*FileStore, error) {
 	s := &FileStore{path: filepath.Join(dir, MetadataFile)}
 	b, err := os.ReadFile(s.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if err := checkNoData(dir, dataDirs); err != nil {
+			return nil, err
+		}
 		if clusterID == "" {
 			clusterID = NewClusterID()
 		}
@@ -96,8 +117,65 @@ func OpenFileStore(dir, clusterID string) (*FileStore, error) {
 		if s.mu.state.Topics == nil {
 			s.mu.state.Topics = map[string]Topic{}
 		}
+		if err := restrictMode(s.path); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// checkNoData returns an ErrMetadataMissing error if dir or any of
+// dataDirs holds a broker's data, naming what it found.
+func checkNoData(dir string, dataDirs []string) error {
+	path := filepath.Join(dir, MetadataFile)
+	var found []string
+	elsewhere := ""
+	for _, d := range append([]string{dir}, dataDirs...) {
+		names, err := storage.DataInLogDir(d)
+		if err != nil {
+			return fmt.Errorf("checking %s for data before creating %s: %w", d, path, err)
+		}
+		for _, n := range names {
+			found = append(found, filepath.Join(d, n))
+		}
+		if other := filepath.Join(d, MetadataFile); d != dir && elsewhere == "" {
+			if _, err := os.Stat(other); err == nil {
+				elsewhere = other
+			}
+		}
+	}
+	if len(found) == 0 && elsewhere == "" {
+		return nil
+	}
+	const show = 5
+	list := strings.Join(found[:min(len(found), show)], ", ")
+	if len(found) > show {
+		list += fmt.Sprintf(" and %d more", len(found)-show)
+	}
+	hint := "restore " + path + " from a backup, or move the log dirs' contents away to start a new, empty cluster"
+	if elsewhere != "" {
+		hint = "found " + elsewhere + ": the metadata lives in the first entry of log.dirs, so restore the previous order of log.dirs"
+	}
+	if list == "" {
+		list = "none"
+	}
+	return fmt.Errorf("%w: %s does not exist, but the log dirs hold data (%s); "+
+		"refusing to start an empty cluster over it (its topics would be unknown); %s",
+		ErrMetadataMissing, path, list, hint)
+}
+
+// restrictMode makes path readable by its owner only if it is not already.
+func restrictMode(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("metadata file: %w", err)
+	}
+	if st.Mode().Perm()&^metadataFileMode != 0 {
+		if err := os.Chmod(path, metadataFileMode); err != nil {
+			return fmt.Errorf("restricting metadata file %s to mode 0600: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // NewClusterID returns a random id in Kafka's format (22 characters of URL-safe base64).
@@ -238,8 +316,13 @@ func (s *FileStore) saveLocked() error {
 		return fmt.Errorf("encoding metadata: %w", err)
 	}
 	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, metadataFileMode)
 	if err != nil {
+		return fmt.Errorf("writing metadata: %w", err)
+	}
+	// A temp file left by a crash keeps its old mode through O_TRUNC.
+	if err := f.Chmod(metadataFileMode); err != nil {
+		f.Close()
 		return fmt.Errorf("writing metadata: %w", err)
 	}
 	if _, err := f.Write(b); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +66,92 @@ func TestFileStoreCorruptFile(t *testing.T) {
 	}
 	if _, err := OpenFileStore(dir, ""); err == nil {
 		t.Fatal("corrupt metadata file accepted")
+	}
+}
+
+func TestFileStoreMode0600(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenFileStore(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, MetadataFile)
+	mode := func() os.FileMode {
+		t.Helper()
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	if m := mode(); m != 0o600 {
+		t.Fatalf("new metadata file mode %o, want 600", m)
+	}
+	// A stale world-readable temp file does not leak its mode into the file.
+	os.WriteFile(path+".tmp", []byte("x"), 0o644)
+	os.Chmod(path+".tmp", 0o644)
+	if err := s.CreateTopic(Topic{Name: "a", ID: NewTopicID(), Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(); m != 0o600 {
+		t.Fatalf("rewritten metadata file mode %o, want 600", m)
+	}
+	// A file written by an older version (0644) is restricted on open.
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenFileStore(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(); m != 0o600 {
+		t.Fatalf("existing metadata file mode %o after open, want 600", m)
+	}
+}
+
+func TestFileStoreRefusesMissingMetadataNextToData(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup func(first, second string)
+		want  []string // substrings of the error
+	}{
+		"partition dirs in the first log dir": {
+			setup: func(first, _ string) { os.Mkdir(filepath.Join(first, "orders-0"), 0o755) },
+			want:  []string{"orders-0", "restore"},
+		},
+		"meta.properties only": {
+			setup: func(first, _ string) { os.WriteFile(filepath.Join(first, "meta.properties"), nil, 0o644) },
+			want:  []string{"meta.properties"},
+		},
+		"partition dirs in another log dir": {
+			setup: func(_, second string) { os.Mkdir(filepath.Join(second, "orders-3"), 0o755) },
+			want:  []string{"orders-3"},
+		},
+		"log.dirs reordered": {
+			setup: func(_, second string) { os.WriteFile(filepath.Join(second, MetadataFile), []byte("{}"), 0o600) },
+			want:  []string{"order of log.dirs"},
+		},
+	} {
+		first, second := t.TempDir(), t.TempDir()
+		tc.setup(first, second)
+		_, err := OpenFileStore(first, "", second)
+		if !errors.Is(err, ErrMetadataMissing) {
+			t.Errorf("%s: %v, want ErrMetadataMissing", name, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not mention %q", name, err, w)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(first, MetadataFile)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: metadata file created: %v", name, err)
+		}
+	}
+	// Files that are not data (lock, checkpoints, clean shutdown marker) do not count.
+	first := t.TempDir()
+	for _, n := range []string{".lock", ".kafka_cleanshutdown", "recovery-point-offset-checkpoint"} {
+		os.WriteFile(filepath.Join(first, n), nil, 0o644)
+	}
+	if _, err := OpenFileStore(first, "", t.TempDir()); err != nil {
+		t.Fatalf("fresh log dirs: %v", err)
 	}
 }

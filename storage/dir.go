@@ -98,6 +98,11 @@ type Dir struct {
 		strays []string
 		// lastRecovery is the recovery-point checkpoint last written.
 		lastRecovery map[TopicPartition]int64
+		// rollFlushes are the logs that rolled since the last pass, with
+		// the offset below which they must be fsynced.
+		rollFlushes map[*Log]int64
+		// offline is the first failure that took the dir offline.
+		offline *OfflineError
 	}
 
 	// The background goroutine (flusher, periodic checkpoints, delayed
@@ -207,6 +212,7 @@ func (d *Dir) load() error {
 			return err
 		}
 		d.mu.logs[tp] = l
+		d.adopt(l)
 		if s, ok := starts[tp]; ok && s > l.LogStartOffset() {
 			if err := l.SetLogStartOffset(s); err != nil {
 				d.logger.Warn("ignoring checkpointed log start offset", "partition", tp.String(), "err", err)
@@ -223,6 +229,20 @@ func (d *Dir) load() error {
 		return syncDir(d.path)
 	}
 	return nil
+}
+
+// adopt hands l's flush-after-roll to the background goroutine and makes
+// a failure of l take the whole dir offline, as Kafka.
+func (d *Dir) adopt(l *Log) {
+	l.setHooks(func(upTo int64) {
+		d.mu.Lock()
+		if d.mu.rollFlushes == nil {
+			d.mu.rollFlushes = map[*Log]int64{}
+		}
+		d.mu.rollFlushes[l] = max(d.mu.rollFlushes[l], upTo)
+		d.mu.Unlock()
+		d.poke()
+	}, d.markOffline)
 }
 
 // configFor fills in the dir's logger for a partition.
@@ -265,6 +285,9 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if d.mu.closed {
 		return nil, fmt.Errorf("create %s: log dir closed", tp)
 	}
+	if d.mu.offline != nil {
+		return nil, fmt.Errorf("create %s: %w", tp, d.mu.offline)
+	}
 	path := filepath.Join(d.path, tp.String())
 	if _, ok := d.mu.logs[tp]; ok {
 		return nil, fmt.Errorf("create %s: %w", tp, ErrExists)
@@ -281,6 +304,7 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("create %s: %w", tp, err)
 	}
 	d.mu.logs[tp] = l
+	d.adopt(l)
 	d.poke()
 	return l, nil
 }
@@ -356,6 +380,10 @@ func (d *Dir) Close() error {
 		errs = append(errs, l.Close())
 	}
 	errs = append(errs, d.Checkpoint())
+	if err := d.Offline(); err != nil {
+		// Unflushed data may be lost: the next open must recover.
+		errs = append(errs, err)
+	}
 	if errors.Join(errs...) == nil {
 		errs = append(errs, writeFileAtomic(filepath.Join(d.path, CleanShutdownFile), nil))
 	}
@@ -365,4 +393,3 @@ func (d *Dir) Close() error {
 	}
 	return nil
 }
-

@@ -23,8 +23,8 @@ func (d *Dir) poke() {
 	}
 }
 
-// run is the background goroutine: each pass fsyncs logs whose
-// FlushIntervalMs elapsed, writes the recovery-point checkpoints every
+// run is the background goroutine: each pass fsyncs the segments of logs
+// that rolled and of logs whose FlushIntervalMs elapsed, writes the recovery-point checkpoints every
 // FlushOffsetCheckpointIntervalMs, and deletes "-delete" directories whose
 // delay passed.
 func (d *Dir) run() {
@@ -40,6 +40,7 @@ func (d *Dir) run() {
 			timer.Stop()
 		case <-timer.C:
 		}
+		d.flushRolled()
 		d.flushStale()
 		if now := d.cfg.Now(); !now.Before(nextCheckpoint) {
 			d.checkpointRecoveryPoints()
@@ -67,6 +68,21 @@ func (d *Dir) sleep(nextCheckpoint time.Time) time.Duration {
 	}
 	d.mu.Unlock()
 	return min(max(wait, time.Millisecond), maxBackgroundTick)
+}
+
+// flushRolled fsyncs the segments of logs that rolled since the last
+// pass, advancing their recovery points to the new active segments.
+func (d *Dir) flushRolled() {
+	d.mu.Lock()
+	todo := d.mu.rollFlushes
+	d.mu.rollFlushes = nil
+	d.mu.Unlock()
+	for l, upTo := range todo {
+		// An offline log reported its failure once, when it happened.
+		if err := l.flushTo(upTo); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogDirOffline) {
+			d.logger.Error("fsync after segment roll failed", "log", l.Dir(), "err", err)
+		}
+	}
 }
 
 // flushTick is the flusher's period: the smallest finite FlushIntervalMs of
@@ -97,8 +113,11 @@ func (d *Dir) flushStale() {
 		if ms == math.MaxInt64 || since.IsZero() || cfg.Now().Sub(since) < time.Duration(ms)*time.Millisecond {
 			continue
 		}
+		if l.Offline() != nil {
+			continue // its unflushed data can never be made durable
+		}
 		if err := l.Flush(); err != nil {
-			if !errors.Is(err, ErrClosed) {
+			if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogDirOffline) {
 				d.logger.Error("background flush failed", "partition", tp.String(), "err", err)
 			}
 			continue

@@ -24,6 +24,13 @@ func (l *Log) flushTo(upTo int64) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	if l.mu.offline != nil {
+		// A retried fsync may succeed without the data that the failed one
+		// lost: the recovery point must never move again.
+		err := l.mu.offline
+		l.mu.Unlock()
+		return fmt.Errorf("flush log %s: %w", l.dir, err)
+	}
 	all := upTo >= l.mu.leo
 	upTo = min(upTo, l.mu.leo)
 	var dirty []*segment
@@ -37,6 +44,7 @@ func (l *Log) flushTo(upTo int64) error {
 	}
 	dirDirty := l.mu.dirDirty
 	l.mu.dirDirty = false
+	syncFault := l.cfg.syncFault
 	pending, since := int64(0), time.Time{}
 	if all {
 		pending, since = l.mu.unflushedRecords, l.mu.unflushedSince
@@ -47,9 +55,14 @@ func (l *Log) flushTo(upTo int64) error {
 	var err error
 	synced := 0
 	for i, s := range dirty {
-		var created bool
-		created, err = s.syncFiles(writes[i])
-		dirDirty = dirDirty || created
+		if syncFault != nil {
+			err = syncFault(s.String())
+		}
+		if err == nil {
+			var created bool
+			created, err = s.syncFiles(writes[i])
+			dirDirty = dirDirty || created
+		}
 		if err != nil {
 			break
 		}
@@ -60,7 +73,6 @@ func (l *Log) flushTo(upTo int64) error {
 	}
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	active := l.mu.segments[len(l.mu.segments)-1]
 	for i, s := range dirty[:synced] {
 		s.indexWritten(writes[i], nil)
@@ -81,9 +93,13 @@ func (l *Log) flushTo(upTo int64) error {
 		if !since.IsZero() && (l.mu.unflushedSince.IsZero() || since.Before(l.mu.unflushedSince)) {
 			l.mu.unflushedSince = since
 		}
+		err = l.failLocked(err)
+		l.mu.Unlock()
+		l.reportOffline()
 		return fmt.Errorf("flush log %s: %w", l.dir, err)
 	}
 	l.mu.recoveryPoint = max(l.mu.recoveryPoint, upTo)
+	l.mu.Unlock()
 	return nil
 }
 
@@ -106,6 +122,30 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.mu.closed {
 		return ErrClosed
 	}
+	if l.mu.offline != nil {
+		return fmt.Errorf("truncate log %s: %w", l.dir, l.mu.offline)
+	}
+	return l.truncateToLocked(offset)
+}
+
+// truncateBack removes a failed append, [first, end), from the log end. It
+// runs on an offline log, since it only takes back what was just written.
+func (l *Log) truncateBack(first, end int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.mu.leo != end {
+		return fmt.Errorf("log end %d moved from %d", l.mu.leo, end)
+	}
+	return l.truncateToLocked(first)
+}
+
+// truncateToLocked is TruncateTo with flushMu and mu held.
+func (l *Log) truncateToLocked(offset int64) error {
 	switch {
 	case offset > l.mu.leo || offset < 0:
 		return fmt.Errorf("truncate log %s to %d: beyond [0, %d]", l.dir, offset, l.mu.leo)
@@ -243,6 +283,9 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if l.mu.closed {
 		return ErrClosed
 	}
+	if l.mu.offline != nil {
+		return fmt.Errorf("log %s: set start offset: %w", l.dir, l.mu.offline)
+	}
 	if offset > l.mu.leo {
 		return fmt.Errorf("log %s: start offset %d beyond log end %d", l.dir, offset, l.mu.leo)
 	}
@@ -273,7 +316,8 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 
 // Close seals the active segment's time index, fsyncs everything unflushed
 // and closes the files. Further calls return nil; other methods return
-// ErrClosed.
+// ErrClosed. An offline log is closed without writing and Close returns its
+// offline error, so its dir is not marked cleanly shut down.
 func (l *Log) Close() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -282,20 +326,34 @@ func (l *Log) Close() error {
 	if l.mu.closed {
 		return nil
 	}
+	if l.mu.offline != nil {
+		for _, s := range l.mu.segments {
+			s.close()
+		}
+		l.mu.closed = true
+		return fmt.Errorf("close log %s: %w", l.dir, l.mu.offline)
+	}
 	var errs []error
 	if n := len(l.mu.segments); n > 0 {
 		errs = append(errs, l.mu.segments[n-1].seal())
 	}
+	var syncErrs []error
 	dirDirty := l.mu.dirDirty
 	for _, s := range l.mu.segments {
 		if s.dirty {
+			if f := l.cfg.syncFault; f != nil {
+				syncErrs = append(syncErrs, f(s.String()))
+			}
 			created, err := s.sync()
-			errs = append(errs, err)
+			syncErrs = append(syncErrs, err)
 			dirDirty = dirDirty || created
 		}
 	}
 	if dirDirty {
-		errs = append(errs, vfs.SyncDir(l.fs, l.dir))
+		syncErrs = append(syncErrs, vfs.SyncDir(l.fs, l.dir))
+	}
+	if err := errors.Join(syncErrs...); err != nil {
+		errs = append(errs, l.failLocked(err))
 	}
 	for _, s := range l.mu.segments {
 		errs = append(errs, s.close())

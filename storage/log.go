@@ -63,7 +63,37 @@ type Log struct {
 		// compacted against the keys of the segments below it.
 		// Invariant: a segment base offset or <= logStart.
 		firstDirty int64
+		// rollFlush, if set (by a Dir), takes the fsync of the segments
+		// below a newly rolled segment off the append path, as Kafka's
+		// scheduled flush after roll; without it Append fsyncs them itself.
+		rollFlush func(upTo int64)
+		// offline, once set, is returned by every later write (see
+		// OfflineError); onOffline (set by a Dir) is told about it.
+		offline   *OfflineError
+		onOffline func(*OfflineError)
 	}
+
+	// recovered is what Open validated batch by batch. Set before Open returns.
+	recovered RecoveryStats
+}
+
+// RecoveryStats describes the recovery Open ran: the segments from the one
+// holding the recovery point onwards are read whole and CRC-checked.
+type RecoveryStats struct {
+	From     int64 // recovery point the scan started from (its segment's base)
+	Segments int   // segments validated batch by batch
+	Bytes    int64 // bytes read by that validation
+}
+
+// RecoveryStats reports what Open validated; zero after a clean shutdown.
+func (l *Log) RecoveryStats() RecoveryStats { return l.recovered }
+
+// setHooks installs a Dir's asynchronous flush-after-roll and its offline
+// notification.
+func (l *Log) setHooks(rollFlush func(upTo int64), onOffline func(*OfflineError)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.rollFlush, l.mu.onOffline = rollFlush, onOffline
 }
 
 // AppendInfo describes a successful Append.
@@ -107,6 +137,10 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 			s.close()
 		}
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if r := l.recovered; r.Segments > 0 {
+		l.logger.Info("recovered log after an unclean shutdown", "from_offset", r.From,
+			"segments_scanned", r.Segments, "bytes_scanned", r.Bytes, "log_end_offset", l.mu.leo)
 	}
 	if !cleanShutdown {
 		if err := l.Flush(); err != nil {
@@ -189,6 +223,11 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 			last := i == len(bases)-1
 			var tail, rebuilt error
 			if base >= recoverFrom {
+				if l.recovered.Segments == 0 {
+					l.recovered.From = base
+				}
+				l.recovered.Segments++
+				l.recovered.Bytes += fileSize
 				tail, err = s.rebuild(fileSize, true, interval)
 			} else {
 				nextBase := int64(math.MaxInt64)
@@ -307,28 +346,40 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	var info AppendInfo
 	var rolledTo int64
 	var needFlush bool
+	var rollFlush func(int64)
 	for synced := false; ; synced = true {
-		info, rolledTo, needFlush, err = l.appendLocked(batches, parsed, leaderEpoch, synced)
+		info, rolledTo, needFlush, rollFlush, err = l.appendLocked(batches, parsed, leaderEpoch, synced)
 		if !errors.Is(err, errRollNeedsSync) {
 			break
 		}
 		if err := l.Flush(); err != nil {
+			l.reportOffline()
 			return AppendInfo{}, fmt.Errorf("append: fsync before segment roll: %w", err)
 		}
 	}
 	if err != nil {
+		l.reportOffline()
 		return AppendInfo{}, err
 	}
 	if rolledTo >= 0 {
 		// As Kafka, make the segments before the new one durable so the
-		// recovery point advances past them.
-		if err := l.flushTo(rolledTo); err != nil {
+		// recovery point advances past them: in the Dir's background
+		// goroutine if there is one, else here.
+		if rollFlush != nil {
+			rollFlush(rolledTo)
+		} else if err := l.flushTo(rolledTo); err != nil {
+			// The log is offline now; this append's own write was clean.
 			l.logger.Error("fsync after segment roll failed", "err", err)
 		}
 	}
 	if needFlush {
 		if err := l.Flush(); err != nil {
-			return info, fmt.Errorf("append at %d: written but not flushed: %w", info.FirstOffset, err)
+			// Offline now. Take the batch back out, so that the log end
+			// never covers data whose append failed.
+			if terr := l.truncateBack(info.FirstOffset, info.LastOffset+1); terr != nil {
+				l.logger.Error("cannot remove an append whose fsync failed", "first_offset", info.FirstOffset, "err", terr)
+			}
+			return AppendInfo{}, fmt.Errorf("append at %d: written but not flushed: %w", info.FirstOffset, err)
 		}
 	}
 	return info, nil
@@ -341,12 +392,16 @@ var errRollNeedsSync = errors.New("segment roll needs an fsync first")
 // rolledTo is the base of a segment rolled to, or -1. Unless synced, a roll
 // of a segment with unsynced bytes returns errRollNeedsSync without
 // changing anything (see rollLocked).
-func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, err error) {
+func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, rollFlush func(int64), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rolledTo = -1
 	if l.mu.closed {
-		return info, rolledTo, false, ErrClosed
+		return info, rolledTo, false, nil, ErrClosed
+	}
+	rollFlush = l.mu.rollFlush
+	if l.mu.offline != nil {
+		return info, rolledTo, false, nil, fmt.Errorf("append: %w", l.mu.offline)
 	}
 	first := l.mu.leo
 	next := first
@@ -369,10 +424,10 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, sy
 	if s.size > 0 && (s.size+int64(len(b)) > l.cfg.SegmentBytes ||
 		now.Sub(s.rollStart).Milliseconds() > l.cfg.SegmentMs || !s.canHold(info.LastOffset)) {
 		if s.dirty && !synced {
-			return info, rolledTo, false, errRollNeedsSync
+			return info, rolledTo, false, nil, errRollNeedsSync
 		}
 		if s, err = l.rollLocked(); err != nil {
-			return info, rolledTo, false, fmt.Errorf("append at %d: %w", first, err)
+			return info, rolledTo, false, nil, fmt.Errorf("append at %d: %w", first, err)
 		}
 		rolledTo = s.base
 	}
@@ -382,7 +437,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, sy
 	if assigned {
 		if err := l.mu.epochs.persist(); err != nil {
 			l.mu.epochs.entries = epochsBefore
-			return info, rolledTo, false, fmt.Errorf("append at %d: %w", first, err)
+			return info, rolledTo, false, nil, fmt.Errorf("append at %d: %w", first, err)
 		}
 	}
 	if err := l.writeLocked(s, b, parsed); err != nil {
@@ -392,7 +447,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, sy
 				l.logger.Error("restoring leader-epoch-checkpoint after failed append", "err", perr)
 			}
 		}
-		return info, rolledTo, false, fmt.Errorf("append at %d: %w", first, err)
+		return info, rolledTo, false, nil, fmt.Errorf("append at %d: %w", first, err)
 	}
 	if s.rollStart.IsZero() {
 		s.rollStart = now
@@ -402,7 +457,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, sy
 		l.mu.unflushedSince = now
 	}
 	l.mu.unflushedRecords += info.Records
-	return info, rolledTo, l.mu.unflushedRecords >= l.cfg.FlushIntervalMessages, nil
+	return info, rolledTo, l.mu.unflushedRecords >= l.cfg.FlushIntervalMessages, rollFlush, nil
 }
 
 // writeLocked writes b at the end of s in one write and indexes it; on
@@ -410,10 +465,20 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, sy
 func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 	start := s.size
 	if err := l.writeAt(s, b, start); err != nil {
-		if terr := s.log.Truncate(start); terr != nil {
-			l.logger.Error("cannot remove partial write", "segment", s.String(), "position", start, "err", terr)
+		// Undo the partial write; if that fails the log goes offline, since
+		// the bytes after the log end are no longer known.
+		cause := fmt.Errorf("write %s: %w", s, err)
+		var terr error
+		if f := l.cfg.truncateFault; f != nil {
+			terr = f(s.String())
 		}
-		return fmt.Errorf("write %s: %w", s, err)
+		if terr == nil {
+			terr = s.log.Truncate(start)
+		}
+		if terr != nil {
+			return l.failLocked(fmt.Errorf("%w; removing the partial write at position %d of %s failed: %w", cause, start, s, terr))
+		}
+		return cause
 	}
 	for _, p := range parsed {
 		s.track(p.h, start+int64(p.pos), p.h.TotalSize(), l.cfg.IndexIntervalBytes)
@@ -471,6 +536,10 @@ func (l *Log) Roll() error {
 	if l.mu.closed {
 		l.mu.Unlock()
 		return ErrClosed
+	}
+	if l.mu.offline != nil {
+		l.mu.Unlock()
+		return fmt.Errorf("roll: %w", l.mu.offline)
 	}
 	if l.mu.segments[len(l.mu.segments)-1].size == 0 {
 		l.mu.Unlock()

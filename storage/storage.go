@@ -4,7 +4,13 @@
 // partition named "<topic>-<partition>", Kafka's text checkpoint files
 // (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
 // replication-offset-checkpoint), a ".lock" file held with flock while the
-// dir is open, and ".kafka_cleanshutdown" while it is closed cleanly.
+// dir is open, ".kafka_cleanshutdown" while it is closed cleanly, and
+// Kafka's "meta.properties" naming the node and cluster it belongs to
+// (EnsureMetaProperties). Partition data is never deleted outright: a
+// removed log is renamed "<topic>-<partition>.<id>-delete" and deleted after
+// file.delete.delay.ms; a log no metadata owns can be renamed "-stray" and
+// kept (Dir.MarkStray). A failed fsync, or a failed write that could not be
+// undone, takes the dir offline (ErrLogDirOffline) until restart.
 //
 // A partition directory is a [Log]: a sequence of segments, each a
 // "<20-digit base offset>.log" file of v2 record batches with a sparse offset
@@ -108,6 +114,12 @@ type Config struct {
 	// files is the log dir's cache of segment descriptors; Open makes a
 	// private one if nil.
 	files *fileCache
+
+	// syncFault and truncateFault, if set, are consulted before the fsync
+	// of a segment and before the truncation that undoes a failed write; a
+	// non-nil error fails that step. Test hooks.
+	syncFault     func(path string) error
+	truncateFault func(path string) error
 }
 
 // withDefaults returns c with zero fields replaced by Kafka defaults, or an

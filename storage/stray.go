@@ -199,3 +199,35 @@ func (d *Dir) deleteDue() {
 		d.mu.Unlock()
 	}
 }
+
+// DataInLogDir lists what in the log dir at path shows that it already
+// holds a broker's data: partition directories (live or "-stray") and
+// meta.properties. A missing path holds nothing. A broker whose metadata is
+// missing checks this before it creates an empty cluster over old data.
+func DataInLogDir(path string) ([]string, error) {
+	ents, err := os.ReadDir(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list log dir %s: %w", path, err)
+	}
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case name == MetaPropertiesFile && e.Type().IsRegular():
+			out = append(out, name)
+		case !e.IsDir():
+		case strings.HasSuffix(name, StrayDirSuffix):
+			if _, ok := parseRenamedDirName(name); ok {
+				out = append(out, name)
+			}
+		default:
+			if _, err := ParseTopicPartition(name); err == nil {
+				out = append(out, name)
+			}
+		}
+	}
+	return out, nil
+}

@@ -239,3 +239,25 @@ func TestRenamedDirNames(t *testing.T) {
 		}
 	}
 }
+
+func TestDataInLogDir(t *testing.T) {
+	path := t.TempDir()
+	if got, err := DataInLogDir(filepath.Join(path, "missing")); err != nil || len(got) != 0 {
+		t.Fatalf("missing dir: %v %v", got, err)
+	}
+	for _, n := range []string{"t-0.0123456789abcdef0123456789abcdef-delete", "notapartition", "lost+found"} {
+		os.Mkdir(filepath.Join(path, n), 0o755)
+	}
+	os.WriteFile(filepath.Join(path, CleanShutdownFile), nil, 0o644)
+	os.WriteFile(filepath.Join(path, RecoveryPointCheckpointFile), []byte("0\n0\n"), 0o644)
+	if got, err := DataInLogDir(path); err != nil || len(got) != 0 {
+		t.Fatalf("dir without data: %v %v", got, err)
+	}
+	os.Mkdir(filepath.Join(path, "t-0"), 0o755)
+	os.Mkdir(filepath.Join(path, "t-1.0123456789abcdef0123456789abcdef-stray"), 0o755)
+	os.WriteFile(filepath.Join(path, MetaPropertiesFile), nil, 0o644)
+	got, err := DataInLogDir(path)
+	if err != nil || strings.Join(got, ",") != "meta.properties,t-0,t-1.0123456789abcdef0123456789abcdef-stray" {
+		t.Fatalf("data: %v %v", got, err)
+	}
+}
