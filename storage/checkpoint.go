@@ -105,6 +105,11 @@ func readCheckpointFS(fs vfs.FS, path string, nfields int) ([][]string, error) {
 // WriteOffsetCheckpoint writes a Kafka offset checkpoint file ("topic
 // partition offset" lines, sorted for stable output) atomically.
 func WriteOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error {
+	return writeOffsetCheckpoint(vfs.Default, path, offsets)
+}
+
+// writeOffsetCheckpoint is WriteOffsetCheckpoint on fs.
+func writeOffsetCheckpoint(fs vfs.FS, path string, offsets map[TopicPartition]int64) error {
 	tps := make([]TopicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
@@ -119,13 +124,18 @@ func WriteOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error 
 	for i, tp := range tps {
 		lines[i] = fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, offsets[tp])
 	}
-	return writeCheckpoint(path, lines)
+	return writeCheckpointFS(fs, path, lines)
 }
 
 // ReadOffsetCheckpoint reads a Kafka offset checkpoint file. A missing file
 // is an empty map.
 func ReadOffsetCheckpoint(path string) (map[TopicPartition]int64, error) {
-	entries, err := readCheckpoint(path, 3)
+	return readOffsetCheckpoint(vfs.Default, path)
+}
+
+// readOffsetCheckpoint is ReadOffsetCheckpoint on fs.
+func readOffsetCheckpoint(fs vfs.FS, path string) (map[TopicPartition]int64, error) {
+	entries, err := readCheckpointFS(fs, path, 3)
 	if err != nil {
 		return nil, err
 	}
