@@ -163,7 +163,7 @@ func OpenDirConfig(path string, cfg DirConfig) (*Dir, error) {
 			l.Close()
 		}
 		lock.Close()
-		return nil, fmt.Errorf("open log dir %s: %w", path, err)
+		return nil, fmt.Errorf("open log dir %s: %w", path, wrapOpenErr(err))
 	}
 	go d.run()
 	return d, nil
@@ -258,6 +258,7 @@ func (d *Dir) adopt(l *Log) {
 		d.poke()
 	}, d.markOffline)
 }
+
 // configFor fills in the dir's logger for a partition.
 // configFor fills in the dir's logger for a partition, and the dir's file
 // system and descriptor cache, which every log in the dir shares.
@@ -311,13 +312,20 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if _, err := d.fs.Stat(path); err == nil {
 		return nil, fmt.Errorf("create %s: directory %s: %w", tp, path, ErrExists)
 	}
+	if d.fs == vfs.Default {
+		if err := checkDescriptorHeadroom(d.cfg.SegmentOpenFilesMax); err != nil {
+			return nil, fmt.Errorf("create %s: %w", tp, err)
+		}
+	}
 	l, err := Open(path, d.configFor(tp, cfg), 0, true)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", tp, err)
+		// Leave no half-made partition directory behind to be loaded later.
+		_ = d.fs.RemoveAll(path)
+		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
 	}
 	if err := d.syncDir(); err != nil {
 		l.Delete()
-		return nil, fmt.Errorf("create %s: %w", tp, err)
+		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
 	}
 	d.mu.logs[tp] = l
 	d.adopt(l)

@@ -4,8 +4,10 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/kbroker/kbroker/storage/vfs"
@@ -219,6 +221,63 @@ func (sf *segFile) Sync() error {
 	return f.Sync()
 }
 
+// openFile opens a file outside the cache (a new segment, an index) on
+// the cache's FS; if the process is out of descriptors it closes the idle
+// ones and tries once more.
+func (c *fileCache) openFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := c.fs.OpenFile(name, flag, perm)
+	if err != nil && isFDExhausted(err) && c.evictIdle() {
+		f, err = c.fs.OpenFile(name, flag, perm)
+	}
+	if err != nil {
+		return nil, wrapOpenErr(err)
+	}
+	return f, nil
+}
+
+// evictIdle closes every idle descriptor and reports whether there was one.
+func (c *fileCache) evictIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.idle.Len()
+	for c.idle.Len() > 0 {
+		c.evictLocked(c.idle.Back().Value.(*segFile))
+	}
+	return n > 0
+}
+
+// pinnedFiles counts the descriptors held open by segments of every log
+// in the process (the active ones, and rolled ones until their fsync).
+var pinnedFiles atomic.Int64
+
+// descriptorReserve is the share of RLIMIT_NOFILE (at least
+// minDescriptorReserve) that creating partitions leaves to everything
+// else: connections, checkpoint writes, and above all a restart, which
+// needs about as many descriptors as the partitions it opens.
+const (
+	descriptorReserveDivisor = 20
+	minDescriptorReserve     = 64
+)
+
+// checkDescriptorHeadroom refuses to open one more partition when the
+// active segments of all open partitions, plus cacheMax for the segment
+// cache, plus the reserve, would pass the process's descriptor limit. So a
+// broker stops creating partitions with a clear error well before it runs
+// out, and can always start again with what it created.
+func checkDescriptorHeadroom(cacheMax int) error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > math.MaxInt32 {
+		return nil
+	}
+	limit := int64(lim.Cur)
+	reserve := max(limit/descriptorReserveDivisor, minDescriptorReserve)
+	if open := pinnedFiles.Load(); open+1+int64(cacheMax)+reserve > limit {
+		return fmt.Errorf("%w: %d partitions' active segments are open; the limit of %d keeps %d for log.segment.open.files.max and %d for connections and start-up",
+			ErrTooManyOpenFiles, open, limit, cacheMax, reserve)
+	}
+	return nil
+}
+
 // isFDExhausted reports whether err is EMFILE or ENFILE.
 func isFDExhausted(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
@@ -227,7 +286,7 @@ func isFDExhausted(err error) bool {
 // wrapOpenErr gives descriptor exhaustion a clear error (ErrTooManyOpenFiles)
 // that still matches the errno.
 func wrapOpenErr(err error) error {
-	if isFDExhausted(err) {
+	if isFDExhausted(err) && !errors.Is(err, ErrTooManyOpenFiles) {
 		return fmt.Errorf("%w: %w", ErrTooManyOpenFiles, err)
 	}
 	return err

@@ -93,6 +93,12 @@ func (l *Log) flushTo(upTo int64) error {
 		if !since.IsZero() && (l.mu.unflushedSince.IsZero() || since.Before(l.mu.unflushedSince)) {
 			l.mu.unflushedSince = since
 		}
+		if isFDExhausted(err) {
+			// Out of descriptors is no disk failure: nothing was lost,
+			// a later flush retries.
+			l.mu.Unlock()
+			return fmt.Errorf("flush log %s: %w", l.dir, wrapOpenErr(err))
+		}
 		err = l.failLocked(err)
 		l.mu.Unlock()
 		l.reportOffline()

@@ -85,9 +85,9 @@ func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create boo
 	path := segmentPath(dir, base, logSuffix)
 	s = &segment{base: base, dir: dir, fs: fs, next: base, maxTs: -1, maxTsOffset: -1}
 	if create {
-		f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := files.openFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("create segment: %w", wrapOpenErr(err))
+			return nil, nil, nil, fmt.Errorf("create segment: %w", err)
 		}
 		s.log = files.file(path, f)
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
@@ -105,25 +105,31 @@ func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create boo
 	s.size = st.Size()
 	s.log = files.file(path, nil)
 	s.idxStale = true // until load adopts the files' contents
-	if idxBytes, err = readIndexFile(fs, segmentPath(dir, base, indexSuffix)); err != nil {
+	if idxBytes, err = readIndexFile(files, segmentPath(dir, base, indexSuffix)); err != nil {
 		s.close()
 		return nil, nil, nil, err
 	}
-	if timeBytes, err = readIndexFile(fs, segmentPath(dir, base, timeIndexSuffix)); err != nil {
+	if timeBytes, err = readIndexFile(files, segmentPath(dir, base, timeIndexSuffix)); err != nil {
 		s.close()
 		return nil, nil, nil, err
 	}
 	return s, idxBytes, timeBytes, nil
 }
 
-// readIndexFile returns the contents of an index file, nil if it is absent.
-func readIndexFile(fs vfs.FS, path string) ([]byte, error) {
-	b, err := vfs.ReadFile(fs, path)
+// readIndexFile returns the contents of an index file, nil if it is
+// absent. The descriptor is closed at once.
+func readIndexFile(files *fileCache, path string) ([]byte, error) {
+	f, err := files.openFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read index: %w", wrapOpenErr(err))
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read index %s: %w", path, err)
 	}
 	return b, nil
 }
@@ -137,6 +143,7 @@ func (s *segment) pin() error {
 		return fmt.Errorf("open segment %s: %w", s, err)
 	}
 	s.pinned = true
+	pinnedFiles.Add(1)
 	return nil
 }
 
@@ -144,6 +151,7 @@ func (s *segment) pin() error {
 func (s *segment) unpin() {
 	if s.pinned {
 		s.pinned = false
+		pinnedFiles.Add(-1)
 		s.log.release()
 	}
 }
