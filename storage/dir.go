@@ -259,7 +259,6 @@ func (d *Dir) adopt(l *Log) {
 	}, d.markOffline)
 }
 
-// configFor fills in the dir's logger for a partition.
 // configFor fills in the dir's logger for a partition, and the dir's file
 // system and descriptor cache, which every log in the dir shares.
 func (d *Dir) configFor(tp TopicPartition, cfg Config) Config {
