@@ -130,7 +130,10 @@ func checkNoData(dir string, dataDirs []string) error {
 	path := filepath.Join(dir, MetadataFile)
 	var found []string
 	elsewhere := ""
-	for _, d := range append([]string{dir}, dataDirs...) {
+	for i, d := range append([]string{dir}, dataDirs...) {
+		if i > 0 && filepath.Clean(d) == filepath.Clean(dir) {
+			continue
+		}
 		names, err := storage.DataInLogDir(d)
 		if err != nil {
 			return fmt.Errorf("checking %s for data before creating %s: %w", d, path, err)

@@ -331,10 +331,13 @@ func parseBatches(b []byte) ([]appendBatch, error) {
 // partition leader epoch in place; the CRC does not cover them. The bytes
 // reach the file in one write, so a process crash after Append returns
 // loses nothing; only fsync (Flush, FlushIntervalMessages, FlushIntervalMs,
-// roll) makes them survive power loss. On error nothing was appended —
-// except that if the write succeeded but the fsync demanded by
-// FlushIntervalMessages failed, Append returns the filled AppendInfo with an
-// error wrapping the fsync failure.
+// roll) makes them survive power loss. On error nothing was appended: the
+// log end does not move. If the fsync demanded by FlushIntervalMessages
+// fails, the log goes offline and the batch is truncated away again (should
+// that truncation fail too, the log end covers it but every later append is
+// refused, so nothing is acknowledged after it). A write that failed and
+// could not be undone also takes the log offline; see OfflineError. An
+// offline log's Append returns an error wrapping ErrLogDirOffline.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	if len(batches) > math.MaxInt32 {
 		return AppendInfo{}, fmt.Errorf("append %d bytes: larger than a segment can hold", len(batches))
