@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fdLimitChildEnv makes the test binary run the body of
@@ -55,12 +56,19 @@ func TestManyPartitionsUnderDescriptorLimit(t *testing.T) {
 	}
 }
 
+// fdScaleEnv, set to "<limit>,<partitions>,<cache max>" (e.g.
+// "20000,10000,1000"), runs the child at that scale instead: a measurement
+// for the 10,000 partitions under a limit of 20,000, too slow for
+// every run.
+const fdScaleEnv = "KBROKER_STORAGE_FDLIMIT_SCALE"
+
 func manyPartitionsChild(t *testing.T) {
-	const (
-		limit      = 512
-		partitions = 300
-		cacheMax   = 40
-	)
+	limit, partitions, cacheMax := 512, 300, 40
+	if v := os.Getenv(fdScaleEnv); v != "" {
+		if _, err := fmt.Sscanf(v, "%d,%d,%d", &limit, &partitions, &cacheMax); err != nil {
+			t.Fatalf("%s=%q: %v", fdScaleEnv, v, err)
+		}
+	}
 	var orig syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
 		t.Fatal(err)
@@ -71,7 +79,7 @@ func manyPartitionsChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	setLimit(limit)
+	setLimit(uint64(limit))
 	path := t.TempDir()
 	// The baseline after a first open and close: the runtime keeps a few
 	// descriptors (the poller) once files were used.
@@ -94,6 +102,9 @@ func manyPartitionsChild(t *testing.T) {
 	leo := map[TopicPartition]int64{}
 	for i := range partitions {
 		tp := TopicPartition{Topic: fmt.Sprintf("t%d", i/100), Partition: int32(i % 100)}
+		if i > 0 && i%1000 == 0 {
+			t.Logf("descriptors: %d partitions created, %d open", i, openFDs(t))
+		}
 		l, err := d.Create(tp, Config{SegmentBytes: 400})
 		if err != nil {
 			t.Fatalf("create partition %d of %d: %v", i, partitions, err)
@@ -156,11 +167,13 @@ func manyPartitionsChild(t *testing.T) {
 	if n := openFDs(t); n > base {
 		t.Fatalf("%d descriptors after a failed open, %d before", n, base)
 	}
-	setLimit(limit)
+	setLimit(uint64(limit))
+	start := time.Now()
 	d, err = OpenDirConfig(path, cfg)
 	if err != nil {
 		t.Fatalf("open after raising the limit: %v", err)
 	}
+	t.Logf("descriptors: clean open of %d partitions took %v, %d open", partitions, time.Since(start), openFDs(t))
 
 	// Create until the limit is hit: a clear error, the dir keeps serving,
 	// and it opens again under the same limit.
