@@ -98,7 +98,8 @@ func manyPartitionsChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak := 0
+	// Counting descriptors lists /proc/self/fd: sample it, not every step.
+	peak, sample := 0, max(1, partitions/300)
 	leo := map[TopicPartition]int64{}
 	for i := range partitions {
 		tp := TopicPartition{Topic: fmt.Sprintf("t%d", i/100), Partition: int32(i % 100)}
@@ -113,9 +114,12 @@ func manyPartitionsChild(t *testing.T) {
 			mustAppend(t, l, 0, batchOf(3, int64(j), 80))
 		}
 		leo[tp] = l.LogEndOffset()
-		peak = max(peak, openFDs(t))
+		if i%sample == 0 {
+			peak = max(peak, openFDs(t))
+		}
 	}
 	readEvery := func(d *Dir) {
+		i := 0
 		for tp, want := range leo {
 			l := d.Log(tp)
 			if l == nil {
@@ -125,7 +129,9 @@ func manyPartitionsChild(t *testing.T) {
 				t.Fatalf("%v: log end %d, want %d", tp, got, want)
 			}
 			checkDense(t, readAll(t, l, 0), 0, want)
-			peak = max(peak, openFDs(t))
+			if i++; i%sample == 0 {
+				peak = max(peak, openFDs(t))
+			}
 		}
 	}
 	readEvery(d)

@@ -87,9 +87,11 @@ func (c *fileCache) file(path string, f vfs.File) *segFile {
 	return sf
 }
 
-// trimLocked closes idle descriptors, oldest first, while over max.
+// trimLocked closes idle descriptors, oldest first, while more than max
+// are idle. Descriptors in use (pinned active segments, reads in progress)
+// do not count: they are bounded by the partitions and the readers.
 func (c *fileCache) trimLocked() {
-	for c.open > c.max && c.idle.Len() > 0 {
+	for c.idle.Len() > c.max {
 		c.evictLocked(c.idle.Back().Value.(*segFile))
 	}
 }
@@ -113,9 +115,6 @@ func (sf *segFile) acquire() (vfs.File, error) {
 		return nil, &os.PathError{Op: "open", Path: sf.path, Err: os.ErrClosed}
 	}
 	if sf.f == nil {
-		for c.open >= c.max && c.idle.Len() > 0 {
-			c.evictLocked(c.idle.Back().Value.(*segFile))
-		}
 		f, err := c.fs.OpenFile(sf.path, os.O_RDWR, 0)
 		if err != nil && isFDExhausted(err) && c.idle.Len() > 0 {
 			for c.idle.Len() > 0 {
