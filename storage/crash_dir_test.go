@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -29,6 +30,18 @@ type dirCrashPoint struct {
 // whose creation returned exists (unless its removal returned) with every
 // acknowledged record, densely, byte for byte.
 func TestCrashAtEverySyncPointOfLogDir(t *testing.T) {
+	for _, torn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("torn=%v", torn), func(t *testing.T) { crashLogDir(t, torn) })
+	}
+}
+
+// crashLogDir runs TestCrashAtEverySyncPointOfLogDir; torn crashes keep a
+// random prefix of the bytes written since each file's last fsync.
+func crashLogDir(t *testing.T, torn bool) {
+	var rng *rand.Rand
+	if torn {
+		rng = rand.New(rand.NewSource(11))
+	}
 	mem := vfs.NewMem()
 	if err := mem.MkdirAll("/data/kafka", 0o755); err != nil {
 		t.Fatal(err)
@@ -58,7 +71,7 @@ func TestCrashAtEverySyncPointOfLogDir(t *testing.T) {
 		for k, v := range removed {
 			r[k] = v
 		}
-		return dirCrashPoint{fs: mem.CrashClone(vfs.CrashOptions{}), path: p, created: append([]TopicPartition(nil), created...), durable: d, removed: r}
+		return dirCrashPoint{fs: mem.CrashClone(vfs.CrashOptions{Rand: rng}), path: p, created: append([]TopicPartition(nil), created...), durable: d, removed: r}
 	}
 	mem.SetSyncHook(func(p string) {
 		mu.Lock()

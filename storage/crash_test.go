@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage/vfs"
@@ -20,6 +21,7 @@ type crashPoint struct {
 	path    string // the file or directory just synced
 	durable int64  // every offset below was acknowledged as fsynced
 	logEnd  int64  // offsets below were written (acknowledged to a producer)
+	start   int64  // the log start offset retention had moved to
 }
 
 // crashRecorder takes a crash clone at every sync of fs.
@@ -29,6 +31,7 @@ type crashRecorder struct {
 	rng     *rand.Rand // torn crashes if set
 	durable int64
 	logEnd  int64
+	start   int64
 	points  []crashPoint
 }
 
@@ -38,7 +41,7 @@ func newCrashRecorder(fs *vfs.MemFS, rng *rand.Rand) *crashRecorder {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		c := fs.CrashClone(vfs.CrashOptions{Rand: r.rng})
-		r.points = append(r.points, crashPoint{fs: c, path: path, durable: r.durable, logEnd: r.logEnd})
+		r.points = append(r.points, crashPoint{fs: c, path: path, durable: r.durable, logEnd: r.logEnd, start: r.start})
 	})
 	return r
 }
@@ -85,10 +88,12 @@ func checkRecovered(t *testing.T, cp crashPoint, dir string, cfg Config, rp int6
 	if leo < cp.durable {
 		fail("crash at sync of %s: log end %d, but offsets below %d were acknowledged durable", cp.path, leo, cp.durable)
 	}
-	if l.LogStartOffset() != 0 {
-		fail("log start %d", l.LogStartOffset())
+	// Retention's deletions may be undone by a crash, never go further.
+	start := l.LogStartOffset()
+	if start > cp.start {
+		fail("log start %d, retention had moved it to %d only", start, cp.start)
 	}
-	var next int64
+	next := start
 	for next < leo {
 		b, err := l.Read(next, 1<<30, 1<<62, true)
 		if err != nil || len(b) == 0 {
@@ -112,7 +117,7 @@ func checkRecovered(t *testing.T, cp crashPoint, dir string, cfg Config, rp int6
 	if next != leo {
 		fail("batches end at %d, log end %d", next, leo)
 	}
-	for off := int64(0); off < leo; off++ {
+	for off := start; off < leo; off++ {
 		b, err := l.Read(off, 1, 1<<62, true)
 		if err != nil {
 			fail("read %d: %v", off, err)
@@ -123,7 +128,7 @@ func checkRecovered(t *testing.T, cp crashPoint, dir string, cfg Config, rp int6
 		}
 	}
 	for base, want := range ts {
-		if base >= leo {
+		if base >= leo || base < start {
 			continue
 		}
 		off, got, ok := l.OffsetForTimestamp(want)
@@ -185,6 +190,18 @@ func TestCrashAtEverySyncPointOfAppend(t *testing.T) {
 						if err := l.WriteProducerSnapshot(l.LogEndOffset(), []byte("state")); err != nil {
 							t.Fatal(err)
 						}
+					case i == 26:
+						// Retention deletes the oldest segments; while it runs
+						// the log start may be anything up to the log end.
+						rec.mu.Lock()
+						rec.start = l.LogEndOffset()
+						rec.mu.Unlock()
+						if n, err := l.ApplyRetention(time.UnixMilli(int64(1000+10*i)), 100, -1); err != nil || n == 0 {
+							t.Fatalf("retention: %d segments, %v", n, err)
+						}
+						rec.mu.Lock()
+						rec.start = l.LogStartOffset()
+						rec.mu.Unlock()
 					}
 				}
 				if err := l.Close(); err != nil {
@@ -192,7 +209,7 @@ func TestCrashAtEverySyncPointOfAppend(t *testing.T) {
 				}
 				rec.acked(l.LogEndOffset(), l.LogEndOffset())
 				fs.SetSyncHook(nil)
-				rec.points = append(rec.points, crashPoint{fs: fs.CrashClone(vfs.CrashOptions{}), path: "(after close)", durable: rec.durable})
+				rec.points = append(rec.points, crashPoint{fs: fs.CrashClone(vfs.CrashOptions{}), path: "(after close)", durable: rec.durable, start: rec.start})
 				if len(rec.points) < 10 {
 					t.Fatalf("only %d sync points", len(rec.points))
 				}
