@@ -171,3 +171,36 @@ func TestFaultErrorsAreReported(t *testing.T) {
 		})
 	}
 }
+
+// TestOutOfDescriptorsIsNotADiskFailure checks that EMFILE while flushing
+// (opening an index file, or a segment through the cache) is reported as
+// ErrTooManyOpenFiles and leaves the log online: nothing was lost, and the
+// next flush, once descriptors are back, succeeds.
+func TestOutOfDescriptorsIsNotADiskFailure(t *testing.T) {
+	mem, dir := memLogDir(t)
+	var sw vfs.Switchable
+	l, err := Open(dir, Config{FS: vfs.WithErrors(mem, sw.Inject), IndexIntervalBytes: 10, Logger: quiet}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 5 {
+		mustAppend(t, l, 0, batchOf(1, int64(i), 50))
+	}
+	sw.Set(vfs.OnNth(vfs.OpOpen, "", 0, syscall.EMFILE))
+	err = l.Flush()
+	if !errors.Is(err, ErrTooManyOpenFiles) || errors.Is(err, ErrLogDirOffline) {
+		t.Fatalf("Flush without descriptors: %v, want ErrTooManyOpenFiles and not offline", err)
+	}
+	if l.Offline() != nil {
+		t.Fatalf("log offline after EMFILE: %v", l.Offline())
+	}
+	sw.Set(nil)
+	if err := l.Flush(); err != nil {
+		t.Fatalf("Flush once descriptors are back: %v", err)
+	}
+	if l.RecoveryPoint() != l.LogEndOffset() {
+		t.Fatalf("recovery point %d, log end %d", l.RecoveryPoint(), l.LogEndOffset())
+	}
+	mustAppend(t, l, 0, batchOf(1, 9, 50))
+}
