@@ -134,6 +134,27 @@ func (l *Log) TruncateTo(offset int64) error {
 	return l.truncateToLocked(offset)
 }
 
+// TruncateFullyAndStartAt removes every segment and restarts the log,
+// empty, at offset: what a follower does when the leader's log starts after
+// the follower's log end (Kafka's truncateFullyAndStartAt). The leader-epoch
+// cache is emptied; the next follower append fills it again.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.mu.offline != nil {
+		return fmt.Errorf("truncate log %s: %w", l.dir, l.mu.offline)
+	}
+	if offset < 0 {
+		return fmt.Errorf("truncate log %s fully: negative start offset %d", l.dir, offset)
+	}
+	return l.truncateFullyLocked(offset)
+}
+
 // truncateBack removes a failed append, [first, end), from the log end. It
 // runs on an offline log, since it only takes back what was just written.
 func (l *Log) truncateBack(first, end int64) error {

@@ -339,6 +339,26 @@ func parseBatches(b []byte) ([]appendBatch, error) {
 // could not be undone also takes the log offline; see OfflineError. An
 // offline log's Append returns an error wrapping ErrLogDirOffline.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, false)
+}
+
+// AppendAsFollower writes batches fetched from the partition's leader as
+// they are: offsets and partition leader epochs were assigned by the leader
+// and are kept. The first batch must start at or after the log end (a
+// compacted leader log may skip offsets), and base offsets must increase;
+// otherwise it returns an error wrapping ErrUnexpectedAppendOffset and
+// writes nothing. Each batch whose leader epoch is newer than the latest in
+// the leader-epoch cache starts that epoch at its base offset, as on
+// Kafka's followers. Durability and failure handling are those of Append.
+func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
+	return l.append(batches, UndefinedEpoch, true)
+}
+
+// ErrUnexpectedAppendOffset reports follower batches that do not continue
+// the log (Kafka's UnexpectedAppendOffsetException).
+var ErrUnexpectedAppendOffset = errors.New("batches do not continue the log")
+
+func (l *Log) append(batches []byte, leaderEpoch int32, follower bool) (AppendInfo, error) {
 	if len(batches) > math.MaxInt32 {
 		return AppendInfo{}, fmt.Errorf("append %d bytes: larger than a segment can hold", len(batches))
 	}
@@ -351,7 +371,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	var needFlush bool
 	var rollFlush func(int64)
 	for synced := false; ; synced = true {
-		info, rolledTo, needFlush, rollFlush, err = l.appendLocked(batches, parsed, leaderEpoch, synced)
+		info, rolledTo, needFlush, rollFlush, err = l.appendLocked(batches, parsed, leaderEpoch, follower, synced)
 		if !errors.Is(err, errRollNeedsSync) {
 			break
 		}
@@ -395,7 +415,7 @@ var errRollNeedsSync = errors.New("segment roll needs an fsync first")
 // rolledTo is the base of a segment rolled to, or -1. Unless synced, a roll
 // of a segment with unsynced bytes returns errRollNeedsSync without
 // changing anything (see rollLocked).
-func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, rollFlush func(int64), err error) {
+func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, follower, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, rollFlush func(int64), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rolledTo = -1
@@ -407,13 +427,34 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, sy
 		return info, rolledTo, false, nil, fmt.Errorf("append: %w", l.mu.offline)
 	}
 	first := l.mu.leo
+	if follower {
+		if parsed[0].h.BaseOffset < first {
+			return info, rolledTo, false, nil, fmt.Errorf("follower append at %d: log ends at %d: %w", parsed[0].h.BaseOffset, first, ErrUnexpectedAppendOffset)
+		}
+		first = parsed[0].h.BaseOffset
+	}
 	next := first
 	info = AppendInfo{FirstOffset: first, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, Bytes: len(b)}
+	// epochStarts are the leader epochs these batches start (follower).
+	var epochStarts []EpochEntry
 	for i := range parsed {
 		p := &parsed[i]
-		records.SetBaseOffset(b[p.pos:], next)
-		records.SetPartitionLeaderEpoch(b[p.pos:], leaderEpoch)
-		p.h.BaseOffset, p.h.PartitionLeaderEpoch = next, leaderEpoch
+		if follower {
+			if p.h.BaseOffset < next {
+				return info, rolledTo, false, nil, fmt.Errorf("follower append: batch at %d after offset %d: %w", p.h.BaseOffset, next-1, ErrUnexpectedAppendOffset)
+			}
+			latest := l.mu.epochs.latest()
+			if n := len(epochStarts); n > 0 {
+				latest = epochStarts[n-1].Epoch
+			}
+			if p.h.PartitionLeaderEpoch > latest {
+				epochStarts = append(epochStarts, EpochEntry{Epoch: p.h.PartitionLeaderEpoch, StartOffset: p.h.BaseOffset})
+			}
+		} else {
+			records.SetBaseOffset(b[p.pos:], next)
+			records.SetPartitionLeaderEpoch(b[p.pos:], leaderEpoch)
+			p.h.BaseOffset, p.h.PartitionLeaderEpoch = next, leaderEpoch
+		}
 		next = p.h.NextOffset()
 		if p.h.MaxTimestamp > info.MaxTimestamp {
 			info.MaxTimestamp, info.OffsetOfMaxTimestamp = p.h.MaxTimestamp, p.h.LastOffset()
@@ -436,7 +477,14 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, sy
 	}
 
 	epochsBefore := l.mu.epochs.entries
-	assigned := leaderEpoch > l.mu.epochs.latest() && l.mu.epochs.assign(leaderEpoch, first)
+	assigned := false
+	if follower {
+		for _, e := range epochStarts {
+			assigned = l.mu.epochs.assign(e.Epoch, e.StartOffset) || assigned
+		}
+	} else {
+		assigned = leaderEpoch > l.mu.epochs.latest() && l.mu.epochs.assign(leaderEpoch, first)
+	}
 	if assigned {
 		if err := l.mu.epochs.persist(); err != nil {
 			l.mu.epochs.entries = epochsBefore
