@@ -24,7 +24,7 @@ import java.util.Properties;
  * argument, and admin exercises the whole Admin client (Admin.java).
  *
  * <p>Run with a command ({@code version}, {@code admin}, {@code create},
- * {@code produce}, {@code consume}, {@code transact}) it does that one thing,
+ * {@code produce}, {@code consume}, {@code transact}, {@code hang}) it does that one thing,
  * reading records from stdin and printing results to stdout. Run as
  * {@code serve} it keeps one JVM for a whole test: each stdin line is a
  * request {@code {"args":[...],"stdin":"..."}} and each reply one stdout line
@@ -111,6 +111,10 @@ public final class Client {
                 need(a, 5);
                 Consume.consume(a[0], a[1], a[2], a[3], Integer.parseInt(a[4]),
                         a.length > 5 ? a[5] : "", a.length > 6 ? a[6] : "classic", out);
+                break;
+            case "hang":
+                need(a, 4);
+                Produce.hang(a[0], a[1], a[2], Integer.parseInt(a[3]), out);
                 break;
             case "transact":
                 need(a, 5);

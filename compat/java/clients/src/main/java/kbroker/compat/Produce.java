@@ -103,4 +103,30 @@ final class Produce {
             }
         }
     }
+
+    /**
+     * hang leaves a hanging transaction behind, as a producer that dies in
+     * the middle of one does: it begins a transaction, writes n records to
+     * partition 0 of topic, waits for their acknowledgement and halts the
+     * JVM without committing or aborting. Only for one-shot runs (not serve).
+     */
+    static void hang(String addr, String topic, String txnId, int n, PrintWriter out) throws Exception {
+        Properties p = props(addr);
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId);
+        p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 600000);
+        KafkaProducer<String, String> producer = new KafkaProducer<>(p);
+        producer.initTransactions();
+        producer.beginTransaction();
+        List<Future<RecordMetadata>> acks = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            acks.add(producer.send(new ProducerRecord<>(topic, 0, "hang-" + i, "hanging-" + i)));
+        }
+        producer.flush();
+        for (int i = 0; i < n; i++) {
+            RecordMetadata md = acks.get(i).get();
+            out.println(Client.rec("hang-" + i, null, null, md.partition(), md.offset()));
+        }
+        out.flush();
+        Runtime.getRuntime().halt(0);
+    }
 }
