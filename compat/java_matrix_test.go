@@ -20,6 +20,10 @@ import (
 // javaClientName is the matrix row name of kafka-clients.
 const javaClientName = "Apache Kafka Java client (kafka-clients)"
 
+// javaKafkaVersion is the kafka-clients and kafka-streams version of
+// compat/java/clients (kafka.version in compat/java/pom.xml).
+const javaKafkaVersion = "4.4.0"
+
 // javaClient drives one JVM through the script protocol of
 // matrix_proc_test.go, plus the group protocol for KIP-848.
 type javaClient struct {
