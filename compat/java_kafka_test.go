@@ -66,7 +66,8 @@ num.partitions=1
 }
 
 // randomClusterID is what `kafka-storage.sh random-uuid` prints: 16 random
-// bytes, URL-safe base64 without padding.
+// bytes, URL-safe base64 without padding. It may begin with '-', so it is
+// passed as --cluster-id=ID.
 func randomClusterID(t testing.TB) string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -89,7 +90,7 @@ func startKafka(t testing.TB) *kafkaProc {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "KAFKA_HEAP_OPTS=-Xmx512m -Xms512m")
-	format := exec.Command(filepath.Join(bin, "kafka-storage.sh"), "format", "-t", randomClusterID(t), "-c", props)
+	format := exec.Command(filepath.Join(bin, "kafka-storage.sh"), "format", "--cluster-id="+randomClusterID(t), "--config", props)
 	format.Env = env
 	if out, err := format.CombinedOutput(); err != nil {
 		t.Fatalf("kafka-storage.sh format: %v\n%s", err, out)
