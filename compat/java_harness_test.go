@@ -111,10 +111,19 @@ type jvmReply struct {
 }
 
 // startJVM starts the driver in serve mode on the module's classpath; it is
-// killed at test cleanup.
-func startJVM(t testing.TB, module string) *jvm {
+// killed at test cleanup. extra are client properties every client of the
+// JVM gets (written to a file named by -Dkbroker.client.properties).
+func startJVM(t testing.TB, module string, extra ...string) *jvm {
 	t.Helper()
-	args := append(append([]string{}, javaOpts...), "-cp", javaClasspath(t, module), "kbroker.compat.Client", "serve")
+	args := append([]string{}, javaOpts...)
+	if len(extra) > 0 {
+		path := filepath.Join(t.TempDir(), "client.properties")
+		if err := os.WriteFile(path, []byte(strings.Join(extra, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-Dkbroker.client.properties="+path)
+	}
+	args = append(args, "-cp", javaClasspath(t, module), "kbroker.compat.Client", "serve")
 	cmd := exec.Command("java", args...)
 	cmd.SysProcAttr = groupProcAttr()
 	j := &jvm{t: t, cmd: cmd, stderr: &syncBuffer{}, replies: make(chan jvmReply), done: make(chan struct{})}
@@ -169,6 +178,17 @@ func startJVM(t testing.TB, module string) *jvm {
 // test with the Java exception when the command failed.
 func (j *jvm) call(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
+	out, javaErr := j.try(t, stdin, args...)
+	if javaErr != "" {
+		t.Fatalf("java %s failed:\n%s\n--- output ---\n%.5000s", strings.Join(args, " "), javaErr, out)
+	}
+	return out
+}
+
+// try is call for a command that may fail: it returns the command's stdout
+// and its Java exception ("" when it succeeded).
+func (j *jvm) try(t testing.TB, stdin string, args ...string) (string, string) {
+	t.Helper()
 	req, err := json.Marshal(map[string]any{"args": args, "stdin": stdin})
 	if err != nil {
 		t.Fatal(err)
@@ -185,15 +205,14 @@ func (j *jvm) call(t testing.TB, stdin string, args ...string) string {
 		case rep.err != nil:
 			t.Fatalf("java %s: %v", strings.Join(args, " "), rep.err)
 		case rep.Error != nil:
-			t.Fatalf("java %s failed after %v:\n%s\n--- output ---\n%.5000s", strings.Join(args, " "),
-				time.Since(start).Round(time.Millisecond), *rep.Error, rep.Out)
+			return rep.Out, fmt.Sprintf("after %v: %s", time.Since(start).Round(time.Millisecond), *rep.Error)
 		}
-		return rep.Out
+		return rep.Out, ""
 	case <-j.done:
 		t.Fatalf("java %s: the JVM exited: %v\n--- java stderr ---\n%s", strings.Join(args, " "), j.cmd.Wait(), j.stderr.String())
 	case <-timer.C:
 		_ = killProcGroup(j.cmd)
 		t.Fatalf("java %s: no reply within %v\n--- java stderr ---\n%s", strings.Join(args, " "), procTimeout, j.stderr.String())
 	}
-	return ""
+	return "", ""
 }

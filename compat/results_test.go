@@ -85,9 +85,7 @@ var clients = []clientInfo{
 		capStatic: "kafkajs has no group.instance.id",
 		capKIP848: "no KIP-848 consumer in kafkajs",
 	}},
-	{Name: javaClientName, Missing: map[string]string{
-		capSASL: "no Java SASL test yet",
-	}},
+	{Name: javaClientName},
 }
 
 // resultsFile is the JSON written after the run.

@@ -39,11 +39,12 @@ final class Admin {
     static final String RETENTION = "3600000";
     static final String GROUP_SUFFIX = "-admin-group";
 
-    static org.apache.kafka.clients.admin.Admin client(String addr) {
+    static org.apache.kafka.clients.admin.Admin client(String addr) throws Exception {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, addr);
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, "kbroker-compat-java-admin");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) Client.TIMEOUT.toMillis());
+        p.putAll(Client.extra());
         return org.apache.kafka.clients.admin.Admin.create(p);
     }
 

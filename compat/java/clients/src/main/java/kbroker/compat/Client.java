@@ -145,6 +145,22 @@ public final class Client {
         return p.getProperty("version", "unknown");
     }
 
+    /**
+     * extra is the client properties every producer, consumer and admin
+     * client of this JVM also gets (SASL settings, for one): the file the
+     * system property kbroker.client.properties names, if any.
+     */
+    static Properties extra() throws Exception {
+        Properties p = new Properties();
+        String path = System.getProperty("kbroker.client.properties");
+        if (path != null && !path.isEmpty()) {
+            try (var in = new java.io.FileInputStream(path)) {
+                p.load(in);
+            }
+        }
+        return p;
+    }
+
     /** jsonLines parses one JSON object per non-blank line. */
     static List<JsonNode> jsonLines(String s) throws Exception {
         List<JsonNode> out = new ArrayList<>();

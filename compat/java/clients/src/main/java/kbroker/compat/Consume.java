@@ -40,6 +40,7 @@ final class Consume {
         if (!isolation.isEmpty()) {
             p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         }
+        p.putAll(Client.extra());
         List<ConsumerRecord<String, String>> got = new ArrayList<>();
         long deadline = System.nanoTime() + Client.TIMEOUT.toNanos();
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {

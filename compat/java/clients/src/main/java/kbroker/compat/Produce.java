@@ -21,7 +21,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 final class Produce {
     private Produce() {}
 
-    static Properties props(String addr) {
+    static Properties props(String addr) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, addr);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "kbroker-compat-java");
@@ -30,6 +30,7 @@ final class Produce {
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) Client.TIMEOUT.toMillis());
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, (int) Client.TIMEOUT.toMillis());
+        p.putAll(Client.extra());
         return p;
     }
 
