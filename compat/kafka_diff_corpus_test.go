@@ -91,6 +91,48 @@ func diffFetch(topic string, partition int32, offset int64, leaderEpoch int32) f
 	}
 }
 
+// diffPID is the n-th newest producer id and epoch c got for txnID (n=0:
+// the newest), or -1/-1.
+func diffPID(c *diffConn, txnID string, n int) (int64, int16) {
+	l := c.pids[txnID]
+	if len(l) <= n {
+		return -1, -1
+	}
+	p := l[len(l)-1-n]
+	return p[0], int16(p[1])
+}
+
+func diffInitPID(txnID string) func(*diffConn) kmsg.Request {
+	return func(*diffConn) kmsg.Request {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 60000, -1, -1
+		if txnID != "" {
+			req.TransactionalID = strp(txnID)
+		}
+		return req
+	}
+}
+
+// diffProduceSeq produces n records as producer (txnID's n-th newest id)
+// with first sequence seq.
+func diffProduceSeq(topic, txnID string, nth int, seq int32, n int) func(*diffConn) kmsg.Request {
+	return func(c *diffConn) kmsg.Request {
+		pid, epoch := diffPID(c, txnID, nth)
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 10000
+		if txnID != "" {
+			req.TransactionID = strp(txnID)
+		}
+		tp := kmsg.NewProduceRequestTopic()
+		tp.Topic, tp.TopicID = topic, c.topicIDs[topic]
+		p := kmsg.NewProduceRequestTopicPartition()
+		p.Partition, p.Records = 0, rawBatch(pid, epoch, seq, n, "seq")
+		tp.Partitions = append(tp.Partitions, p)
+		req.Topics = append(req.Topics, tp)
+		return req
+	}
+}
+
 func diffCorpus() []diffStep {
 	return []diffStep{
 		// Topics: create, exists, invalid partitions and configs, metadata.
@@ -214,6 +256,141 @@ func diffCorpus() []diffStep {
 		{name: "end-txn-unknown-id", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrEndTxnRequest()
 			req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "no-such-txn", 12345, 0, true
+			return req
+		}},
+
+		// Idempotent producers: an out-of-order sequence, a too-large batch.
+		{name: "init-producer-id-idempotent", build: diffInitPID(""), minVersion: 2},
+		{name: "produce-out-of-order-sequence", build: diffProduceSeq(diffTopic, "", 0, 5, 1), minVersion: 3},
+		{name: "create-topic-small", build: diffCreateTopic("diff-small", 1, false, map[string]string{"max.message.bytes": "200"}), minVersion: 7},
+		{name: "produce-too-large", build: func(c *diffConn) kmsg.Request {
+			req := diffProduce("diff-small", 0)(c).(*kmsg.ProduceRequest)
+			req.Topics[0].TopicID = c.topicIDs["diff-small"]
+			req.Topics[0].Partitions[0].Records = rawBatch(-1, -1, -1, 20, "too-large")
+			return req
+		}},
+
+		// Transactions: a fenced producer, offsets to a group.
+		{name: "init-producer-id-txn", build: diffInitPID("diff-txn"), minVersion: 3, maxVersion: 3},
+		{name: "init-producer-id-txn-again", build: diffInitPID("diff-txn"), minVersion: 3, maxVersion: 3},
+		{name: "add-partitions-to-txn-fenced", build: func(c *diffConn) kmsg.Request {
+			pid, epoch := diffPID(c, "diff-txn", 1) // the older, fenced epoch
+			req := kmsg.NewPtrAddPartitionsToTxnRequest()
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch = "diff-txn", pid, epoch
+			tp := kmsg.NewAddPartitionsToTxnRequestTopic()
+			tp.Topic, tp.Partitions = diffTopic, []int32{0}
+			req.Topics = append(req.Topics, tp)
+			return req
+		}, maxVersion: 3},
+		{name: "add-offsets-to-txn", build: func(c *diffConn) kmsg.Request {
+			pid, epoch := diffPID(c, "diff-txn", 0)
+			req := kmsg.NewPtrAddOffsetsToTxnRequest()
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = "diff-txn", pid, epoch, diffGroup
+			return req
+		}},
+		{name: "txn-offset-commit", build: func(c *diffConn) kmsg.Request {
+			pid, epoch := diffPID(c, "diff-txn", 0)
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "diff-txn", diffGroup, pid, epoch
+			req.Generation = -1
+			tp := kmsg.NewTxnOffsetCommitRequestTopic()
+			tp.Topic = diffTopic
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
+			tp.Partitions = append(tp.Partitions, p)
+			req.Topics = append(req.Topics, tp)
+			return req
+		}, maxVersion: 4}, // v5 (KIP-890) adds the partition itself
+		{name: "describe-transactions", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrDescribeTransactionsRequest()
+			req.TransactionalIDs = []string{"diff-txn", "no-such-txn"}
+			return req
+		}},
+		{name: "list-transactions", build: func(*diffConn) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
+		{name: "describe-producers", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrDescribeProducersRequest()
+			tp := kmsg.NewDescribeProducersRequestTopic()
+			tp.Topic, tp.Partitions = diffTopic, []int32{0, 99}
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+
+		// Cluster and partitions.
+		{name: "describe-cluster", build: func(*diffConn) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() }},
+		{name: "describe-log-dirs-bad-partition", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrDescribeLogDirsRequest()
+			tp := kmsg.NewDescribeLogDirsRequestTopic()
+			tp.Topic, tp.Partitions = "no-such-topic", []int32{0}
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+		{name: "create-partitions-fewer", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrCreatePartitionsRequest()
+			req.TimeoutMillis = 10000
+			tp := kmsg.NewCreatePartitionsRequestTopic()
+			tp.Topic, tp.Count = diffTopic, 2
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+		{name: "elect-leaders-preferred", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrElectLeadersRequest()
+			req.TimeoutMillis = 10000
+			tp := kmsg.NewElectLeadersRequestTopic()
+			tp.Topic, tp.Partitions = diffTopic, []int32{0}
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+		{name: "offset-for-leader-epoch", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			req.ReplicaID = -1
+			tp := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			tp.Topic = diffTopic
+			p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch = 0, -1, 0
+			tp.Partitions = append(tp.Partitions, p)
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+		{name: "describe-topic-partitions", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			req.ResponsePartitionLimit = 2000
+			for _, name := range []string{diffTopic, "no-such-topic"} {
+				tp := kmsg.NewDescribeTopicPartitionsRequestTopic()
+				tp.Topic = name
+				req.Topics = append(req.Topics, tp)
+			}
+			return req
+		}},
+
+		// Groups: offsets of a group with no members, KIP-848 describe.
+		{name: "offset-commit-simple", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.Generation, req.MemberID = "diff-simple", -1, ""
+			tp := kmsg.NewOffsetCommitRequestTopic()
+			tp.Topic = diffTopic
+			p := kmsg.NewOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = 0, 2, -1
+			tp.Partitions = append(tp.Partitions, p)
+			req.Topics = append(req.Topics, tp)
+			return req
+		}, maxVersion: 9},
+		{name: "offset-delete", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrOffsetDeleteRequest()
+			req.Group = "diff-simple"
+			tp := kmsg.NewOffsetDeleteRequestTopic()
+			tp.Topic = diffTopic
+			tp.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+		{name: "consumer-group-describe-unknown", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{"no-such-group"}
+			return req
+		}},
+		{name: "delete-groups", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrDeleteGroupsRequest()
+			req.Groups = []string{"diff-simple", "no-such-group"}
 			return req
 		}},
 

@@ -39,6 +39,10 @@ var diffNormalized = map[string]string{
 	"ProducerID":     "allocated per cluster (the epoch is compared)",
 	"LogAppendTime":  "wall clock",
 	"Timestamp":      "wall clock",
+	"StartTimestamp": "wall clock",
+	"Dir":            "each broker's own log directory",
+	"TotalBytes":     "each broker's own disk",
+	"UsableBytes":    "each broker's own disk",
 	"SessionID":      "random fetch session id",
 	"UnknownTags":    "kmsg's bookkeeping of tagged fields it does not know",
 }
@@ -69,22 +73,31 @@ func normalizeDiff(v any) any {
 			for i := range x {
 				x[i] = walk(x[i])
 			}
-			// Configs come in no specified order: sort entries with a
-			// Name (DescribeConfigs, CreateTopics configs) by it.
+			// Configs and groups come in no specified order (Kafka
+			// iterates hash maps): sort entries with a Name
+			// (DescribeConfigs, CreateTopics configs) or a Group
+			// (DeleteGroups, DescribeGroups) by it.
 			sort.SliceStable(x, func(i, j int) bool {
-				a, okA := x[i].(map[string]any)
-				b, okB := x[j].(map[string]any)
-				if !okA || !okB {
-					return false
-				}
-				an, _ := a["Name"].(string)
-				bn, _ := b["Name"].(string)
-				return an < bn
+				return diffSortKey(x[i]) < diffSortKey(x[j])
 			})
 		}
 		return x
 	}
 	return walk(g)
+}
+
+// diffSortKey is the Name or Group of an array entry, "" for others.
+func diffSortKey(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	for _, k := range []string{"Name", "Group"} {
+		if s, ok := m[k].(string); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 // diffFields lists the paths where a and b differ.
@@ -137,10 +150,13 @@ type diffConn struct {
 	corr     int32
 	versions map[int16][2]int16
 	topicIDs map[string][16]byte
+	// pids are the producer ids and epochs InitProducerID answered, by
+	// transactional id ("" for an idempotent producer), oldest first.
+	pids map[string][][2]int64
 }
 
 func dialDiff(t *testing.T, addr string) *diffConn {
-	c := &diffConn{addr: addr, conn: rawDial(t, addr), topicIDs: map[string][16]byte{}}
+	c := &diffConn{addr: addr, conn: rawDial(t, addr), topicIDs: map[string][16]byte{}, pids: map[string][][2]int64{}}
 	c.rd = bufio.NewReader(c.conn)
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)
@@ -321,8 +337,8 @@ func TestKafkaDiffCorpus(t *testing.T) {
 				rb.SetVersion(v)
 				respF := kf.sendSettled(t, rf)
 				respB := kb.sendSettled(t, rb)
-				noteTopicIDs(kf, respF)
-				noteTopicIDs(kb, respB)
+				noteState(kf, rf, respF)
+				noteState(kb, rb, respB)
 				if os.Getenv("KBROKER_DIFF_DUMP") != "" {
 					jf, _ := json.Marshal(normalizeDiff(respF))
 					jb, _ := json.Marshal(normalizeDiff(respB))
@@ -338,10 +354,19 @@ func TestKafkaDiffCorpus(t *testing.T) {
 	}
 }
 
-// noteTopicIDs remembers the topic ids a Metadata or CreateTopics response
-// names, for later requests that address topics by id.
-func noteTopicIDs(c *diffConn, resp kmsg.Response) {
+// noteState remembers what later requests need from an answer: the topic
+// ids a Metadata or CreateTopics response names (for requests that address
+// topics by id) and the producer ids InitProducerID hands out.
+func noteState(c *diffConn, req kmsg.Request, resp kmsg.Response) {
 	switch r := resp.(type) {
+	case *kmsg.InitProducerIDResponse:
+		if r.ErrorCode == 0 {
+			id := ""
+			if q := req.(*kmsg.InitProducerIDRequest); q.TransactionalID != nil {
+				id = *q.TransactionalID
+			}
+			c.pids[id] = append(c.pids[id], [2]int64{r.ProducerID, int64(r.ProducerEpoch)})
+		}
 	case *kmsg.MetadataResponse:
 		for _, tp := range r.Topics {
 			if tp.Topic != nil && tp.TopicID != [16]byte{} {
