@@ -394,6 +394,53 @@ func diffCorpus() []diffStep {
 			return req
 		}},
 
+		// Joining: a member id is required first (KIP-394); KIP-848 members
+		// that are not in the group; subscribing with the new protocol.
+		{name: "join-group-member-id-required", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrJoinGroupRequest()
+			req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = "diff-join", 30000, 30000
+			req.ProtocolType = "consumer"
+			pr := kmsg.NewJoinGroupRequestProtocol()
+			pr.Name = "range"
+			meta := kmsg.NewConsumerMemberMetadata()
+			meta.Topics = []string{diffTopic}
+			pr.Metadata = meta.AppendTo(nil)
+			req.Protocols = append(req.Protocols, pr)
+			return req
+		}, minVersion: 4},
+		{name: "consumer-group-heartbeat-unknown-member", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.MemberEpoch = "diff-848", "AAAAAAAAAAAAAAAAAAAAAA", 5
+			req.RebalanceTimeoutMillis = 30000
+			return req
+		}},
+		{name: "consumer-group-heartbeat-join-no-member-id", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.MemberEpoch = "diff-848", "", 0
+			req.RebalanceTimeoutMillis = 30000
+			return req
+		}},
+
+		// SASL and SCRAM admin on a PLAINTEXT listener, legacy AlterConfigs.
+		{name: "sasl-handshake-plaintext", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrSASLHandshakeRequest()
+			req.Mechanism = "PLAIN"
+			return req
+		}},
+		{name: "describe-user-scram-credentials", build: func(*diffConn) kmsg.Request {
+			return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		}},
+		{name: "alter-configs-invalid", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			r := kmsg.NewAlterConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, diffTopic
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "retention.ms", strp("not-a-number")
+			r.Configs = append(r.Configs, c)
+			req.Resources = append(req.Resources, r)
+			return req
+		}},
+
 		// Deletes.
 		{name: "delete-topics-unknown", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrDeleteTopicsRequest()
