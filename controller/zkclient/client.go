@@ -374,3 +374,19 @@ func (c *Client) CreateChecked(checkPath string, checkVersion int32, path string
 func checkFailed0(err error) bool {
 	return errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode)
 }
+
+// CreateAndSet atomically creates createPath (flags as Create) and writes
+// setPath at setVersion: how a controller registers itself and bumps
+// /controller_epoch in one step. It returns setPath's new stat; the error
+// is the failing operation's (zk.ErrNodeExists: someone else is
+// controller; zk.ErrBadVersion: someone else bumped the epoch).
+func (c *Client) CreateAndSet(createPath string, createData []byte, flags int32, setPath string, setData []byte, setVersion int32) (*zk.Stat, error) {
+	res, err := c.conn.Multi(
+		&zk.CreateRequest{Path: c.abs(createPath), Data: createData, Acl: zk.WorldACL(zk.PermAll), Flags: flags},
+		&zk.SetDataRequest{Path: c.abs(setPath), Data: setData, Version: setVersion},
+	)
+	if err != nil {
+		return nil, err
+	}
+	return res[1].Stat, nil
+}

@@ -1,0 +1,687 @@
+// Package zkcontroller runs kbroker's controller in ZooKeeper mode, as
+// Kafka's KafkaController: every broker runs one; the one whose ephemeral
+// /controller znode exists is active. The active controller bumps
+// /controller_epoch, reads the whole cluster state back from ZooKeeper,
+// watches /brokers/ids, /brokers/topics, /admin/delete_topics and
+// /isr_change_notification, feeds what it sees to controller.Machine, does
+// the ZooKeeper writes and sends the resulting requests through a Channel.
+// It resigns when its session expires or another controller's epoch
+// appears, and runs for election again.
+package zkcontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkclient"
+	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Config configures a controller.
+type Config struct {
+	BrokerID int32
+	ZK       *zkclient.Client
+	// Listener is inter.broker.listener.name: requests go to, and
+	// LeaderAndIsr names, the brokers' endpoints on it (default PLAINTEXT).
+	Listener string
+	// UncleanLeaderElection is the cluster's unclean.leader.election.enable;
+	// a topic's own config overrides it.
+	UncleanLeaderElection bool
+	// Channel sends the requests; nil means a TCPChannel.
+	Channel Channel
+	Logger  *slog.Logger
+	// RetryBackoff is the wait before running for election again after a
+	// ZooKeeper error (default 500ms).
+	RetryBackoff time.Duration
+}
+
+// Controller is one broker's controller: standby, or active while it holds
+// /controller. Its state is owned by one goroutine, the event loop.
+type Controller struct {
+	cfg     Config
+	log     *slog.Logger
+	zk      *zkclient.Client
+	channel Channel
+
+	events chan event
+	done   chan struct{}
+	wg     sync.WaitGroup
+
+	// Observable from other goroutines.
+	activeID atomic.Int32 // the controller's broker id, -1 unknown
+	epoch    atomic.Int32 // the epoch this broker won, 0 when standby
+	isActive atomic.Bool
+
+	// Owned by the loop.
+	machine  *controller.Machine
+	configs  map[string]map[string]string
+	armed    map[watchKey]bool
+	retry    *time.Timer
+	lastElec error
+}
+
+type eventKind int8
+
+const (
+	evElect eventKind = iota // run for election / check /controller
+	evSession
+	evController
+	evBrokers
+	evTopics
+	evTopic
+	evDelete
+	evISR
+	evCall
+)
+
+type watchKey struct {
+	kind eventKind
+	path string
+}
+
+type event struct {
+	kind eventKind
+	path string
+	zkEv zk.Event
+	call func()
+}
+
+// Start starts the controller's loop, which runs for election at once.
+func Start(cfg Config) (*Controller, error) {
+	if cfg.ZK == nil {
+		return nil, errors.New("zkcontroller: no ZooKeeper client")
+	}
+	if cfg.Listener == "" {
+		cfg.Listener = "PLAINTEXT"
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = 500 * time.Millisecond
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("controller", cfg.BrokerID)
+	c := &Controller{
+		cfg: cfg, log: log, zk: cfg.ZK, channel: cfg.Channel,
+		events: make(chan event, 64), done: make(chan struct{}),
+		configs: map[string]map[string]string{}, armed: map[watchKey]bool{},
+	}
+	if c.channel == nil {
+		c.channel = NewTCPChannel("controller-"+strconv.Itoa(int(cfg.BrokerID)), log, nil)
+	}
+	c.activeID.Store(-1)
+	if err := c.zk.EnsurePersistentPaths(); err != nil {
+		return nil, err
+	}
+	c.zk.OnNewSession(func() { c.post(event{kind: evSession}) })
+	c.wg.Add(1)
+	go c.loop()
+	c.post(event{kind: evElect})
+	return c, nil
+}
+
+// Close stops the loop and the channel. The /controller znode goes with the
+// ZooKeeper session, which the caller owns.
+func (c *Controller) Close() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	close(c.done)
+	c.wg.Wait()
+	c.channel.Close()
+}
+
+// Active reports whether this broker is the controller.
+func (c *Controller) Active() bool { return c.isActive.Load() }
+
+// ControllerID is the active controller's broker id as last seen, -1 unknown.
+func (c *Controller) ControllerID() int32 { return c.activeID.Load() }
+
+// Epoch is the controller epoch this broker holds, 0 when standby.
+func (c *Controller) Epoch() int32 { return c.epoch.Load() }
+
+func (c *Controller) post(ev event) {
+	select {
+	case c.events <- ev:
+	case <-c.done:
+	}
+}
+
+// watch forwards a one-shot ZooKeeper watch into the loop, at most one per
+// key at a time, so re-arming after every event never multiplies watches.
+func (c *Controller) watch(kind eventKind, path string, ch <-chan zk.Event) {
+	k := watchKey{kind, path}
+	c.armed[k] = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		select {
+		case ev := <-ch:
+			c.post(event{kind: kind, path: path, zkEv: ev})
+		case <-c.done:
+		}
+	}()
+}
+
+func (c *Controller) isArmed(kind eventKind, path string) bool { return c.armed[watchKey{kind, path}] }
+
+func (c *Controller) loop() {
+	defer c.wg.Done()
+	defer func() {
+		if c.retry != nil {
+			c.retry.Stop()
+		}
+	}()
+	for {
+		var ev event
+		select {
+		case <-c.done:
+			return
+		case ev = <-c.events:
+		}
+		if ev.kind != evCall && ev.kind != evElect && ev.kind != evSession {
+			delete(c.armed, watchKey{ev.kind, ev.path})
+			if ev.zkEv.Type == zk.EventNotWatching {
+				continue // the session ended; evSession re-arms everything
+			}
+		}
+		var err error
+		switch ev.kind {
+		case evCall:
+			ev.call()
+		case evSession:
+			c.armed = map[watchKey]bool{}
+			c.resign("new ZooKeeper session")
+			err = c.elect()
+		case evElect, evController:
+			err = c.elect()
+		default:
+			if c.machine != nil {
+				err = c.handle(ev)
+			}
+		}
+		if err != nil {
+			c.fail(err)
+		}
+	}
+}
+
+// fail resigns after an error of the active controller and runs for
+// election again after a backoff (at once when another controller took over).
+func (c *Controller) fail(err error) {
+	c.log.Warn("controller error", "err", err)
+	c.resign(err.Error())
+	if errors.Is(err, controller.ErrControllerMoved) {
+		if err := c.elect(); err == nil {
+			return
+		}
+	}
+	if c.retry != nil {
+		c.retry.Stop()
+	}
+	c.retry = time.AfterFunc(c.cfg.RetryBackoff, func() { c.post(event{kind: evElect}) })
+}
+
+func (c *Controller) resign(why string) {
+	if c.machine == nil {
+		return
+	}
+	c.log.Info("resigning as controller", "epoch", c.machine.Ctx.Epoch, "why", why)
+	for id := range c.machine.Ctx.Live {
+		c.channel.RemoveBroker(id)
+	}
+	c.machine = nil
+	c.isActive.Store(false)
+	c.epoch.Store(0)
+}
+
+// elect looks at /controller (keeping a watch on it) and, when there is
+// none, tries to create it and bump /controller_epoch in one multi-op.
+func (c *Controller) elect() error {
+	for attempt := 0; attempt < 5; attempt++ {
+		exists, _, ch, err := c.zk.ExistsW(zkdata.ControllerPath)
+		if err != nil {
+			return fmt.Errorf("watching /controller: %w", err)
+		}
+		if !c.isArmed(evController, "") {
+			c.watch(evController, "", ch)
+		}
+		if exists {
+			data, stat, err := c.zk.Get(zkdata.ControllerPath)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading /controller: %w", err)
+			}
+			reg, err := zkdata.DecodeControllerRegistration(data)
+			if err != nil {
+				return err
+			}
+			c.activeID.Store(reg.BrokerID)
+			mine := reg.BrokerID == c.cfg.BrokerID && stat.EphemeralOwner == c.zk.SessionID()
+			if mine && c.machine == nil {
+				// This session holds /controller but gave up its term
+				// after an error: hand the role back and run again, as
+				// Kafka's triggerControllerMove.
+				if err := c.zk.Delete(zkdata.ControllerPath, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+					return fmt.Errorf("giving up /controller: %w", err)
+				}
+				continue
+			}
+			if !mine {
+				c.resign(fmt.Sprintf("broker %d is controller", reg.BrokerID))
+			}
+			return nil
+		}
+		c.resign("no controller")
+		c.activeID.Store(-1)
+		epoch, version, err := c.readEpoch()
+		if err != nil {
+			return err
+		}
+		reg, err := zkdata.ControllerRegistration{BrokerID: c.cfg.BrokerID, Timestamp: time.Now().UnixMilli(), KRaftControllerEpoch: -1}.Encode()
+		if err != nil {
+			return err
+		}
+		stat, err := c.zk.CreateAndSet(zkdata.ControllerPath, reg, zk.FlagEphemeral,
+			zkdata.ControllerEpochPath, zkdata.EncodeControllerEpoch(epoch+1), version)
+		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) {
+			continue // lost the race; look again
+		}
+		if err != nil {
+			return fmt.Errorf("registering as controller: %w", err)
+		}
+		c.activeID.Store(c.cfg.BrokerID)
+		return c.becomeController(epoch+1, stat.Version)
+	}
+	return errors.New("controller election did not settle after 5 attempts")
+}
+
+// readEpoch reads /controller_epoch, creating it at 0 (Kafka's initial
+// epoch) when the cluster has never had a controller.
+func (c *Controller) readEpoch() (int32, int32, error) {
+	data, stat, err := c.zk.Get(zkdata.ControllerEpochPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		if _, err := c.zk.Create(zkdata.ControllerEpochPath, zkdata.EncodeControllerEpoch(0), 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return 0, 0, fmt.Errorf("creating /controller_epoch: %w", err)
+		}
+		data, stat, err = c.zk.Get(zkdata.ControllerEpochPath)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading /controller_epoch: %w", err)
+	}
+	epoch, err := zkdata.DecodeControllerEpoch(data)
+	return epoch, stat.Version, err
+}
+
+// becomeController loads the cluster from ZooKeeper and starts acting on it.
+func (c *Controller) becomeController(epoch, epochVersion int32) error {
+	c.log.Info("became controller", "epoch", epoch)
+	ctx := controller.NewContext(c.cfg.BrokerID, epoch, epochVersion)
+	ctx.Listener = c.cfg.Listener
+	ctx.Unclean = c.unclean
+	c.machine = controller.NewMachine(ctx, zkStates{c.zk})
+	c.isActive.Store(true)
+	c.epoch.Store(epoch)
+	live, err := c.readBrokers()
+	if err != nil {
+		return err
+	}
+	ctx.Live = live
+	c.syncChannel(nil)
+	names, err := c.topicNames()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		a, err := c.readTopic(n)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		ctx.AddTopic(n, a)
+	}
+	states, err := zkStates{c.zk}.ReadPartitionStates(ctx.AllPartitions())
+	if err != nil {
+		return err
+	}
+	ctx.States = states
+	queued, err := c.deletionQueue()
+	if err != nil {
+		return err
+	}
+	for _, n := range queued {
+		if _, ok := ctx.Topics[n]; ok {
+			ctx.Deleting[n] = true
+		} else {
+			_ = c.zk.Delete(zkdata.DeleteTopicPath(n), -1)
+		}
+	}
+	out, err := c.machine.Startup()
+	if err != nil {
+		return err
+	}
+	if err := c.perform(out); err != nil {
+		return err
+	}
+	return c.handleISRChanges()
+}
+
+// handle runs one watch event of the active controller.
+func (c *Controller) handle(ev event) error {
+	switch ev.kind {
+	case evBrokers:
+		live, err := c.readBrokers()
+		if err != nil {
+			return err
+		}
+		old := c.machine.Ctx.Live
+		out, err := c.machine.OnBrokerChange(live)
+		if err != nil {
+			return err
+		}
+		c.syncChannel(old)
+		return c.perform(out)
+	case evTopics:
+		names, err := c.topicNames()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if _, known := c.machine.Ctx.Topics[n]; known {
+				continue
+			}
+			if err := c.topicChanged(n); err != nil {
+				return err
+			}
+		}
+	case evTopic:
+		if _, known := c.machine.Ctx.Topics[ev.path]; known {
+			return c.topicChanged(ev.path)
+		}
+	case evDelete:
+		names, err := c.deletionQueue()
+		if err != nil {
+			return err
+		}
+		return c.perform(c.machine.OnTopicDeletion(names))
+	case evISR:
+		return c.handleISRChanges()
+	}
+	return nil
+}
+
+func (c *Controller) topicChanged(name string) error {
+	a, err := c.readTopic(name)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	out, err := c.machine.OnTopicChange(name, a)
+	if err != nil {
+		return err
+	}
+	return c.perform(out)
+}
+
+// perform sends a decision's requests and deletes the topics it finished.
+func (c *Controller) perform(out controller.Output) error {
+	for _, p := range out.Problems {
+		c.log.Warn("controller", "problem", p)
+	}
+	for _, s := range out.Sends {
+		c.channel.Send(s.Broker, s.Req)
+	}
+	for _, n := range out.DeletedTopics {
+		if err := c.zk.DeleteRecursive(zkdata.TopicPath(n)); err != nil {
+			return fmt.Errorf("deleting topic %s: %w", n, err)
+		}
+		if err := c.zk.Delete(zkdata.TopicConfigPath(n), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("deleting topic %s config: %w", n, err)
+		}
+		if err := c.zk.Delete(zkdata.DeleteTopicPath(n), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("deleting topic %s marker: %w", n, err)
+		}
+		delete(c.configs, n)
+		c.log.Info("deleted topic", "topic", n)
+	}
+	return nil
+}
+
+// syncChannel gives the channel a queue for every live broker and drops
+// those of brokers no longer live (old: the previous live set).
+func (c *Controller) syncChannel(old map[int32]controller.LiveBroker) {
+	live := c.machine.Ctx.Live
+	for id := range old {
+		if _, ok := live[id]; !ok {
+			c.channel.RemoveBroker(id)
+		}
+	}
+	for id, b := range live {
+		if ep, ok := b.Registration.Endpoint(c.cfg.Listener); ok {
+			c.channel.AddBroker(id, hostPort(ep.Host, ep.Port))
+		} else {
+			c.log.Warn("broker has no inter-broker endpoint", "broker", id, "listener", c.cfg.Listener)
+		}
+	}
+}
+
+func (c *Controller) readBrokers() (map[int32]controller.LiveBroker, error) {
+	children, _, ch, err := c.zk.ChildrenW(zkdata.BrokerIDsPath)
+	if err != nil {
+		return nil, fmt.Errorf("listing brokers: %w", err)
+	}
+	if !c.isArmed(evBrokers, "") {
+		c.watch(evBrokers, "", ch)
+	}
+	live := map[int32]controller.LiveBroker{}
+	for _, child := range children {
+		id, err := zkdata.ParseBrokerID(child)
+		if err != nil {
+			continue
+		}
+		data, stat, err := c.zk.Get(zkdata.BrokerPath(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading broker %d: %w", id, err)
+		}
+		reg, err := zkdata.DecodeBrokerRegistration(id, data)
+		if err != nil {
+			c.log.Warn("ignoring broker registration", "err", err)
+			continue
+		}
+		live[id] = controller.LiveBroker{Registration: reg, Epoch: stat.Czxid}
+	}
+	return live, nil
+}
+
+func (c *Controller) topicNames() ([]string, error) {
+	names, _, ch, err := c.zk.ChildrenW(zkdata.TopicsPath)
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	if !c.isArmed(evTopics, "") {
+		c.watch(evTopics, "", ch)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// readTopic reads a topic's assignment with a watch (for added partitions)
+// and its config overrides.
+func (c *Controller) readTopic(name string) (zkdata.TopicAssignment, error) {
+	data, _, ch, err := c.zk.GetW(zkdata.TopicPath(name))
+	if err != nil {
+		return zkdata.TopicAssignment{}, err
+	}
+	if !c.isArmed(evTopic, name) {
+		c.watch(evTopic, name, ch)
+	}
+	cfg, err := c.zk.TopicConfig(name)
+	if err != nil {
+		return zkdata.TopicAssignment{}, err
+	}
+	c.configs[name] = cfg
+	return zkdata.DecodeTopicAssignment(name, data)
+}
+
+func (c *Controller) unclean(topic string) bool {
+	if v, ok := c.configs[topic]["unclean.leader.election.enable"]; ok {
+		return v == "true"
+	}
+	return c.cfg.UncleanLeaderElection
+}
+
+func (c *Controller) deletionQueue() ([]string, error) {
+	names, _, ch, err := c.zk.ChildrenW(zkdata.DeleteTopicsPath)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", zkdata.DeleteTopicsPath, err)
+	}
+	if !c.isArmed(evDelete, "") {
+		c.watch(evDelete, "", ch)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// handleISRChanges reads and deletes the pending ISR change notifications
+// and lets the machine re-read those partitions.
+func (c *Controller) handleISRChanges() error {
+	names, _, ch, err := c.zk.ChildrenW(zkdata.IsrChangePath)
+	if err != nil {
+		return fmt.Errorf("listing ISR changes: %w", err)
+	}
+	if !c.isArmed(evISR, "") {
+		c.watch(evISR, "", ch)
+	}
+	sort.Strings(names)
+	seen := map[controller.TopicPartition]bool{}
+	var tps []controller.TopicPartition
+	for _, n := range names {
+		p := zkdata.IsrChangePath + "/" + n
+		data, _, err := c.zk.Get(p)
+		if err == nil {
+			changed, derr := zkdata.DecodeIsrChange(data)
+			if derr != nil {
+				c.log.Warn("ignoring ISR change notification", "znode", n, "err", derr)
+			}
+			for _, tp := range changed {
+				if !seen[tp] {
+					seen[tp] = true
+					tps = append(tps, tp)
+				}
+			}
+		}
+		if err := c.zk.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	out, err := c.machine.OnISRChange(tps)
+	if err != nil {
+		return err
+	}
+	return c.perform(out)
+}
+
+// ErrNotController answers requests that only the active controller serves.
+var ErrNotController = fmt.Errorf("this broker is not the controller: %w", kerr.NotController)
+
+// call runs f on the loop and waits for it.
+func (c *Controller) call(ctx context.Context, f func() error) error {
+	res := make(chan error, 1)
+	ev := event{kind: evCall, call: func() {
+		if c.machine == nil {
+			res <- ErrNotController
+			return
+		}
+		res <- f()
+	}}
+	select {
+	case c.events <- ev:
+	case <-c.done:
+		return errors.New("controller closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ControlledShutdown handles a ControlledShutdown request (Kafka's
+// ControlledShutdown API) from broker id at brokerEpoch and returns the
+// partitions it still leads; the broker retries until none remain.
+func (c *Controller) ControlledShutdown(ctx context.Context, id int32, brokerEpoch int64) ([]controller.TopicPartition, error) {
+	var remaining []controller.TopicPartition
+	err := c.call(ctx, func() error {
+		r, out, err := c.machine.OnControlledShutdown(id, brokerEpoch)
+		if err != nil {
+			if errors.Is(err, controller.ErrControllerMoved) {
+				c.fail(err)
+				return ErrNotController
+			}
+			return err
+		}
+		remaining = r
+		return c.perform(out)
+	})
+	return remaining, err
+}
+
+// ElectLeaders runs a preferred (controller.ElectPreferred) or unclean
+// (controller.ElectOffline) election, as the ElectLeaders API asks.
+func (c *Controller) ElectLeaders(ctx context.Context, tps []controller.TopicPartition, strategy controller.ElectionStrategy) (map[controller.TopicPartition]error, error) {
+	var failed map[controller.TopicPartition]error
+	err := c.call(ctx, func() error {
+		f, out, err := c.machine.OnElectLeaders(tps, strategy)
+		if err != nil {
+			if errors.Is(err, controller.ErrControllerMoved) {
+				c.fail(err)
+				return ErrNotController
+			}
+			return err
+		}
+		failed = f
+		return c.perform(out)
+	})
+	return failed, err
+}
+
+// Snapshot returns a copy of the partition states the active controller
+// holds (for tests and admin answers); ErrNotController on a standby.
+func (c *Controller) Snapshot(ctx context.Context) (map[controller.TopicPartition]zkdata.PartitionState, error) {
+	out := map[controller.TopicPartition]zkdata.PartitionState{}
+	err := c.call(ctx, func() error {
+		for tp, st := range c.machine.Ctx.States {
+			out[tp] = st.Clone()
+		}
+		return nil
+	})
+	return out, err
+}
