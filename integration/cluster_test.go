@@ -1,0 +1,345 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkclient"
+	"github.com/kbroker/kbroker/controller/zkcontroller"
+	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const sessionTimeout = 1500 * time.Millisecond
+
+func dial(t *testing.T, connect string) *zkclient.Client {
+	t.Helper()
+	c, err := zkclient.Dial(zkclient.Config{Connect: connect, SessionTimeout: sessionTimeout, ConnectionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func registration(id int32) zkdata.BrokerRegistration {
+	return zkdata.BrokerRegistration{ID: id, JMXPort: -1, Endpoints: []zkdata.Endpoint{
+		{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 19090 + id, SecurityProtocol: "PLAINTEXT"}}}
+}
+
+// rawJSON reads a znode as a generic JSON object.
+func rawJSON(t *testing.T, c *zkclient.Client, path string) map[string]any {
+	t.Helper()
+	data, _, err := c.Get(path)
+	if err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s holds %q: %v", path, data, err)
+	}
+	return m
+}
+
+// recorder is a Channel that keeps what the controller sends.
+type recorder struct {
+	mu    sync.Mutex
+	sends []controller.Send
+	addrs map[int32]string
+}
+
+func newRecorder() *recorder { return &recorder{addrs: map[int32]string{}} }
+
+func (r *recorder) AddBroker(id int32, addr string) { r.mu.Lock(); r.addrs[id] = addr; r.mu.Unlock() }
+func (r *recorder) RemoveBroker(id int32)           { r.mu.Lock(); delete(r.addrs, id); r.mu.Unlock() }
+func (r *recorder) Close()                          {}
+func (r *recorder) Send(id int32, req kmsg.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.addrs[id]; ok {
+		r.sends = append(r.sends, controller.Send{Broker: id, Req: req})
+	}
+}
+
+// leaderAndISR finds a LeaderAndIsr sent to broker for tp with the given
+// leader and controller epoch.
+func (r *recorder) leaderAndISR(broker int32, tp controller.TopicPartition, leader, controllerEpoch int32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sends {
+		req, ok := s.Req.(*kmsg.LeaderAndISRRequest)
+		if !ok || s.Broker != broker || req.ControllerEpoch != controllerEpoch {
+			continue
+		}
+		for _, ts := range req.TopicStates {
+			for _, p := range ts.PartitionStates {
+				if ts.Topic == tp.Topic && p.Partition == tp.Partition && p.Leader == leader {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
+	z := StartZooKeeper(t)
+	proxy := StartProxy(t, z.Addr)
+	c := dial(t, proxy.Addr+"/kbroker")
+	observer := dial(t, z.Addr)
+	reg, err := c.RegisterBroker(registration(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chroot was created and the registration is under it, in Kafka's JSON.
+	m := rawJSON(t, observer, "/kbroker/brokers/ids/1")
+	if m["version"] != 5.0 || m["host"] != "127.0.0.1" || m["port"] != 19091.0 ||
+		!reflect.DeepEqual(m["endpoints"], []any{"PLAINTEXT://127.0.0.1:19091"}) {
+		t.Fatalf("registration JSON %v", m)
+	}
+	_, stat, _ := observer.Get("/kbroker/brokers/ids/1")
+	if stat.EphemeralOwner != c.SessionID() || reg.Epoch() != stat.Czxid {
+		t.Fatalf("owner 0x%x epoch %d, session 0x%x czxid %d", stat.EphemeralOwner, reg.Epoch(), c.SessionID(), stat.Czxid)
+	}
+	// A second broker with the same id is refused.
+	other := dial(t, z.Addr+"/kbroker")
+	if _, err := other.RegisterBroker(registration(1)); !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatalf("duplicate broker id: %v", err)
+	}
+	first := reg.Epoch()
+
+	proxy.Cut()
+	waitFor(t, 20*time.Second, "the session to expire and the registration to go", func() (bool, error) {
+		ok, _, err := observer.Exists("/kbroker/brokers/ids/1")
+		return !ok, err
+	})
+	proxy.Restore()
+	waitFor(t, 20*time.Second, "re-registration in a new session", func() (bool, error) {
+		_, stat, err := observer.Get("/kbroker/brokers/ids/1")
+		return err == nil && reg.Count() == 2 && stat.EphemeralOwner == c.SessionID() && reg.Epoch() == stat.Czxid, err
+	})
+	if reg.Epoch() <= first || c.Sessions() != 2 {
+		t.Fatalf("epoch %d after %d, %d sessions", reg.Epoch(), first, c.Sessions())
+	}
+}
+
+// node is one simulated broker: its own ZooKeeper session (through a
+// proxy the test can cut), registration and controller.
+type node struct {
+	id    int32
+	proxy *Proxy
+	zk    *zkclient.Client
+	reg   *zkclient.Registration
+	ctl   *zkcontroller.Controller
+	ch    *recorder
+}
+
+func startNode(t *testing.T, z *ZooKeeper, id int32) *node {
+	t.Helper()
+	n := &node{id: id, proxy: StartProxy(t, z.Addr), ch: newRecorder()}
+	n.zk = dial(t, n.proxy.Addr+"/cluster1")
+	var err error
+	if n.reg, err = n.zk.RegisterBroker(registration(id)); err != nil {
+		t.Fatal(err)
+	}
+	n.ctl, err = zkcontroller.Start(zkcontroller.Config{BrokerID: id, ZK: n.zk, Channel: n.ch, RetryBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.ctl.Close)
+	return n
+}
+
+func activeOf(nodes ...*node) []*node {
+	var out []*node
+	for _, n := range nodes {
+		if n.ctl.Active() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestControllerElectionAndFailover(t *testing.T) {
+	z := StartZooKeeper(t)
+	observer := dial(t, z.Addr+"/cluster1")
+	a, b := startNode(t, z, 1), startNode(t, z, 2)
+	waitFor(t, 20*time.Second, "one active controller", func() (bool, error) {
+		act := activeOf(a, b)
+		return len(act) == 1 && a.ctl.ControllerID() == act[0].id && b.ctl.ControllerID() == act[0].id, nil
+	})
+	first := activeOf(a, b)[0]
+	standby := map[*node]*node{a: b, b: a}[first]
+	ctl := rawJSON(t, observer, zkdata.ControllerPath)
+	if ctl["brokerid"] != float64(first.id) || ctl["version"] != 2.0 || ctl["kraftControllerEpoch"] != -1.0 {
+		t.Fatalf("/controller %v", ctl)
+	}
+	epochData, _, _ := observer.Get(zkdata.ControllerEpochPath)
+	if string(epochData) != "1" || first.ctl.Epoch() != 1 {
+		t.Fatalf("/controller_epoch %q, controller epoch %d", epochData, first.ctl.Epoch())
+	}
+
+	// A topic written as Kafka's admin client writes it gets its first
+	// leader (the first replica) from the controller.
+	tp := controller.TopicPartition{Topic: "orders", Partition: 0}
+	if err := observer.CreateTopic("orders", zkdata.TopicAssignment{TopicID: controller.NewTopicID(),
+		Partitions: map[int32][]int32{0: {first.id, standby.id}}}, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the partition state", func() (bool, error) {
+		st, err := observer.PartitionState(tp)
+		return err == nil && st.Leader == first.id && reflect.DeepEqual(st.ISR, []int32{first.id, standby.id}) && st.ControllerEpoch == 1, err
+	})
+	waitFor(t, 10*time.Second, "LeaderAndIsr to the follower", func() (bool, error) {
+		return first.ch.leaderAndISR(standby.id, tp, first.id, 1), nil
+	})
+
+	// The controller's session is lost: the standby takes over with epoch
+	// 2, sees the old controller's broker gone and moves leadership.
+	first.proxy.Cut()
+	waitFor(t, 20*time.Second, "the standby to take over", func() (bool, error) {
+		return standby.ctl.Active() && standby.ctl.Epoch() == 2, nil
+	})
+	waitFor(t, 10*time.Second, "leadership to move", func() (bool, error) {
+		st, err := observer.PartitionState(tp)
+		return err == nil && st.Leader == standby.id && st.LeaderEpoch == 1 &&
+			reflect.DeepEqual(st.ISR, []int32{standby.id}) && st.ControllerEpoch == 2, err
+	})
+	waitFor(t, 10*time.Second, "LeaderAndIsr from the new controller", func() (bool, error) {
+		return standby.ch.leaderAndISR(standby.id, tp, standby.id, 2), nil
+	})
+
+	// The old controller comes back: it re-registers, stays standby, and
+	// the new controller tells it about the partition.
+	first.proxy.Restore()
+	waitFor(t, 20*time.Second, "the old controller to rejoin as standby", func() (bool, error) {
+		return !first.ctl.Active() && first.ctl.ControllerID() == standby.id && first.reg.Count() == 2, nil
+	})
+	waitFor(t, 10*time.Second, "LeaderAndIsr to the returned broker", func() (bool, error) {
+		return standby.ch.leaderAndISR(first.id, tp, standby.id, 2), nil
+	})
+	if len(activeOf(a, b)) != 1 {
+		t.Fatal("two active controllers")
+	}
+}
+
+// Kafka's layout, written through a chroot: an operator's zkCli.sh sees
+// the same znodes and JSON as on a Kafka cluster.
+func TestTopicCreationKafkaLayout(t *testing.T) {
+	z := StartZooKeeper(t)
+	root := dial(t, z.Addr)
+	n := startNode(t, z, 1)
+	waitFor(t, 20*time.Second, "the controller", func() (bool, error) { return n.ctl.Active(), nil })
+	assignment, err := controller.AssignReplicas([]controller.BrokerMetadata{{ID: 1}}, 3, 1, fixedRand{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := controller.NewTopicID()
+	if err := n.zk.CreateTopic("events", zkdata.TopicAssignment{TopicID: id, Partitions: assignment}, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "three partition states", func() (bool, error) {
+		for p := int32(0); p < 3; p++ {
+			if ok, _, err := root.Exists(fmt.Sprintf("/cluster1/brokers/topics/events/partitions/%d/state", p)); !ok || err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	topic := rawJSON(t, root, "/cluster1/brokers/topics/events")
+	if topic["version"] != 3.0 || topic["topic_id"] != zkdata.EncodeUUID(id) ||
+		!reflect.DeepEqual(topic["partitions"], map[string]any{"0": []any{1.0}, "1": []any{1.0}, "2": []any{1.0}}) ||
+		!reflect.DeepEqual(topic["adding_replicas"], map[string]any{}) {
+		t.Fatalf("topic znode %v", topic)
+	}
+	cfg := rawJSON(t, root, "/cluster1/config/topics/events")
+	if !reflect.DeepEqual(cfg, map[string]any{"version": 1.0, "config": map[string]any{"cleanup.policy": "compact"}}) {
+		t.Fatalf("config znode %v", cfg)
+	}
+	st := rawJSON(t, root, "/cluster1/brokers/topics/events/partitions/1/state")
+	if !reflect.DeepEqual(st, map[string]any{"version": 1.0, "leader": 1.0, "leader_epoch": 0.0, "isr": []any{1.0}, "controller_epoch": 1.0}) {
+		t.Fatalf("state znode %v", st)
+	}
+	for _, p := range []string{"/cluster1/brokers/seqid", "/cluster1/isr_change_notification", "/cluster1/admin/delete_topics", "/cluster1/config/changes"} {
+		if ok, _, err := root.Exists(p); !ok || err != nil {
+			t.Errorf("%s missing (%v)", p, err)
+		}
+	}
+
+	// Deletion through /admin/delete_topics removes every znode of the topic.
+	if err := n.zk.MarkTopicForDeletion("events"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the topic to be deleted", func() (bool, error) {
+		a, _, err1 := root.Exists("/cluster1/brokers/topics/events")
+		b, _, err2 := root.Exists("/cluster1/config/topics/events")
+		c, _, err3 := root.Exists("/cluster1/admin/delete_topics/events")
+		return !a && !b && !c, errors.Join(err1, err2, err3)
+	})
+}
+
+type fixedRand struct{}
+
+func (fixedRand) Intn(int) int { return 0 }
+
+// A state write conditional on an old version is refused; so is a
+// controller write conditional on an old /controller_epoch.
+func TestStaleWritersRefused(t *testing.T) {
+	z := StartZooKeeper(t)
+	n := startNode(t, z, 1)
+	waitFor(t, 20*time.Second, "the controller", func() (bool, error) { return n.ctl.Active(), nil })
+	if err := n.zk.CreateTopic("t", zkdata.TopicAssignment{Partitions: map[int32][]int32{0: {1}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tp := controller.TopicPartition{Topic: "t", Partition: 0}
+	waitFor(t, 10*time.Second, "the partition state", func() (bool, error) {
+		_, err := n.zk.PartitionState(tp)
+		return err == nil, err
+	})
+	leaderA, _ := n.zk.PartitionState(tp)
+	leaderB := leaderA.Clone() // a second writer with the same view
+	leaderA.ISR = []int32{1}
+	v, err := n.zk.UpdatePartitionState(tp, leaderA)
+	if err != nil || v != leaderA.ZkVersion+1 {
+		t.Fatalf("first write: version %d, %v", v, err)
+	}
+	leaderB.LeaderEpoch = 9
+	if _, err := n.zk.UpdatePartitionState(tp, leaderB); !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("stale write: %v", err)
+	}
+	if st, _ := n.zk.PartitionState(tp); st.LeaderEpoch == 9 {
+		t.Fatal("stale write landed")
+	}
+	// A controller fenced by a newer epoch cannot write either.
+	_, stat, err := n.zk.Get(zkdata.ControllerEpochPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := leaderA.Encode()
+	if _, checkFailed, err := n.zk.SetChecked(zkdata.ControllerEpochPath, stat.Version-1, zkdata.PartitionStatePath("t", 0), data, v); !checkFailed || err == nil {
+		t.Fatalf("write under an old controller epoch: checkFailed=%v err=%v", checkFailed, err)
+	}
+	// The ISR change notification reaches the controller, which reads the
+	// state back and tells the brokers.
+	if err := n.zk.NotifyISRChange([]zkdata.TopicPartition{tp}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the notification to be consumed", func() (bool, error) {
+		children, _, err := n.zk.Children(zkdata.IsrChangePath)
+		return err == nil && len(children) == 0, err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	snap, err := n.ctl.Snapshot(ctx)
+	if err != nil || snap[tp].ZkVersion != v {
+		t.Fatalf("controller's state %+v, want version %d (%v)", snap[tp], v, err)
+	}
+}
