@@ -274,6 +274,24 @@ func TestTopicCreationKafkaLayout(t *testing.T) {
 		}
 	}
 
+	// CreatePartitions: a rewritten assignment with a new partition gets
+	// that partition a leader, the others untouched.
+	a, version, err := n.zk.TopicAssignment("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Partitions[3] = []int32{1}
+	if err := n.zk.SetTopicAssignment("events", a, version); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.zk.SetTopicAssignment("events", a, version); !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("stale assignment write: %v", err)
+	}
+	waitFor(t, 10*time.Second, "the added partition's state", func() (bool, error) {
+		st, err := n.zk.PartitionState(controller.TopicPartition{Topic: "events", Partition: 3})
+		return err == nil && st.Leader == 1 && st.LeaderEpoch == 0, err
+	})
+
 	// Deletion through /admin/delete_topics removes every znode of the topic.
 	if err := n.zk.MarkTopicForDeletion("events"); err != nil {
 		t.Fatal(err)

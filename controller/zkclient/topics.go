@@ -157,3 +157,17 @@ func (c *Client) NotifyISRChange(tps []zkdata.TopicPartition) error {
 	_, err = c.CreateWithParents(zkdata.IsrChangeSeqPath(), data, zk.FlagSequence)
 	return err
 }
+
+// SetTopicAssignment rewrites /brokers/topics/<t> if it is still at version
+// (CreatePartitions adds partitions this way; the controller's watch on the
+// topic znode picks them up). The topic id must be kept.
+func (c *Client) SetTopicAssignment(name string, a zkdata.TopicAssignment, version int32) error {
+	data, err := a.Encode()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Set(zkdata.TopicPath(name), data, version); err != nil {
+		return fmt.Errorf("topic %s assignment at version %d: %w", name, version, err)
+	}
+	return nil
+}

@@ -65,7 +65,8 @@ type Controller struct {
 	// Owned by the loop.
 	machine  *controller.Machine
 	configs  map[string]map[string]string
-	armed    map[watchKey]bool
+	armed    map[watchKey]uint64 // watch → generation of its live forwarder
+	gen      uint64
 	retry    *time.Timer
 	lastElec error
 }
@@ -92,6 +93,7 @@ type watchKey struct {
 type event struct {
 	kind eventKind
 	path string
+	gen  uint64 // of the watch that fired
 	zkEv zk.Event
 	call func()
 }
@@ -115,7 +117,7 @@ func Start(cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, log: log, zk: cfg.ZK, channel: cfg.Channel,
 		events: make(chan event, 64), done: make(chan struct{}),
-		configs: map[string]map[string]string{}, armed: map[watchKey]bool{},
+		configs: map[string]map[string]string{}, armed: map[watchKey]uint64{},
 	}
 	if c.channel == nil {
 		c.channel = NewTCPChannel("controller-"+strconv.Itoa(int(cfg.BrokerID)), log, nil)
@@ -162,21 +164,27 @@ func (c *Controller) post(ev event) {
 
 // watch forwards a one-shot ZooKeeper watch into the loop, at most one per
 // key at a time, so re-arming after every event never multiplies watches.
+// Each forwarder carries a generation: a late event of a watch from an
+// earlier session does not disarm the current one.
 func (c *Controller) watch(kind eventKind, path string, ch <-chan zk.Event) {
-	k := watchKey{kind, path}
-	c.armed[k] = true
+	c.gen++
+	gen := c.gen
+	c.armed[watchKey{kind, path}] = gen
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		select {
 		case ev := <-ch:
-			c.post(event{kind: kind, path: path, zkEv: ev})
+			c.post(event{kind: kind, path: path, gen: gen, zkEv: ev})
 		case <-c.done:
 		}
 	}()
 }
 
-func (c *Controller) isArmed(kind eventKind, path string) bool { return c.armed[watchKey{kind, path}] }
+func (c *Controller) isArmed(kind eventKind, path string) bool {
+	_, ok := c.armed[watchKey{kind, path}]
+	return ok
+}
 
 func (c *Controller) loop() {
 	defer c.wg.Done()
@@ -193,7 +201,11 @@ func (c *Controller) loop() {
 		case ev = <-c.events:
 		}
 		if ev.kind != evCall && ev.kind != evElect && ev.kind != evSession {
-			delete(c.armed, watchKey{ev.kind, ev.path})
+			k := watchKey{ev.kind, ev.path}
+			if c.armed[k] != ev.gen {
+				continue // a watch replaced since (an earlier session's)
+			}
+			delete(c.armed, k)
 			if ev.zkEv.Type == zk.EventNotWatching {
 				continue // the session ended; evSession re-arms everything
 			}
@@ -203,7 +215,7 @@ func (c *Controller) loop() {
 		case evCall:
 			ev.call()
 		case evSession:
-			c.armed = map[watchKey]bool{}
+			c.armed = map[watchKey]uint64{}
 			c.resign("new ZooKeeper session")
 			err = c.elect()
 		case evElect, evController:
