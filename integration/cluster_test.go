@@ -361,3 +361,50 @@ func TestStaleWritersRefused(t *testing.T) {
 		t.Fatalf("controller's state %+v, want version %d (%v)", snap[tp], v, err)
 	}
 }
+
+// Controlled shutdown through the active controller moves leadership off
+// the broker before it stops; a standby answers NOT_CONTROLLER. A leader's
+// ISR change goes through ZooKeeper and reaches the controller.
+func TestControlledShutdownAndISRChange(t *testing.T) {
+	z := StartZooKeeper(t)
+	a, b := startNode(t, z, 1), startNode(t, z, 2)
+	waitFor(t, 20*time.Second, "one active controller", func() (bool, error) { return len(activeOf(a, b)) == 1, nil })
+	act := activeOf(a, b)[0]
+	standby := map[*node]*node{a: b, b: a}[act]
+	tp := controller.TopicPartition{Topic: "pay", Partition: 0}
+	if err := a.zk.CreateTopic("pay", zkdata.TopicAssignment{Partitions: map[int32][]int32{0: {standby.id, act.id}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the first leader", func() (bool, error) {
+		st, err := a.zk.PartitionState(tp)
+		return err == nil && st.Leader == standby.id, err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := standby.ctl.ControlledShutdown(ctx, standby.id, standby.reg.Epoch()); !errors.Is(err, zkcontroller.ErrNotController) {
+		t.Fatalf("standby answered %v", err)
+	}
+	remaining, err := act.ctl.ControlledShutdown(ctx, standby.id, standby.reg.Epoch())
+	if err != nil || len(remaining) != 0 {
+		t.Fatalf("remaining %v, %v", remaining, err)
+	}
+	st, err := a.zk.PartitionState(tp)
+	if err != nil || st.Leader != act.id || st.LeaderEpoch != 1 || !reflect.DeepEqual(st.ISR, []int32{act.id}) {
+		t.Fatalf("after controlled shutdown: %+v %v", st, err)
+	}
+	if !act.ch.leaderAndISR(standby.id, tp, act.id, act.ctl.Epoch()) {
+		t.Fatal("the shutting-down broker was not told it follows")
+	}
+	// The new leader re-admits the follower and notifies the controller.
+	next, err := act.zk.ChangeISR(tp, st, []int32{act.id, standby.id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := standby.zk.ChangeISR(tp, st, []int32{act.id}); !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("ISR change from a stale view: %v", err)
+	}
+	waitFor(t, 10*time.Second, "the controller to learn the ISR", func() (bool, error) {
+		snap, err := act.ctl.Snapshot(ctx)
+		return err == nil && snap[tp].ZkVersion == next.ZkVersion && reflect.DeepEqual(snap[tp].ISR, next.ISR), err
+	})
+}

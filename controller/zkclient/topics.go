@@ -171,3 +171,24 @@ func (c *Client) SetTopicAssignment(name string, a zkdata.TopicAssignment, versi
 	}
 	return nil
 }
+
+// ChangeISR is a partition leader's ISR shrink or expand, the ZooKeeper way
+// (before AlterPartition): it writes newISR into the state, keeping leader,
+// leader epoch and controller epoch, conditional on cur.ZkVersion, then
+// leaves an ISR change notification so the controller tells every broker.
+// zk.ErrBadVersion means someone else (the controller) changed the
+// partition: the leader must re-read the state and obey it, never retry
+// its own view.
+func (c *Client) ChangeISR(tp zkdata.TopicPartition, cur zkdata.PartitionState, newISR []int32) (zkdata.PartitionState, error) {
+	next := cur.Clone()
+	next.ISR = append([]int32(nil), newISR...)
+	v, err := c.UpdatePartitionState(tp, next)
+	if err != nil {
+		return cur, err
+	}
+	next.ZkVersion = v
+	if err := c.NotifyISRChange([]zkdata.TopicPartition{tp}); err != nil {
+		return next, fmt.Errorf("partition %s ISR written, notification failed: %w", tp, err)
+	}
+	return next, nil
+}
