@@ -217,6 +217,13 @@ func TestControllerElectionAndFailover(t *testing.T) {
 		return standby.ch.leaderAndISR(standby.id, tp, standby.id, 2), nil
 	})
 
+	standby.ch.mu.Lock()
+	_, queued := standby.ch.addrs[first.id]
+	standby.ch.mu.Unlock()
+	if queued {
+		t.Fatal("the new controller keeps a queue for the dead broker")
+	}
+
 	// The old controller comes back: it re-registers, stays standby, and
 	// the new controller tells it about the partition.
 	first.proxy.Restore()
@@ -407,4 +414,18 @@ func TestControlledShutdownAndISRChange(t *testing.T) {
 		snap, err := act.ctl.Snapshot(ctx)
 		return err == nil && snap[tp].ZkVersion == next.ZkVersion && reflect.DeepEqual(snap[tp].ISR, next.ISR), err
 	})
+
+	// The follower's session is lost: the controller drops it from the
+	// ISR and stops queueing requests for it.
+	standby.proxy.Cut()
+	waitFor(t, 20*time.Second, "the dead follower to leave the ISR", func() (bool, error) {
+		st, err := act.zk.PartitionState(tp)
+		return err == nil && reflect.DeepEqual(st.ISR, []int32{act.id}) && st.LeaderEpoch == 2, err
+	})
+	act.ch.mu.Lock()
+	_, queued := act.ch.addrs[standby.id]
+	act.ch.mu.Unlock()
+	if queued {
+		t.Fatal("the controller keeps a queue for the dead broker")
+	}
 }

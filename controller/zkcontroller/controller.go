@@ -403,7 +403,10 @@ func (c *Controller) handle(ev event) error {
 		if err != nil {
 			return err
 		}
-		old := c.machine.Ctx.Live
+		old := make(map[int32]controller.LiveBroker, len(c.machine.Ctx.Live))
+		for id, b := range c.machine.Ctx.Live {
+			old[id] = b
+		}
 		out, err := c.machine.OnBrokerChange(live)
 		if err != nil {
 			return err
@@ -479,11 +482,12 @@ func (c *Controller) perform(out controller.Output) error {
 }
 
 // syncChannel gives the channel a queue for every live broker and drops
-// those of brokers no longer live (old: the previous live set).
+// those of brokers no longer live or registered anew (old: the previous
+// live set), so nothing queued for a previous incarnation is delivered.
 func (c *Controller) syncChannel(old map[int32]controller.LiveBroker) {
 	live := c.machine.Ctx.Live
-	for id := range old {
-		if _, ok := live[id]; !ok {
+	for id, was := range old {
+		if now, ok := live[id]; !ok || now.Epoch != was.Epoch {
 			c.channel.RemoveBroker(id)
 		}
 	}
