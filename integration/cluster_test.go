@@ -142,7 +142,7 @@ type node struct {
 	ch    *recorder
 }
 
-func startNode(t *testing.T, z *ZooKeeper, id int32) *node {
+func startNode(t *testing.T, z *ZooKeeper, id int32, opts ...func(*zkcontroller.Config)) *node {
 	t.Helper()
 	n := &node{id: id, proxy: StartProxy(t, z.Addr), ch: newRecorder()}
 	n.zk = dial(t, n.proxy.Addr+"/cluster1")
@@ -150,7 +150,11 @@ func startNode(t *testing.T, z *ZooKeeper, id int32) *node {
 	if n.reg, err = n.zk.RegisterBroker(registration(id)); err != nil {
 		t.Fatal(err)
 	}
-	n.ctl, err = zkcontroller.Start(zkcontroller.Config{BrokerID: id, ZK: n.zk, Channel: n.ch, RetryBackoff: 50 * time.Millisecond})
+	cfg := zkcontroller.Config{BrokerID: id, ZK: n.zk, Channel: n.ch, RetryBackoff: 50 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n.ctl, err = zkcontroller.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,4 +432,53 @@ func TestControlledShutdownAndISRChange(t *testing.T) {
 	if queued {
 		t.Fatal("the controller keeps a queue for the dead broker")
 	}
+}
+
+// With auto.leader.rebalance.enable, leadership returns to the preferred
+// replica once it is back in the ISR.
+func TestAutoLeaderRebalance(t *testing.T) {
+	z := StartZooKeeper(t)
+	rebalance := func(c *zkcontroller.Config) {
+		c.AutoLeaderRebalance, c.ImbalanceCheckInterval = true, 100*time.Millisecond
+	}
+	a, b := startNode(t, z, 1, rebalance), startNode(t, z, 2, rebalance)
+	waitFor(t, 20*time.Second, "one active controller", func() (bool, error) { return len(activeOf(a, b)) == 1, nil })
+	act := activeOf(a, b)[0]
+	other := map[*node]*node{a: b, b: a}[act]
+	tp := controller.TopicPartition{Topic: "r", Partition: 0}
+	if err := a.zk.CreateTopic("r", zkdata.TopicAssignment{Partitions: map[int32][]int32{0: {other.id, act.id}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the first leader", func() (bool, error) {
+		st, err := a.zk.PartitionState(tp)
+		return err == nil && st.Leader == other.id, err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := act.ctl.ControlledShutdown(ctx, other.id, other.reg.Epoch()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.zk.PartitionState(tp)
+	if err != nil || st.Leader != act.id {
+		t.Fatalf("after controlled shutdown %+v %v", st, err)
+	}
+	// The broker restarts: it registers anew, catches up, rejoins the ISR.
+	other.proxy.Cut()
+	waitFor(t, 20*time.Second, "the broker's session to expire", func() (bool, error) {
+		ok, _, err := a.zk.Exists(zkdata.BrokerPath(other.id))
+		return !ok, err
+	})
+	other.proxy.Restore()
+	waitFor(t, 20*time.Second, "re-registration", func() (bool, error) { return other.reg.Count() == 2, nil })
+	st, err = a.zk.PartitionState(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := act.zk.ChangeISR(tp, st, []int32{act.id, other.id}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "leadership back on the preferred replica", func() (bool, error) {
+		st, err := a.zk.PartitionState(tp)
+		return err == nil && st.Leader == other.id && st.LeaderEpoch == 2, err
+	})
 }

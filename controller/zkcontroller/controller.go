@@ -43,6 +43,14 @@ type Config struct {
 	// RetryBackoff is the wait before running for election again after a
 	// ZooKeeper error (default 500ms).
 	RetryBackoff time.Duration
+	// AutoLeaderRebalance is auto.leader.rebalance.enable; every
+	// ImbalanceCheckInterval (leader.imbalance.check.interval.seconds,
+	// default 300s) the active controller moves leadership back to
+	// preferred replicas past ImbalancePercent
+	// (leader.imbalance.per.broker.percentage, default 10).
+	AutoLeaderRebalance    bool
+	ImbalanceCheckInterval time.Duration
+	ImbalancePercent       int
 }
 
 // Controller is one broker's controller: standby, or active while it holds
@@ -68,6 +76,8 @@ type Controller struct {
 	armed    map[watchKey]uint64 // watch → generation of its live forwarder
 	gen      uint64
 	retry    *time.Timer
+	rebal    *time.Timer
+	rebalGen uint64
 	lastElec error
 }
 
@@ -83,6 +93,7 @@ const (
 	evDelete
 	evISR
 	evCall
+	evRebalance
 )
 
 type watchKey struct {
@@ -108,6 +119,12 @@ func Start(cfg Config) (*Controller, error) {
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = 500 * time.Millisecond
+	}
+	if cfg.ImbalanceCheckInterval <= 0 {
+		cfg.ImbalanceCheckInterval = 300 * time.Second
+	}
+	if cfg.ImbalancePercent <= 0 {
+		cfg.ImbalancePercent = 10
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -192,6 +209,9 @@ func (c *Controller) loop() {
 		if c.retry != nil {
 			c.retry.Stop()
 		}
+		if c.rebal != nil {
+			c.rebal.Stop()
+		}
 	}()
 	for {
 		var ev event
@@ -200,7 +220,7 @@ func (c *Controller) loop() {
 			return
 		case ev = <-c.events:
 		}
-		if ev.kind != evCall && ev.kind != evElect && ev.kind != evSession {
+		if ev.kind != evCall && ev.kind != evElect && ev.kind != evSession && ev.kind != evRebalance {
 			k := watchKey{ev.kind, ev.path}
 			if c.armed[k] != ev.gen {
 				continue // a watch replaced since (an earlier session's)
@@ -220,6 +240,18 @@ func (c *Controller) loop() {
 			err = c.elect()
 		case evElect, evController:
 			err = c.elect()
+		case evRebalance:
+			if ev.gen != c.rebalGen || c.rebal == nil {
+				continue // a check armed in an earlier term
+			}
+			c.rebal = nil
+			if c.machine != nil {
+				var out controller.Output
+				if out, err = c.machine.OnAutoRebalance(c.cfg.ImbalancePercent); err == nil {
+					err = c.perform(out)
+				}
+				c.scheduleRebalance()
+			}
 		default:
 			if c.machine != nil {
 				err = c.handle(ev)
@@ -258,6 +290,20 @@ func (c *Controller) resign(why string) {
 	c.machine = nil
 	c.isActive.Store(false)
 	c.epoch.Store(0)
+	if c.rebal != nil {
+		c.rebal.Stop()
+		c.rebal = nil
+	}
+}
+
+// scheduleRebalance arms the next auto leader rebalance check.
+func (c *Controller) scheduleRebalance() {
+	if !c.cfg.AutoLeaderRebalance || c.rebal != nil {
+		return
+	}
+	c.rebalGen++
+	gen := c.rebalGen
+	c.rebal = time.AfterFunc(c.cfg.ImbalanceCheckInterval, func() { c.post(event{kind: evRebalance, gen: gen}) })
 }
 
 // elect looks at /controller (keeping a watch on it) and, when there is
@@ -392,6 +438,7 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	if err := c.perform(out); err != nil {
 		return err
 	}
+	c.scheduleRebalance()
 	return c.handleISRChanges()
 }
 
