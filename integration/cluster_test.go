@@ -208,10 +208,12 @@ func TestControllerElectionAndFailover(t *testing.T) {
 
 	// The controller's session is lost: the standby takes over with epoch
 	// 2, sees the old controller's broker gone and moves leadership.
+	cut := time.Now()
 	first.proxy.Cut()
 	waitFor(t, 20*time.Second, "the standby to take over", func() (bool, error) {
 		return standby.ctl.Active() && standby.ctl.Epoch() == 2, nil
 	})
+	t.Logf("controller failover %v after the session was cut (session timeout %v)", time.Since(cut).Round(time.Millisecond), sessionTimeout)
 	waitFor(t, 10*time.Second, "leadership to move", func() (bool, error) {
 		st, err := observer.PartitionState(tp)
 		return err == nil && st.Leader == standby.id && st.LeaderEpoch == 1 &&
