@@ -1,12 +1,3 @@
-// Package zkcontroller runs kbroker's controller in ZooKeeper mode, as
-// Kafka's KafkaController: every broker runs one; the one whose ephemeral
-// /controller znode exists is active. The active controller bumps
-// /controller_epoch, reads the whole cluster state back from ZooKeeper,
-// watches /brokers/ids, /brokers/topics, /admin/delete_topics and
-// /isr_change_notification, feeds what it sees to controller.Machine, does
-// the ZooKeeper writes and sends the resulting requests through a Channel.
-// It resigns when its session expires or another controller's epoch
-// appears, and runs for election again.
 package zkcontroller
 
 import (
