@@ -34,6 +34,8 @@ type StateWriter interface {
 	UpdatePartitionStates(epochZkVersion int32, states map[TopicPartition]zkdata.PartitionState) (written map[TopicPartition]int32, failed map[TopicPartition]error, err error)
 	// ReadPartitionStates reads the current state znodes.
 	ReadPartitionStates(tps []TopicPartition) (map[TopicPartition]zkdata.PartitionState, error)
+	// WriteTopicAssignment rewrites /brokers/topics/<topic> (reassignments).
+	WriteTopicAssignment(epochZkVersion int32, topic string, a zkdata.TopicAssignment) error
 }
 
 // Output is what a controller decision asks the runtime to do once its
@@ -83,7 +85,8 @@ func (s *step) problem(err error) { s.out.Problems = append(s.out.Problems, err)
 // partitions are Online when their leader is live, Offline otherwise, New
 // without state; replicas Online or Offline by liveness; every live broker
 // gets the full metadata and the LeaderAndIsr of its partitions; then
-// offline and new partitions get leaders and queued deletions resume.
+// offline and new partitions get leaders, queued deletions resume and
+// reassignments whose targets are in sync finish.
 func (m *Machine) Startup() (Output, error) {
 	c := m.Ctx
 	s := m.begin()
@@ -115,6 +118,11 @@ func (m *Machine) Startup() (Output, error) {
 		return Output{}, err
 	}
 	s.deleteTopics()
+	// Reassignments the previous controller left in the topic znodes
+	// finish now if their targets caught up; the rest on ISR changes.
+	if err := s.completeReassignments(c.AllPartitions()); err != nil {
+		return Output{}, err
+	}
 	return s.finish(), nil
 }
 

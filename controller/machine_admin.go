@@ -75,6 +75,9 @@ func (m *Machine) OnISRChange(tps []TopicPartition) (Output, error) {
 		}
 	}
 	s.batch.UpdateMetadata(c, c.LiveIDs(), changed...)
+	if err := s.completeReassignments(changed); err != nil {
+		return Output{}, err
+	}
 	return s.finish(), nil
 }
 

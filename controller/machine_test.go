@@ -22,6 +22,7 @@ type fakeZK struct {
 	// concurrent writer).
 	beforeUpdate func()
 	updates      int
+	topics       map[string]zkdata.TopicAssignment
 }
 
 func newFakeZK() *fakeZK { return &fakeZK{states: map[TopicPartition]zkdata.PartitionState{}} }
@@ -63,6 +64,17 @@ func (f *fakeZK) UpdatePartitionStates(ev int32, states map[TopicPartition]zkdat
 		written[tp] = st.ZkVersion
 	}
 	return written, failed, nil
+}
+
+func (f *fakeZK) WriteTopicAssignment(ev int32, topic string, a zkdata.TopicAssignment) error {
+	if ev != f.epochVersion {
+		return ErrControllerMoved
+	}
+	if f.topics == nil {
+		f.topics = map[string]zkdata.TopicAssignment{}
+	}
+	f.topics[topic] = a
+	return nil
 }
 
 func (f *fakeZK) ReadPartitionStates(tps []TopicPartition) (map[TopicPartition]zkdata.PartitionState, error) {

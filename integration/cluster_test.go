@@ -484,3 +484,59 @@ func TestAutoLeaderRebalance(t *testing.T) {
 		return err == nil && st.Leader == other.id && st.LeaderEpoch == 2, err
 	})
 }
+
+// A reassignment through the active controller, written to the topic znode
+// as Kafka writes it, finishes when the new replica joins the ISR.
+func TestReassignment(t *testing.T) {
+	z := StartZooKeeper(t)
+	a, b := startNode(t, z, 1), startNode(t, z, 2)
+	waitFor(t, 20*time.Second, "one active controller", func() (bool, error) { return len(activeOf(a, b)) == 1, nil })
+	act := activeOf(a, b)[0]
+	tp := controller.TopicPartition{Topic: "m", Partition: 0}
+	if err := a.zk.CreateTopic("m", zkdata.TopicAssignment{Partitions: map[int32][]int32{0: {1}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the partition state", func() (bool, error) {
+		_, err := a.zk.PartitionState(tp)
+		return err == nil, err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	failed, err := act.ctl.Reassign(ctx, map[controller.TopicPartition][]int32{tp: {2}})
+	if err != nil || len(failed) != 0 {
+		t.Fatal(failed, err)
+	}
+	topic := rawJSON(t, a.zk, zkdata.TopicPath("m"))
+	if !reflect.DeepEqual(topic["partitions"], map[string]any{"0": []any{2.0, 1.0}}) ||
+		!reflect.DeepEqual(topic["adding_replicas"], map[string]any{"0": []any{2.0}}) ||
+		!reflect.DeepEqual(topic["removing_replicas"], map[string]any{"0": []any{1.0}}) {
+		t.Fatalf("topic znode during reassignment %v", topic)
+	}
+	if r, err := act.ctl.Reassignments(ctx); err != nil || len(r) != 1 {
+		t.Fatalf("reassignments %v %v", r, err)
+	}
+	// Broker 2 caught up; the leader adds it to the ISR.
+	st, err := a.zk.PartitionState(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.zk.ChangeISR(tp, st, []int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the reassignment to finish", func() (bool, error) {
+		st, err := a.zk.PartitionState(tp)
+		asg, _, err2 := a.zk.TopicAssignment("m")
+		return err == nil && err2 == nil && st.Leader == 2 && reflect.DeepEqual(st.ISR, []int32{2}) &&
+			reflect.DeepEqual(asg.Partitions[0], []int32{2}) && len(asg.AddingReplicas) == 0, errors.Join(err, err2)
+	})
+	waitFor(t, 10*time.Second, "StopReplica to the removed replica", func() (bool, error) {
+		act.ch.mu.Lock()
+		defer act.ch.mu.Unlock()
+		for _, s := range act.ch.sends {
+			if r, ok := s.Req.(*kmsg.StopReplicaRequest); ok && s.Broker == 1 && len(r.Topics) == 1 && r.Topics[0].PartitionStates[0].Delete {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}

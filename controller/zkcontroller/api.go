@@ -89,3 +89,34 @@ func (c *Controller) Snapshot(ctx context.Context) (map[controller.TopicPartitio
 	})
 	return out, err
 }
+
+// Reassign starts partition reassignments (AlterPartitionReassignments); a
+// target equal to the original replicas cancels one. The map holds the
+// partitions refused, with kerr codes.
+func (c *Controller) Reassign(ctx context.Context, targets map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error) {
+	var failed map[controller.TopicPartition]error
+	err := c.call(ctx, func() error {
+		f, out, err := c.machine.OnReassign(targets)
+		if err != nil {
+			if errors.Is(err, controller.ErrControllerMoved) {
+				c.fail(err)
+				return ErrNotController
+			}
+			return err
+		}
+		failed = f
+		return c.perform(out)
+	})
+	return failed, err
+}
+
+// Reassignments lists the reassignments in progress
+// (ListPartitionReassignments).
+func (c *Controller) Reassignments(ctx context.Context) (map[controller.TopicPartition]controller.Assignment, error) {
+	var out map[controller.TopicPartition]controller.Assignment
+	err := c.call(ctx, func() error {
+		out = c.machine.Ctx.Reassignments()
+		return nil
+	})
+	return out, err
+}

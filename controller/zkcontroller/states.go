@@ -79,3 +79,15 @@ func (z zkStates) ReadPartitionStates(tps []controller.TopicPartition) (map[cont
 	}
 	return out, nil
 }
+
+func (z zkStates) WriteTopicAssignment(epochVersion int32, topic string, a zkdata.TopicAssignment) error {
+	data, err := a.Encode()
+	if err != nil {
+		return err
+	}
+	_, checkFailed, err := z.c.SetChecked(zkdata.ControllerEpochPath, epochVersion, zkdata.TopicPath(topic), data, -1)
+	if checkFailed {
+		return fmt.Errorf("writing assignment of %s: %w", topic, controller.ErrControllerMoved)
+	}
+	return err
+}
