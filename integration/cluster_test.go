@@ -18,7 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const sessionTimeout = 1500 * time.Millisecond
+// sessionTimeout is short, so expiry tests are quick, but long enough that a
+// loaded 2-core machine running the race detector does not expire sessions
+// nobody cut.
+const sessionTimeout = 3 * time.Second
 
 func dial(t *testing.T, connect string) *zkclient.Client {
 	t.Helper()
@@ -428,12 +431,13 @@ func TestControlledShutdownAndISRChange(t *testing.T) {
 		st, err := act.zk.PartitionState(tp)
 		return err == nil && reflect.DeepEqual(st.ISR, []int32{act.id}) && st.LeaderEpoch == 2, err
 	})
-	act.ch.mu.Lock()
-	_, queued := act.ch.addrs[standby.id]
-	act.ch.mu.Unlock()
-	if queued {
-		t.Fatal("the controller keeps a queue for the dead broker")
-	}
+	// The state is written before the channel is updated: wait for both.
+	waitFor(t, 10*time.Second, "the controller to drop the dead broker's queue", func() (bool, error) {
+		act.ch.mu.Lock()
+		defer act.ch.mu.Unlock()
+		_, queued := act.ch.addrs[standby.id]
+		return !queued, nil
+	})
 }
 
 // With auto.leader.rebalance.enable, leadership returns to the preferred
@@ -472,13 +476,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 	})
 	other.proxy.Restore()
 	waitFor(t, 20*time.Second, "re-registration", func() (bool, error) { return other.reg.Count() == 2, nil })
-	st, err = a.zk.PartitionState(tp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := act.zk.ChangeISR(tp, st, []int32{act.id, other.id}); err != nil {
-		t.Fatal(err)
-	}
+	changeISR(t, act.zk, tp, []int32{act.id, other.id})
 	waitFor(t, 10*time.Second, "leadership back on the preferred replica", func() (bool, error) {
 		st, err := a.zk.PartitionState(tp)
 		return err == nil && st.Leader == other.id && st.LeaderEpoch == 2, err
@@ -516,13 +514,7 @@ func TestReassignment(t *testing.T) {
 		t.Fatalf("reassignments %v %v", r, err)
 	}
 	// Broker 2 caught up; the leader adds it to the ISR.
-	st, err := a.zk.PartitionState(tp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.zk.ChangeISR(tp, st, []int32{1, 2}); err != nil {
-		t.Fatal(err)
-	}
+	changeISR(t, a.zk, tp, []int32{1, 2})
 	waitFor(t, 10*time.Second, "the reassignment to finish", func() (bool, error) {
 		st, err := a.zk.PartitionState(tp)
 		asg, _, err2 := a.zk.TopicAssignment("m")
@@ -539,4 +531,20 @@ func TestReassignment(t *testing.T) {
 		}
 		return false, nil
 	})
+}
+
+// changeISR is a leader's ISR change; a version conflict (the controller
+// wrote meanwhile) re-reads the state and tries again.
+func changeISR(t *testing.T, c *zkclient.Client, tp controller.TopicPartition, isr []int32) zkdata.PartitionState {
+	t.Helper()
+	var next zkdata.PartitionState
+	waitFor(t, 10*time.Second, "the ISR change", func() (bool, error) {
+		st, err := c.PartitionState(tp)
+		if err != nil {
+			return false, err
+		}
+		next, err = c.ChangeISR(tp, st, isr)
+		return err == nil, err
+	})
+	return next
 }
