@@ -95,6 +95,9 @@ func (r *recorder) leaderAndISR(broker int32, tp controller.TopicPartition, lead
 
 func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 	z := StartZooKeeper(t)
+	if out, err := z.FourLetter("ruok"); err != nil || out != "imok" {
+		t.Fatalf("ruok: %q %v", out, err)
+	}
 	proxy := StartProxy(t, z.Addr)
 	c := dial(t, proxy.Addr+"/kbroker")
 	observer := dial(t, z.Addr)

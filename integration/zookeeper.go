@@ -73,8 +73,8 @@ func requireTool(t testing.TB, err error) {
 }
 
 // StartZooKeeper starts a ZooKeeper server on a free loopback port with its
-// own data dir and a small heap, waits until it answers ruok, and stops it
-// when the test ends.
+// own data dir and a small heap, waits until it serves (srvr), and stops
+// it when the test ends.
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
 	cp, err := classpath()
@@ -129,9 +129,12 @@ maxSessionTimeout=%d
 			}
 		}
 	})
+	// ruok answers imok before the server has loaded its database (its
+	// first clients are then dropped half-closed); srvr says "Mode:" only
+	// once it serves requests.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if out, err := z.FourLetter("ruok"); err == nil && out == "imok" {
+		if out, err := z.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: standalone") {
 			return z
 		}
 		select {
@@ -140,7 +143,7 @@ maxSessionTimeout=%d
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("ZooKeeper did not answer ruok within 60s")
+			t.Fatal("ZooKeeper was not serving within 60s")
 		}
 	}
 }

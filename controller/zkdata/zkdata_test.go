@@ -22,8 +22,8 @@ func sameJSON(t *testing.T, got []byte, want string) {
 	}
 }
 
-// Bytes as a Kafka 3.9 ZooKeeper-mode broker writes them (captured with
-// zkCli.sh get), decoded and re-encoded.
+// JSON in the shape Kafka 3.9's encoders (kafka/zk/ZkData.scala) write,
+// decoded and re-encoded.
 func TestBrokerRegistrationKafkaJSON(t *testing.T) {
 	kafka := `{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT","REPLICATION":"SASL_PLAINTEXT"},` +
 		`"endpoints":["PLAINTEXT://kafka1:9092","REPLICATION://[::1]:9093"],"jmx_port":-1,"port":9092,` +
