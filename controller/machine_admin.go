@@ -83,7 +83,9 @@ func (m *Machine) OnISRChange(tps []TopicPartition) (Output, error) {
 
 // OnElectLeaders runs a preferred (ElectPreferred) or unclean
 // (ElectOffline with unclean allowed) election for tps, as the ElectLeaders
-// API asks; the map holds the partitions that could not be elected.
+// API asks; the map holds the partitions that could not be elected, with
+// the API's codes: ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION,
+// PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE.
 func (m *Machine) OnElectLeaders(tps []TopicPartition, strategy ElectionStrategy) (map[TopicPartition]error, Output, error) {
 	c := m.Ctx
 	s := m.begin()
@@ -100,6 +102,11 @@ func (m *Machine) OnElectLeaders(tps []TopicPartition, strategy ElectionStrategy
 				continue
 			}
 		}
+		// An unclean election is for partitions without a live leader.
+		if strategy == ElectOffline && c.IsLive(c.States[tp].Leader) {
+			failed[tp] = fmt.Errorf("partition %s has leader %d: %w", tp, c.States[tp].Leader, kerr.ElectionNotNeeded)
+			continue
+		}
 		valid = append(valid, tp)
 	}
 	var unclean func(string) bool
@@ -110,8 +117,12 @@ func (m *Machine) OnElectLeaders(tps []TopicPartition, strategy ElectionStrategy
 	if err != nil {
 		return nil, Output{}, err
 	}
+	code := kerr.PreferredLeaderNotAvailable
+	if strategy != ElectPreferred {
+		code = kerr.EligibleLeadersNotAvailable
+	}
 	for tp, e := range more {
-		failed[tp] = fmt.Errorf("%w: %w", kerr.PreferredLeaderNotAvailable, e)
+		failed[tp] = fmt.Errorf("%w: %w", code, e)
 	}
 	return failed, s.finish(), nil
 }

@@ -272,13 +272,22 @@ func TestUncleanElection(t *testing.T) {
 	}
 	expectState(t, zk, m, tp("t", 0), -1, 1, 1) // clean: stays offline
 	m.Ctx.Unclean = func(string) bool { return true }
-	failed, _, err := m.OnElectLeaders([]TopicPartition{tp("t", 0)}, ElectOffline)
+	failed, _, err := m.OnElectLeaders([]TopicPartition{tp("t", 0)}, ElectPreferred)
+	if err != nil || !errors.Is(failed[tp("t", 0)], kerr.PreferredLeaderNotAvailable) {
+		t.Fatalf("preferred election without live preferred replica: %v %v", failed, err)
+	}
+	failed, _, err = m.OnElectLeaders([]TopicPartition{tp("t", 0)}, ElectOffline)
 	if err != nil || len(failed) != 0 {
 		t.Fatal(failed, err)
 	}
 	expectState(t, zk, m, tp("t", 0), 2, 2, 2)
 	if zk.states[tp("t", 0)].LeaderRecoveryState != zkdata.LeaderRecovering {
 		t.Fatal("unclean leader not RECOVERING")
+	}
+	// With a live leader there is nothing to elect.
+	failed, _, _ = m.OnElectLeaders([]TopicPartition{tp("t", 0)}, ElectOffline)
+	if !errors.Is(failed[tp("t", 0)], kerr.ElectionNotNeeded) {
+		t.Fatalf("unclean election on a led partition: %v", failed)
 	}
 }
 
