@@ -83,13 +83,15 @@ func (s *step) problem(err error) { s.out.Problems = append(s.out.Problems, err)
 
 // Startup is what a new controller does after loading the context:
 // partitions are Online when their leader is live, Offline otherwise, New
-// without state; replicas Online or Offline by liveness; every live broker
-// gets the full metadata and the LeaderAndIsr of its partitions; then
+// without state; replicas Online or Offline by liveness, offline ones
+// leaving the ISR; every live broker gets the full metadata and the
+// LeaderAndIsr of its partitions; then
 // offline and new partitions get leaders, queued deletions resume and
 // reassignments whose targets are in sync finish.
 func (m *Machine) Startup() (Output, error) {
 	c := m.Ctx
 	s := m.begin()
+	offline := map[int32][]TopicPartition{}
 	for _, tp := range c.AllPartitions() {
 		st, ok := c.States[tp]
 		switch {
@@ -110,7 +112,17 @@ func (m *Machine) Startup() (Output, error) {
 				}
 			} else {
 				c.Replicas[pr] = ReplicaOffline
+				if ok && !c.Deleting[tp.Topic] {
+					offline[r] = append(offline[r], tp)
+				}
 			}
+		}
+	}
+	// Replicas on brokers that died while there was no controller leave
+	// the ISR now (Kafka's ReplicaStateMachine.startup), before elections.
+	for _, id := range sortedKeysInt32(offline) {
+		if err := s.replicasOffline(id, offline[id]); err != nil {
+			return Output{}, err
 		}
 	}
 	s.batch.UpdateMetadata(c, c.LiveIDs(), c.AllPartitions()...)
@@ -487,4 +499,13 @@ func sortStrings(s []string) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
+}
+
+func sortedKeysInt32[V any](m map[int32]V) []int32 {
+	ids := make([]int32, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sortIDs(ids)
+	return ids
 }

@@ -220,9 +220,11 @@ func TestControllerElectionAndFailover(t *testing.T) {
 		return standby.ctl.Active() && standby.ctl.Epoch() == 2, nil
 	})
 	t.Logf("controller failover %v after the session was cut (session timeout %v)", time.Since(cut).Round(time.Millisecond), sessionTimeout)
+	// As in Kafka, the new controller first takes the dead broker out of
+	// the ISR (leader epoch 1, no leader), then elects (epoch 2).
 	waitFor(t, 10*time.Second, "leadership to move", func() (bool, error) {
 		st, err := observer.PartitionState(tp)
-		return err == nil && st.Leader == standby.id && st.LeaderEpoch == 1 &&
+		return err == nil && st.Leader == standby.id && st.LeaderEpoch == 2 &&
 			reflect.DeepEqual(st.ISR, []int32{standby.id}) && st.ControllerEpoch == 2, err
 	})
 	waitFor(t, 10*time.Second, "LeaderAndIsr from the new controller", func() (bool, error) {
@@ -550,4 +552,88 @@ func changeISR(t *testing.T, c *zkclient.Client, tp controller.TopicPartition, i
 		return err == nil, err
 	})
 	return next
+}
+
+// Five controller failovers in a row on three brokers: each time the
+// active controller's session is cut, another takes over with a higher
+// epoch, the partition is led by a live replica, and no two controllers
+// are active at once when the cluster has settled.
+func TestRepeatedControllerFailover(t *testing.T) {
+	z := StartZooKeeper(t)
+	nodes := []*node{startNode(t, z, 1), startNode(t, z, 2), startNode(t, z, 3)}
+	observer := dial(t, z.Addr+"/cluster1")
+	settled := func() *node {
+		var act *node
+		waitFor(t, 30*time.Second, "one active controller known to all", func() (bool, error) {
+			a := activeOf(nodes...)
+			if len(a) != 1 {
+				return false, nil
+			}
+			for _, n := range nodes {
+				if n.ctl.ControllerID() != a[0].id {
+					return false, nil
+				}
+			}
+			act = a[0]
+			return true, nil
+		})
+		return act
+	}
+	act := settled()
+	tp := controller.TopicPartition{Topic: "f", Partition: 0}
+	if err := observer.CreateTopic("f", zkdata.TopicAssignment{Partitions: map[int32][]int32{0: {1, 2, 3}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the partition state", func() (bool, error) {
+		_, err := observer.PartitionState(tp)
+		return err == nil, err
+	})
+	epoch := act.ctl.Epoch()
+	for round := 0; round < 5; round++ {
+		// Every replica is in sync, so losing any broker changes the
+		// state (a new leader or a smaller ISR) under the new epoch.
+		changeISR(t, observer, tp, []int32{1, 2, 3})
+		act.proxy.Cut()
+		var next *node
+		waitFor(t, 30*time.Second, "a new controller", func() (bool, error) {
+			for _, n := range nodes {
+				if n != act && n.ctl.Active() && n.ctl.Epoch() > epoch {
+					next = n
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		waitFor(t, 10*time.Second, "a live leader and the lost broker out of the ISR", func() (bool, error) {
+			st, err := observer.PartitionState(tp)
+			return err == nil && st.Leader != act.id && st.Leader >= 0 && !slicesContains(st.ISR, act.id) &&
+				st.ControllerEpoch == next.ctl.Epoch(), err
+		})
+		act.proxy.Restore()
+		waitFor(t, 30*time.Second, "the old controller to re-register", func() (bool, error) {
+			ok, _, err := observer.Exists(zkdata.BrokerPath(act.id))
+			return ok, err
+		})
+		act = settled()
+		if act.ctl.Epoch() <= epoch {
+			t.Fatalf("round %d: epoch %d after %d", round, act.ctl.Epoch(), epoch)
+		}
+		epoch = act.ctl.Epoch()
+	}
+	data, _, err := observer.Get(zkdata.ControllerEpochPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := zkdata.DecodeControllerEpoch(data); e != epoch {
+		t.Fatalf("/controller_epoch %d, active controller's %d", e, epoch)
+	}
+}
+
+func slicesContains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
