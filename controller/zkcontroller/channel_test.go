@@ -179,3 +179,26 @@ func TestTCPChannelRemoveWhileUnreachable(t *testing.T) {
 		t.Fatal("RemoveBroker blocked")
 	}
 }
+
+func TestResponseErrors(t *testing.T) {
+	lair := kmsg.NewPtrLeaderAndISRResponse()
+	lair.Version = 7
+	topic := kmsg.NewLeaderAndISRResponseTopic()
+	topic.TopicID = [16]byte{1}
+	ok, stale := kmsg.NewLeaderAndISRResponseTopicPartition(), kmsg.NewLeaderAndISRResponseTopicPartition()
+	stale.Partition, stale.ErrorCode = 3, 11 // STALE_CONTROLLER_EPOCH
+	topic.Partitions = append(topic.Partitions, ok, stale)
+	lair.Topics = append(lair.Topics, topic)
+	errs := ResponseErrors(lair)
+	if len(errs) != 1 || errs["AQAAAAAAAAAAAAAAAAAAAA-3"] == nil {
+		t.Fatalf("%v", errs)
+	}
+	sr := kmsg.NewPtrStopReplicaResponse()
+	sr.ErrorCode = 77 // STALE_BROKER_EPOCH
+	if errs := ResponseErrors(sr); len(errs) != 1 || errs[""] == nil {
+		t.Fatalf("%v", errs)
+	}
+	if errs := ResponseErrors(kmsg.NewPtrUpdateMetadataResponse()); len(errs) != 0 {
+		t.Fatalf("%v", errs)
+	}
+}

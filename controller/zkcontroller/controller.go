@@ -125,7 +125,7 @@ func Start(cfg Config) (*Controller, error) {
 		configs: map[string]map[string]string{}, armed: map[watchKey]uint64{},
 	}
 	if c.channel == nil {
-		c.channel = NewTCPChannel("controller-"+strconv.Itoa(int(cfg.BrokerID)), log, nil)
+		c.channel = NewTCPChannel("controller-"+strconv.Itoa(int(cfg.BrokerID)), log, logResponses(log))
 	}
 	c.activeID.Store(-1)
 	if err := c.zk.EnsurePersistentPaths(); err != nil {
