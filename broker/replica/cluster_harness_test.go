@@ -397,7 +397,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // step runs broker id's fetcher of leader in manual mode: truncation rounds
 // until no partition needs one, then one fetch.
-func (c *testCluster) step(id, leader int32) {
+func (c *testCluster) step(id, leader int32) { c.t.Helper(); c.stepTo(id, leader, true) }
+
+// truncateOnly runs broker id's truncation rounds, without the fetch.
+func (c *testCluster) truncateOnly(id, leader int32) { c.t.Helper(); c.stepTo(id, leader, false) }
+
+func (c *testCluster) stepTo(id, leader int32, fetch bool) {
 	c.t.Helper()
 	b := c.broker(id)
 	b.m.repl.mu.Lock()
@@ -426,6 +431,9 @@ func (c *testCluster) step(id, leader int32) {
 			}
 		}
 		if len(trunc) == 0 {
+			if !fetch {
+				return
+			}
 			if err := f.fetch(conn, all); err != nil {
 				c.t.Fatal(err)
 			}
