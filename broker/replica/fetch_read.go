@@ -18,7 +18,7 @@ func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 		resp.ErrorCode = code
 		return
 	}
-	if id := fetchReplicaID(req); id >= 0 {
+	if id := fetchReplicaID(req); id >= 0 && m.cluster() != nil {
 		m.replicaFetch(fc.req, resp, id) // fetch_replica.go
 	} else {
 		m.pollFetch(fc.req, resp)
@@ -126,7 +126,8 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 
 // readPartition fills one partition of the answer and returns its record bytes.
 func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
-	replica := fetchReplicaID(req) >= 0
+	// On a single node a replica id changes nothing: there are no followers.
+	replica := fetchReplicaID(req) >= 0 && m.cluster() != nil
 	if kerrv := p.checkFetch(replica); kerrv != nil {
 		return 0, kerrv
 	}

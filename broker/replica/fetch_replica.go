@@ -27,11 +27,6 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 
 // replicaFetch answers a follower's Fetch.
 func (m *Manager) replicaFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, replicaID int32) {
-	if m.cluster() == nil {
-		// A single node has no followers: every partition answers so.
-		m.fillFetch(req, resp)
-		return
-	}
 	m.recordFollowerFetches(req, replicaID)
 	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp}, deadline)

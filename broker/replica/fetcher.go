@@ -455,6 +455,9 @@ func (f *fetcher) applyFetched(tp storage.TopicPartition, fp fetchPart, fetchOff
 		_, err := p.appendAsFollower(fp.epoch, rp.RecordBatches, rp.HighWatermark)
 		switch {
 		case errors.Is(err, errStaleFollower):
+			// The role changed; the LeaderAndIsr handling removes or
+			// replaces this partition shortly.
+			f.backoff(tp, fp.epoch)
 			return
 		case errors.Is(err, storage.ErrUnexpectedAppendOffset):
 			f.m.log.Warn("leader's batches do not continue the follower log; truncating again", "topic", tp.Topic, "partition", tp.Partition, "err", err)
