@@ -44,6 +44,8 @@ type API struct {
 	addrs func() []net.Addr
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
+	// featuresMu serialises UpdateFeatures (read levels, check, store).
+	featuresMu sync.Mutex
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener

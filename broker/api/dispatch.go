@@ -48,6 +48,12 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.handleIncrementalAlterConfigs(ctx, r)
 	case *kmsg.DescribeTopicPartitionsRequest:
 		return b.handleDescribeTopicPartitions(ctx, r)
+	case *kmsg.UpdateFeaturesRequest:
+		return b.handleUpdateFeatures(ctx, r) // update_features.go
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return b.handleAlterPartitionAssignments(ctx, r) // partition_reassignments.go
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return b.handleListPartitionReassignments(ctx, r)
 	case *kmsg.FindCoordinatorRequest:
 		return b.handleFindCoordinator(ctx, r)
 	case *kmsg.OffsetCommitRequest:
