@@ -75,6 +75,11 @@ type Config struct {
 	GroupConsumerHeartbeatIntervalMs int32
 	GroupConsumerSessionTimeoutMs    int32
 	GroupConsumerAssignors           string
+	// Bounds of the consumer.* group configs (KIP-848).
+	GroupConsumerMinSessionTimeoutMs    int32
+	GroupConsumerMaxSessionTimeoutMs    int32
+	GroupConsumerMinHeartbeatIntervalMs int32
+	GroupConsumerMaxHeartbeatIntervalMs int32
 	// KIP-932 share groups (coordinator/share).
 	GroupShareHeartbeatIntervalMs     int32
 	GroupShareSessionTimeoutMs        int32
@@ -84,6 +89,11 @@ type Config struct {
 	GroupShareMaxRecordLockDurationMs int32
 	GroupSharePartitionMaxRecordLocks int32
 	GroupShareMaxSize                 int32
+	// Bounds of the share.* session and heartbeat group configs.
+	GroupShareMinSessionTimeoutMs    int32
+	GroupShareMaxSessionTimeoutMs    int32
+	GroupShareMinHeartbeatIntervalMs int32
+	GroupShareMaxHeartbeatIntervalMs int32
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
@@ -215,21 +225,29 @@ var props = map[string]prop{
 		}
 		return fmt.Errorf("unknown compression type %q", v)
 	}},
-	"offsets.topic.num.partitions":         {"50", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
-	"offsets.topic.replication.factor":     {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
-	"offsets.topic.segment.bytes":          {"104857600", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
-	"group.min.session.timeout.ms":         {"6000", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
-	"group.max.session.timeout.ms":         {"1800000", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
-	"group.initial.rebalance.delay.ms":     {"3000", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
-	"group.max.size":                       {"2147483647", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
-	"offsets.retention.minutes":            {"10080", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
-	"offsets.retention.check.interval.ms":  {"600000", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
-	"offset.metadata.max.bytes":            {"4096", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
-	"log.retention.check.interval.ms":      {"300000", intProp(func(c *Config, v int64) { c.LogRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
-	"log.cleaner.enable":                   {"true", boolProp(func(c *Config, v bool) { c.LogCleanerEnable = v })},
-	"log.cleaner.backoff.ms":               {"15000", intProp(func(c *Config, v int64) { c.LogCleanerBackoffMs = v }, 0, math.MaxInt64)},
-	"group.consumer.heartbeat.interval.ms": {"5000", intProp(func(c *Config, v int64) { c.GroupConsumerHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
-	"group.consumer.session.timeout.ms":    {"45000", intProp(func(c *Config, v int64) { c.GroupConsumerSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.num.partitions":             {"50", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.replication.factor":         {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"offsets.topic.segment.bytes":              {"104857600", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
+	"group.min.session.timeout.ms":             {"6000", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.session.timeout.ms":             {"1800000", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.initial.rebalance.delay.ms":         {"3000", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.size":                           {"2147483647", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
+	"offsets.retention.minutes":                {"10080", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
+	"offsets.retention.check.interval.ms":      {"600000", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"offset.metadata.max.bytes":                {"4096", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"log.retention.check.interval.ms":          {"300000", intProp(func(c *Config, v int64) { c.LogRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"log.cleaner.enable":                       {"true", boolProp(func(c *Config, v bool) { c.LogCleanerEnable = v })},
+	"log.cleaner.backoff.ms":                   {"15000", intProp(func(c *Config, v int64) { c.LogCleanerBackoffMs = v }, 0, math.MaxInt64)},
+	"group.consumer.heartbeat.interval.ms":     {"5000", intProp(func(c *Config, v int64) { c.GroupConsumerHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.session.timeout.ms":        {"45000", intProp(func(c *Config, v int64) { c.GroupConsumerSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.min.session.timeout.ms":    {"45000", intProp(func(c *Config, v int64) { c.GroupConsumerMinSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.max.session.timeout.ms":    {"60000", intProp(func(c *Config, v int64) { c.GroupConsumerMaxSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.min.heartbeat.interval.ms": {"5000", intProp(func(c *Config, v int64) { c.GroupConsumerMinHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.max.heartbeat.interval.ms": {"15000", intProp(func(c *Config, v int64) { c.GroupConsumerMaxHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.min.session.timeout.ms":       {"45000", intProp(func(c *Config, v int64) { c.GroupShareMinSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.max.session.timeout.ms":       {"60000", intProp(func(c *Config, v int64) { c.GroupShareMaxSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.min.heartbeat.interval.ms":    {"5000", intProp(func(c *Config, v int64) { c.GroupShareMinHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.max.heartbeat.interval.ms":    {"15000", intProp(func(c *Config, v int64) { c.GroupShareMaxHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
 	"group.consumer.assignors": {"uniform,range", func(c *Config, v string) error {
 		for _, a := range SplitList(v) {
 			if a != "uniform" && a != "range" {

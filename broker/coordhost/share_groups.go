@@ -67,6 +67,7 @@ func (h *Host) shareConfig() share.Config {
 	set(&c.MaxRecordLockDurationMs, h.cfg.GroupShareMaxRecordLockDurationMs)
 	set(&c.PartitionMaxRecordLocks, h.cfg.GroupSharePartitionMaxRecordLocks)
 	set(&c.MaxGroupSize, h.cfg.GroupShareMaxSize)
+	c.GroupConfigs = h.groupCfgs.Values
 	return c
 }
 

@@ -41,6 +41,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -68,6 +69,10 @@ type Config struct {
 	MaxGroupSize int32
 	// MaxFetchRecords is what a ShareFetch without MaxRecords (v0) acquires at most.
 	MaxFetchRecords int32
+	// GroupConfigs returns a group's effective group configs (the share.*
+	// overrides over the broker defaults, groupconfig.Store.Values). Nil
+	// means the settings above for every group.
+	GroupConfigs func(group string) groupconfig.Values
 }
 
 // DefaultConfig is Kafka 4.2's defaults.
@@ -137,10 +142,7 @@ type Coordinator struct {
 	cfg    Config
 	topics TopicsFunc
 
-	groups map[string]*group
-	// configs holds the share.* group config overrides by group id; they
-	// outlive the group, as Kafka's group configs live in the metadata.
-	configs  map[string]map[string]string
+	groups   map[string]*group
 	sessions map[sessionKey]*session
 	// changes counts events that may let a parked fetch acquire records.
 	changes uint64
@@ -158,7 +160,6 @@ func New(cfg Config, topics TopicsFunc) (*Coordinator, error) {
 		cfg:      cfg,
 		topics:   topics,
 		groups:   map[string]*group{},
-		configs:  map[string]map[string]string{},
 		sessions: map[sessionKey]*session{},
 	}, nil
 }
