@@ -9,8 +9,9 @@ import (
 // coordinators and the GROUP config resource read. Overrides outlive their
 // group (a group may be configured before it exists), as Kafka keeps them in
 // the cluster metadata; persist writes a group's new set there before the
-// Store applies it. Safe for concurrent use; its lock is a leaf (persist
-// runs under it and must take no lock of the coordinators).
+// Store applies it. Safe for concurrent use. Lock order: the coordinators
+// read under their own locks, so Store's lock comes after theirs; persist
+// runs under it and may take only locks below (the metadata store's).
 type Store struct {
 	broker Broker
 	mu     struct {
