@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -426,5 +427,30 @@ func TestExactPartitionReassignments(t *testing.T) {
 		if !slices.Equal(p.Replicas, []int32{0}) {
 			t.Errorf("partition %d replicas %v after a no-op reassignment", p.Partition, p.Replicas)
 		}
+	}
+}
+
+// TestExactAutoCreateClientsRetry: kcat (librdkafka) and sarama produce to
+// a topic that does not exist yet; the Metadata request that creates it
+// answers LEADER_NOT_AVAILABLE without partitions, so each must retry
+// Metadata before it can produce, as against Kafka.
+func TestExactAutoCreateClientsRetry(t *testing.T) {
+	kcatPath(t)
+	b := startBroker(t, t.TempDir(), "num.partitions=1")
+	addr := b.Addr()
+
+	runKcat(t, "a\nb\nc\n", "-P", "-b", addr, "-t", "kcat-auto", "-X", "acks=all")
+	if out := runKcat(t, "", "-C", "-b", addr, "-t", "kcat-auto", "-o", "beginning", "-e", "-q"); out != "a\nb\nc\n" {
+		t.Fatalf("kcat read back %q from the auto-created topic", out)
+	}
+
+	prod, err := sarama.NewSyncProducer([]string{addr}, saramaConfig(sarama.V3_6_0_0, sarama.CompressionNone, false))
+	if err != nil {
+		t.Fatalf("sarama producer: %v", err)
+	}
+	defer prod.Close()
+	part, off, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "sarama-auto", Value: sarama.StringEncoder("x")})
+	if err != nil || part != 0 || off != 0 {
+		t.Fatalf("sarama produce to a new topic: partition %d offset %d, %v", part, off, err)
 	}
 }
