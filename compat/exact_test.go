@@ -364,6 +364,34 @@ func TestExactUpdateFeatures(t *testing.T) {
 	if got := finalizedFeatures(t, cl)["transaction.version"]; got != 2 {
 		t.Fatalf("after the upgrade transaction.version is %d, want 2", got)
 	}
+
+	// group.version 0 turns the KIP-848 protocol off, as in Kafka.
+	heartbeat := func() int16 {
+		t.Helper()
+		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "gv", "gv-member", 60000
+		hb.SubscribedTopicNames, hb.Topics = []string{"gv-topic"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp, err := hb.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("ConsumerGroupHeartbeat: %v", err)
+		}
+		return resp.ErrorCode
+	}
+	if res, err := adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 0, UpgradeType: 2}); err != nil || res.Error() != nil {
+		t.Fatalf("group.version to 0: %v %v", err, res.Error())
+	}
+	if _, ok := finalizedFeatures(t, cl)["group.version"]; ok {
+		t.Error("group.version 0 still listed as finalized")
+	}
+	if code := heartbeat(); code != kerr.UnsupportedVersion.Code {
+		t.Errorf("heartbeat with group.version 0: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(code))
+	}
+	if res, err := adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1}); err != nil || res.Error() != nil {
+		t.Fatalf("group.version to 1: %v %v", err, res.Error())
+	}
+	if code := heartbeat(); code != 0 {
+		t.Errorf("heartbeat with group.version 1: %v", kerr.ErrorForCode(code))
+	}
 }
 
 // TestExactPartitionReassignments: on one node no reassignment is in

@@ -12,7 +12,9 @@ package api
 //
 // kbroker's features: transaction.version 0–2 (finalized 2: KIP-890 part 2,
 // which Java clients read from ApiVersions to choose EndTxn v5 and implicit
-// partition adds) and group.version 0–1 (finalized 1: KIP-848). It is not a
+// partition adds) and group.version 0–1 (finalized 1: KIP-848; at 0
+// ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION, as Kafka's KafkaApis
+// does when the consumer rebalance protocol is off). It is not a
 // KRaft cluster, so metadata.version and kraft.version are not features here,
 // as on a ZooKeeper-mode Kafka; updating them is refused like any feature
 // the node does not support. Finalized levels live in the metadata store.
@@ -162,4 +164,21 @@ func (b *API) checkFeatureUpdate(name string, level int16, typ int8, current int
 		return "Can't downgrade to a newer version."
 	}
 	return ""
+}
+
+// consumerProtocolEnabled reports whether group.version enables the KIP-848
+// consumer rebalance protocol (level 1 and up).
+func (b *API) consumerProtocolEnabled() bool {
+	levels, _ := b.finalizedFeatures()
+	return levels["group.version"] >= 1
+}
+
+// consumerProtocolDisabled is Kafka's answer to ConsumerGroupHeartbeat when
+// group.version is 0.
+func consumerProtocolDisabled(req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	msg := "The version of API is not supported."
+	resp.ErrorMessage = &msg
+	return resp
 }

@@ -57,10 +57,6 @@ type Config struct {
 	// RecordLockDurationMs is group.share.record.lock.duration.ms, the
 	// acquisition lock of a delivered record.
 	RecordLockDurationMs int32
-	// MinRecordLockDurationMs and MaxRecordLockDurationMs bound the group
-	// config share.record.lock.duration.ms.
-	MinRecordLockDurationMs int32
-	MaxRecordLockDurationMs int32
 	// PartitionMaxRecordLocks is group.share.partition.max.record.locks:
 	// the in-flight window of a share-partition (offsets from the SPSO to
 	// the highest acquired one) never grows beyond it.
@@ -82,8 +78,6 @@ func DefaultConfig() Config {
 		SessionTimeoutMs:        45000,
 		DeliveryCountLimit:      5,
 		RecordLockDurationMs:    30000,
-		MinRecordLockDurationMs: 15000,
-		MaxRecordLockDurationMs: 60000,
 		PartitionMaxRecordLocks: 2000,
 		MaxGroupSize:            200,
 		MaxFetchRecords:         500,
@@ -101,8 +95,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("share delivery count limit %d out of range", c.DeliveryCountLimit)
 	case c.RecordLockDurationMs <= 0:
 		return errors.New("share record lock duration must be positive")
-	case c.MinRecordLockDurationMs > c.MaxRecordLockDurationMs:
-		return errors.New("share min record lock duration exceeds the max")
 	case c.PartitionMaxRecordLocks <= 0:
 		return errors.New("share partition max record locks must be positive")
 	case c.MaxGroupSize <= 0:

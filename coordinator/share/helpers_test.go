@@ -47,7 +47,6 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 	b := groupconfig.DefaultBroker()
 	b.ShareSessionTimeoutMs, b.ShareHeartbeatIntervalMs = cfg.SessionTimeoutMs, cfg.HeartbeatIntervalMs
 	b.ShareRecordLockDurationMs, b.ShareDeliveryCountLimit = cfg.RecordLockDurationMs, cfg.DeliveryCountLimit
-	b.ShareMinRecordLockDurationMs, b.ShareMaxRecordLockDurationMs = cfg.MinRecordLockDurationMs, cfg.MaxRecordLockDurationMs
 	h.groupBroker = b
 	cfg.GroupConfigs = func(group string) groupconfig.Values { return b.Effective(h.groupCfgs[group]) }
 	c, err := New(cfg, func() []TopicInfo { return h.topics })
