@@ -19,6 +19,7 @@ import (
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/storage"
 )
 
 // Broker is one kbroker node. Start it with Start, stop it with Close.
@@ -67,11 +68,21 @@ func New(cfg config.Config) (*Broker, error) {
 	if err := b.rm.OpenDirs(); err != nil {
 		return nil, err
 	}
-	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID)
+	// The metadata lives in the first log dir; the others are named so that
+	// a lost metadata file next to existing data refuses to start
+	// (controller.ErrMetadataMissing) instead of making every log unowned.
+	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, cfg.LogDirs[1:]...)
 	if err != nil {
 		return nil, err
 	}
 	b.store = store
+	// Every log dir names its node and cluster (Kafka's meta.properties); a
+	// dir of another node or cluster is refused before any log is served.
+	for _, d := range b.rm.Dirs() {
+		if _, err := storage.EnsureMetaProperties(d.Path(), cfg.NodeID, store.ClusterID()); err != nil {
+			return nil, err
+		}
+	}
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,

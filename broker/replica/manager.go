@@ -59,7 +59,12 @@ func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
 // dirs already open stay open until CloseStorage.
 func (m *Manager) OpenDirs() error {
 	for _, d := range m.cfg.LogDirs {
-		dir, err := storage.OpenDir(d, m.logConfigFor, m.log)
+		dir, err := storage.OpenDirConfig(d, storage.DirConfig{
+			ConfigFor:                       m.logConfigFor,
+			Logger:                          m.log,
+			FileDeleteDelayMs:               m.cfg.FileDeleteDelayMs,
+			FlushOffsetCheckpointIntervalMs: m.cfg.LogFlushOffsetCheckpointIntervalMs,
+		})
 		if err != nil {
 			return fmt.Errorf("opening log dir %s: %w", d, err)
 		}
@@ -68,9 +73,9 @@ func (m *Manager) OpenDirs() error {
 	return nil
 }
 
-// Load opens a partition for every topic in store and removes the logs of
-// topics that no longer exist. store is the metadata the manager follows
-// from now on.
+// Load opens a partition for every topic in store and sets aside, renamed
+// "-stray" and never deleted, the logs no topic in store owns. store is the
+// metadata the manager follows from now on.
 func (m *Manager) Load(store controller.Store) error {
 	m.store = store
 	return m.loadTopics()

@@ -211,6 +211,19 @@ func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 	p.mu.arrived = make(chan struct{})
 }
 
+// Offline returns the error that took the partition's log (or its whole
+// log dir) offline, or nil. An offline partition refuses every append
+// (storage.ErrLogDirOffline, KAFKA_STORAGE_ERROR to clients) until the broker
+// restarts; its HW stays where the last clean append left it. Metadata shows
+// it without a leader, as Kafka shows a partition whose only replica is on
+// an offline dir.
+func (p *Partition) Offline() error {
+	if err := p.Log.Offline(); err != nil {
+		return err
+	}
+	return p.Dir.Offline()
+}
+
 // HighWatermark is the HW: consumers read below it.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 

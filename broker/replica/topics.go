@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/kbroker/kbroker/broker/config"
@@ -77,7 +78,7 @@ func (m *Manager) logConfig(overrides map[string]string) storage.Config {
 }
 
 // loadTopics opens a partition for every topic in the metadata store,
-// creating missing logs, and removes logs of topics that no longer exist.
+// creating missing logs, and marks stray the logs of topics it does not know.
 func (m *Manager) loadTopics() error {
 	known := map[storage.TopicPartition]bool{}
 	for _, meta := range m.store.Topics() {
@@ -93,12 +94,21 @@ func (m *Manager) loadTopics() error {
 	}
 	for _, d := range m.dirs {
 		for tp := range d.Logs() {
-			if !known[tp] {
-				m.log.Warn("removing log of a deleted topic", "topic", tp.Topic, "partition", tp.Partition)
-				if err := d.Remove(tp); err != nil {
-					return fmt.Errorf("removing stray log %s-%d: %w", tp.Topic, tp.Partition, err)
-				}
+			if known[tp] {
+				continue
 			}
+			// The metadata does not know this log: it may have been lost,
+			// replaced or pointed elsewhere. Data is never deleted on a guess.
+			name, err := d.MarkStray(tp)
+			if err != nil {
+				return fmt.Errorf("setting aside the log of unknown partition %s: %w", tp, err)
+			}
+			m.log.Warn("no topic in the metadata owns this log: kept, not served, renamed stray",
+				"topic", tp.Topic, "partition", tp.Partition, "dir", filepath.Join(d.Path(), name))
+		}
+		if strays := d.StrayLogs(); len(strays) > 0 {
+			m.log.Warn("log dir holds stray logs (kept, not served); inspect them, then delete them or restore their topic",
+				"log_dir", d.Path(), "stray_dirs", strays)
 		}
 	}
 	return nil
