@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
@@ -41,6 +42,8 @@ type Manager struct {
 
 	// tasks are the retention and cleaner goroutines (log_tasks.go).
 	tasks logTasks
+	// taskPanics counts panics recovered in the log tasks (guard).
+	taskPanics atomic.Int64
 	// fetchSessions are the incremental fetch sessions (fetch_session.go).
 	fetchSessions *fetchSessionCache
 }
