@@ -71,7 +71,7 @@ func New(cfg config.Config) (*Broker, error) {
 	// The metadata lives in the first log dir; the others are named so that
 	// a lost metadata file next to existing data refuses to start
 	// (controller.ErrMetadataMissing) instead of making every log unowned.
-	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, cfg.LogDirs[1:]...)
+	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir, cfg.LogDirs[1:]...)
 	if err != nil {
 		return nil, err
 	}

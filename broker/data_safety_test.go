@@ -68,7 +68,7 @@ func TestLostMetadataKeepsData(t *testing.T) {
 	if err := os.Rename(meta+".moved", meta); err != nil {
 		t.Fatal(err)
 	}
-	s, err := controller.OpenFileStore(dir, "")
+	s, err := controller.OpenFileStore(dir, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func newFaultyHost(t *testing.T, overrides map[string]string) (*Host, *faultyRep
 	if err := rm.OpenDirs(); err != nil {
 		t.Fatal(err)
 	}
-	store, err := controller.OpenFileStore(dir, "")
+	store, err := controller.OpenFileStore(dir, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

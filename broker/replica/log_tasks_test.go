@@ -48,7 +48,7 @@ func newTestManager(t *testing.T) (*Manager, *lockedBuffer) {
 	if err := m.OpenDirs(); err != nil {
 		t.Fatal(err)
 	}
-	store, err := controller.OpenFileStore(dir, "")
+	store, err := controller.OpenFileStore(dir, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
