@@ -20,6 +20,7 @@ import (
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Broker is one kbroker node. Start it with Start, stop it with Close.
@@ -48,7 +49,11 @@ type Broker struct {
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
 // already locked by another process is an error (storage.ErrLocked).
-func New(cfg config.Config) (*Broker, error) {
+func New(cfg config.Config) (*Broker, error) { return newBroker(cfg, nil) }
+
+// newBroker is New with the log dirs on fs (nil: the operating system's
+// files); tests inject disk faults through it.
+func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -65,7 +70,7 @@ func New(cfg config.Config) (*Broker, error) {
 			b.closeStorage()
 		}
 	}()
-	if err := b.rm.OpenDirs(); err != nil {
+	if err := b.rm.OpenDirs(fs); err != nil {
 		return nil, err
 	}
 	// The metadata lives in the first log dir; the others are named so that

@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// newBroker is New over properties p (listener on a free loopback port),
+// newBrokerProps is New over properties p (listener on a free loopback port),
 // without starting it.
-func newBroker(p map[string]string) (*Broker, error) {
+func newBrokerProps(p map[string]string) (*Broker, error) {
 	p["listeners"] = "PLAINTEXT://127.0.0.1:0"
 	cfg, _, err := config.ParseConfig(p)
 	if err != nil {
@@ -51,7 +51,7 @@ func TestLostMetadataKeepsData(t *testing.T) {
 	if err := os.Rename(meta, meta+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	if nb, err := newBroker(map[string]string{"log.dirs": dir}); err == nil {
+	if nb, err := newBrokerProps(map[string]string{"log.dirs": dir}); err == nil {
 		nb.Close()
 		t.Fatal("started without its metadata file next to existing data")
 	} else if !errors.Is(err, controller.ErrMetadataMissing) || !strings.Contains(err.Error(), "keep-0") {
@@ -90,7 +90,7 @@ func TestLostMetadataKeepsData(t *testing.T) {
 	b.Close()
 
 	// Another node id, or another cluster: refused, naming both values.
-	if nb, err := newBroker(map[string]string{"log.dirs": dir, "node.id": "5"}); err == nil {
+	if nb, err := newBrokerProps(map[string]string{"log.dirs": dir, "node.id": "5"}); err == nil {
 		nb.Close()
 		t.Fatal("started on another node's log dir")
 	} else if !errors.Is(err, storage.ErrMetaPropertiesMismatch) || !strings.Contains(err.Error(), "node.id=0") || !strings.Contains(err.Error(), "node.id=5") {
@@ -100,7 +100,7 @@ func TestLostMetadataKeepsData(t *testing.T) {
 	if _, err := storage.EnsureMetaProperties(other, 0, "another-cluster-id-x"); err != nil {
 		t.Fatal(err)
 	}
-	if nb, err := newBroker(map[string]string{"log.dirs": dir + "," + other}); err == nil {
+	if nb, err := newBrokerProps(map[string]string{"log.dirs": dir + "," + other}); err == nil {
 		nb.Close()
 		t.Fatal("started with a log dir of another cluster")
 	} else if !errors.Is(err, storage.ErrMetaPropertiesMismatch) || !strings.Contains(err.Error(), "another-cluster-id-x") {

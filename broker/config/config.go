@@ -51,6 +51,10 @@ type Config struct {
 	// (storage reads 0 as "default").
 	FileDeleteDelayMs                  int64
 	LogFlushOffsetCheckpointIntervalMs int64
+	// LogSegmentOpenFilesMax is log.segment.open.files.max (a kbroker
+	// property, not Kafka's): how many descriptors of inactive segments
+	// each log dir keeps open (storage.DirConfig.SegmentOpenFilesMax).
+	LogSegmentOpenFilesMax int32
 
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
@@ -269,6 +273,7 @@ var props = map[string]prop{
 	// Log dir safety: the delay of deletions, the recovery-point checkpoints.
 	"file.delete.delay.ms":                    {"60000", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
 	"log.flush.offset.checkpoint.interval.ms": {"60000", intProp(func(c *Config, v int64) { c.LogFlushOffsetCheckpointIntervalMs = max(v, 1) }, 0, math.MaxInt32)},
+	"log.segment.open.files.max":              {"1000", intProp(func(c *Config, v int64) { c.LogSegmentOpenFilesMax = int32(v) }, 1, math.MaxInt32)},
 	"cluster.id": {"", func(c *Config, v string) error {
 		c.ClusterID = v
 		return nil

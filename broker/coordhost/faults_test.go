@@ -109,7 +109,7 @@ func newFaultyHost(t *testing.T, overrides map[string]string) (*Host, *faultyRep
 	cfg.Now = time.Now
 	closing := make(chan struct{})
 	rm := replica.NewManager(cfg, closing)
-	if err := rm.OpenDirs(); err != nil {
+	if err := rm.OpenDirs(nil); err != nil {
 		t.Fatal(err)
 	}
 	store, err := controller.OpenFileStore(dir, "", nil)

@@ -45,7 +45,7 @@ func newTestManager(t *testing.T) (*Manager, *lockedBuffer) {
 	cfg.Logger = slog.New(slog.NewTextHandler(out, nil))
 	cfg.Now = time.Now
 	m := NewManager(cfg, make(chan struct{}))
-	if err := m.OpenDirs(); err != nil {
+	if err := m.OpenDirs(nil); err != nil {
 		t.Fatal(err)
 	}
 	store, err := controller.OpenFileStore(dir, "", nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Manager owns this broker's partitions, as Kafka's ReplicaManager: the
@@ -58,15 +59,18 @@ func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
 	return m
 }
 
-// OpenDirs opens (and locks) every log dir of cfg.LogDirs. On an error the
-// dirs already open stay open until CloseStorage.
-func (m *Manager) OpenDirs() error {
+// OpenDirs opens (and locks) every log dir of cfg.LogDirs on fs (nil: the
+// operating system's files; tests pass a vfs.WithErrors to inject faults).
+// On an error the dirs already open stay open until CloseStorage.
+func (m *Manager) OpenDirs(fs vfs.FS) error {
 	for _, d := range m.cfg.LogDirs {
 		dir, err := storage.OpenDirConfig(d, storage.DirConfig{
 			ConfigFor:                       m.logConfigFor,
 			Logger:                          m.log,
 			FileDeleteDelayMs:               m.cfg.FileDeleteDelayMs,
 			FlushOffsetCheckpointIntervalMs: m.cfg.LogFlushOffsetCheckpointIntervalMs,
+			SegmentOpenFilesMax:             int(m.cfg.LogSegmentOpenFilesMax),
+			FS:                              fs,
 		})
 		if err != nil {
 			return fmt.Errorf("opening log dir %s: %w", d, err)
