@@ -2,13 +2,15 @@ package controller
 
 import (
 	"testing"
+
+	"github.com/kbroker/kbroker/storage"
 )
 
 // TestClusterSettingsPersist checks that group configs and finalized
 // features survive reopening the store.
 func TestClusterSettingsPersist(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenFileStore(dir, "")
+	s, err := OpenFileStore(dir, "", storage.DataInLogDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestClusterSettingsPersist(t *testing.T) {
 	if err := s.UpdateFinalizedFeatures(map[string]int16{"transaction.version": 1, "group.version": 0}); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenFileStore(dir, "")
+	s, err = OpenFileStore(dir, "", storage.DataInLogDir)
 	if err != nil {
 		t.Fatal(err)
 	}

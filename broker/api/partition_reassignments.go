@@ -10,10 +10,11 @@ package api
 // AlterPartitionReassignments checks each partition as Kafka's
 // ReplicationControlManager does, with its codes and messages: an unknown
 // topic or partition is UNKNOWN_TOPIC_OR_PARTITION; a cancellation (null
-// replicas) NO_REASSIGNMENT_IN_PROGRESS; a replication factor change when
-// not allowed INVALID_REPLICATION_FACTOR; then the replica list goes through
-// the manual-assignment checks of CreateTopics (validateReplicas), so the
-// only list that passes is [node.id] — a reassignment to the replicas the
+// replicas) NO_REASSIGNMENT_IN_PROGRESS without a message; the replica list
+// goes through the manual-assignment checks of CreateTopics
+// (validateReplicas), then a replication factor change when not allowed is
+// INVALID_REPLICATION_FACTOR — the order and messages of Kafka 4.4.0,
+// checked against it; so the only list that passes is [node.id] — a reassignment to the replicas the
 // partition already has, which succeeds and changes nothing. Moving data
 // between brokers arrives with the cluster.
 
@@ -37,7 +38,9 @@ func (b *API) handleAlterPartitionAssignments(_ *network.RequestContext, req *km
 			sp.Partition = rp.Partition
 			if kerrv, msg := b.reassign(rt.Topic, rp, allowRF); kerrv != nil {
 				sp.ErrorCode = kerrv.Code
-				sp.ErrorMessage = &msg
+				if msg != "" {
+					sp.ErrorMessage = &msg
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -57,14 +60,16 @@ func (b *API) reassign(topic string, rp kmsg.AlterPartitionAssignmentsRequestTop
 		return kerr.UnknownTopicOrPartition, fmt.Sprintf("Unable to find partition %s:%d.", topic, rp.Partition)
 	}
 	if rp.Replicas == nil {
-		return kerr.NoReassignmentInProgress, "No partition reassignment is in progress."
-	}
-	const current = 1 // replicas of every partition on a single node
-	if !allowRF && len(rp.Replicas) != current {
-		return kerr.InvalidReplicationFactor, fmt.Sprintf("The replication factor is changed from %d to %d", current, len(rp.Replicas))
+		return kerr.NoReassignmentInProgress, "" // Kafka sends no message here
 	}
 	if msg := b.validateReplicas(rp.Replicas, -1); msg != "" {
 		return kerr.InvalidReplicaAssignment, msg
+	}
+	// Unreachable on one node today (the only valid list is [node.id]),
+	// kept in Kafka's order for when the cluster brings more brokers.
+	const current = 1 // replicas of every partition on a single node
+	if !allowRF && len(rp.Replicas) != current {
+		return kerr.InvalidReplicationFactor, fmt.Sprintf("The replication factor is changed from %d to %d", current, len(rp.Replicas))
 	}
 	return nil, ""
 }

@@ -45,6 +45,19 @@ type Config struct {
 	// FetchSessionCacheSlots bounds the incremental fetch sessions (0: none).
 	FetchSessionCacheSlots int32
 
+	// Log dir safety (storage.DirConfig). FileDeleteDelayMs is
+	// file.delete.delay.ms: a deleted partition's directory stays, renamed
+	// "-delete", this long. LogFlushOffsetCheckpointIntervalMs is
+	// log.flush.offset.checkpoint.interval.ms: how often recovery points are
+	// checkpointed, bounding what a crash re-scans. Kafka's 0 is kept as 1
+	// (storage reads 0 as "default").
+	FileDeleteDelayMs                  int64
+	LogFlushOffsetCheckpointIntervalMs int64
+	// LogSegmentOpenFilesMax is log.segment.open.files.max (a kbroker
+	// property, not Kafka's): how many descriptors of inactive segments
+	// each log dir keeps open (storage.DirConfig.SegmentOpenFilesMax).
+	LogSegmentOpenFilesMax int32
+
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
 	InterBrokerListenerName string
@@ -180,19 +193,19 @@ func PropertyNames() []string {
 var props = map[string]prop{
 	"node.id":   {"0", kmsg.ConfigTypeInt, "The node id of this server.", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
 	"broker.id": {"", kmsg.ConfigTypeInt, "The broker id of this server (an alias of node.id).", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
-	"listeners": {"PLAINTEXT://127.0.0.1:9092", kmsg.ConfigTypeString, "Comma-separated listener URIs (NAME://host:port) the broker binds.", func(c *Config, v string) (err error) {
+	"listeners": {"PLAINTEXT://127.0.0.1:9092", kmsg.ConfigTypeList, "Comma-separated listener URIs (NAME://host:port) the broker binds.", func(c *Config, v string) (err error) {
 		c.Listeners, err = parseListeners(v)
 		return err
 	}},
-	"advertised.listeners": {"", kmsg.ConfigTypeString, "Listener URIs given to clients, when they differ from listeners.", func(c *Config, v string) (err error) {
+	"advertised.listeners": {"", kmsg.ConfigTypeList, "Listener URIs given to clients, when they differ from listeners.", func(c *Config, v string) (err error) {
 		c.AdvertisedListeners, err = parseListeners(v)
 		return err
 	}},
-	"log.dirs": {"", kmsg.ConfigTypeString, "Comma-separated directories that hold the log data.", func(c *Config, v string) error {
+	"log.dirs": {"", kmsg.ConfigTypeList, "Comma-separated directories that hold the log data.", func(c *Config, v string) error {
 		c.LogDirs = SplitList(v)
 		return nil
 	}},
-	"log.dir": {"", kmsg.ConfigTypeString, "The directory that holds the log data, when log.dirs is not set.", func(c *Config, v string) error {
+	"log.dir": {"", kmsg.ConfigTypeList, "The directory that holds the log data, when log.dirs is not set.", func(c *Config, v string) error {
 		if len(c.LogDirs) == 0 {
 			c.LogDirs = SplitList(v)
 		}
@@ -281,6 +294,10 @@ var props = map[string]prop{
 	"transaction.max.timeout.ms":                                  {"900000", kmsg.ConfigTypeInt, "The maximum transaction timeout a producer may ask for.", intProp(func(c *Config, v int64) { c.TransactionMaxTimeoutMs = int32(v) }, 1, math.MaxInt32)},
 	"transactional.id.expiration.ms":                              {"604800000", kmsg.ConfigTypeInt, "How long a transactional id is kept without a transaction status update.", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"10000", kmsg.ConfigTypeInt, "How often timed-out transactions are aborted.", intProp(func(c *Config, v int64) { c.TransactionAbortTimedOutCleanupIntervalMs = v }, 1, math.MaxInt32)},
+	// Log dir safety: the delay of deletions, the recovery-point checkpoints.
+	"file.delete.delay.ms":                    {"60000", kmsg.ConfigTypeLong, "The time to wait before deleting a file from the file system.", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
+	"log.flush.offset.checkpoint.interval.ms": {"60000", kmsg.ConfigTypeInt, "How often the recovery points of the logs are checkpointed.", intProp(func(c *Config, v int64) { c.LogFlushOffsetCheckpointIntervalMs = max(v, 1) }, 0, math.MaxInt32)},
+	"log.segment.open.files.max":              {"1000", kmsg.ConfigTypeInt, "The most segment files kbroker keeps open at once (kbroker's own property).", intProp(func(c *Config, v int64) { c.LogSegmentOpenFilesMax = int32(v) }, 1, math.MaxInt32)},
 	"cluster.id": {"", kmsg.ConfigTypeString, "The cluster id written to meta.properties when the log dirs are new.", func(c *Config, v string) error {
 		c.ClusterID = v
 		return nil

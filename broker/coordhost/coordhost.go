@@ -8,13 +8,14 @@
 package coordhost
 
 import (
-	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/kbroker/kbroker/protocol/records"
 )
 
@@ -39,6 +40,9 @@ type Host struct {
 	shares ShareHost
 	// groupCfgs are the group configs of every group (group_configs.go).
 	groupCfgs *groupconfig.Store
+
+	// timerPanics counts panics recovered in coordinator timers (recoverTimer).
+	timerPanics atomic.Int64
 }
 
 // Replicas is what the hosts need from the partitions (replica.Manager): the

@@ -28,7 +28,7 @@ func TestStoreAlter(t *testing.T) {
 	// Out of bounds: refused with Kafka's message, nothing stored.
 	err := s.Alter("g", false, set(ConsumerSessionTimeoutMs, "70000"))
 	var inv *InvalidError
-	if !errors.As(err, &inv) || inv.Msg != "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms" {
+	if !errors.As(err, &inv) || inv.Msg != "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive." {
 		t.Fatalf("out of bounds: %v", err)
 	}
 	if len(s.Overrides("g")) != 0 || persisted["g"] != nil {
