@@ -79,6 +79,7 @@ func New(cfg config.Config) (*Broker, error) {
 		Logger:                b.log,
 		Handler:               b.api,
 		NewAuthenticator:      b.api.NewAuthenticator,
+		Limits:                &cfg.NetworkLimits,
 	})
 	if err := b.api.BootstrapScram(); err != nil {
 		return nil, err
