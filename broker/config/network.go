@@ -49,7 +49,7 @@ var networkProps = map[string]prop{
 		return err
 	}},
 	"connections.max.idle.ms": {"600000", intProp(func(c *Config, v int64) { c.ConnectionsMaxIdleMs = v }, math.MinInt64, math.MaxInt64)},
-	"fetch.max.bytes":         {"57671680", intProp(func(c *Config, v int64) { c.FetchMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"fetch.max.bytes":         {"57671680", intProp(func(c *Config, v int64) { c.FetchMaxBytes = int32(v) }, 1, math.MaxInt32)},
 }
 
 func init() {

@@ -132,7 +132,7 @@ func (e *edgeLogs) unsupportedAPI(log *slog.Logger, addr, clientID string, key, 
 	e.unsupported[k] = struct{}{}
 	e.mu.Unlock()
 	name := kmsg.NameForKey(key)
-	if name == "" {
+	if kmsg.RequestForKey(key) == nil {
 		name = fmt.Sprintf("unknown(%d)", key)
 	}
 	log.Warn("closing connection: unsupported api or version (logged once per client id)",

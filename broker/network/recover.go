@@ -35,8 +35,8 @@ func (c *conn) handle(ctx *RequestContext, req protocol.Request) (resp kmsg.Resp
 }
 
 // ErrorResponse is req's response kind with its top-level ErrorCode set to
-// code, or nil if that response has no top-level error code (the caller
-// then closes the connection).
+// code, or nil if that response has no top-level error code at req's
+// version (the caller then closes the connection).
 func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 	if req == nil {
 		return nil
@@ -50,6 +50,13 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 	if !f.IsValid() || f.Kind() != reflect.Int16 || !f.CanSet() {
 		return nil
 	}
+	// The field exists in every version of the Go type; the wire carries it
+	// only from some version on (Metadata: v13). It is an error field of
+	// this request only if setting it changes the encoding.
+	without := resp.AppendTo(nil)
 	f.SetInt(int64(code))
+	if string(resp.AppendTo(nil)) == string(without) {
+		return nil
+	}
 	return resp
 }
