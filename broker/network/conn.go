@@ -48,11 +48,14 @@ type conn struct {
 }
 
 // queued is one decoded request, or the error that ended the read loop.
-// reserved is what the frame holds in both pools until answered.
+// frame is what its frame holds in the connection's read-ahead pool and
+// the server's pool, decoded what its decoded request holds in the
+// server's decode pool, until answered.
 type queued struct {
-	req      protocol.Request
-	err      error
-	reserved int64
+	req     protocol.Request
+	err     error
+	frame   int64
+	decoded int64
 }
 
 // maxPipelined bounds how many decoded requests wait per connection.
@@ -89,11 +92,14 @@ func (c *conn) stopForShutdown() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(ShutdownWriteGrace))
 }
 
-// release returns a frame's reservation to both pools.
-func (c *conn) release(n int64) {
-	if n > 0 {
-		c.readAhead.Release(n)
-		c.s.pool.Release(n)
+// release returns a request's reservations to the pools.
+func (c *conn) release(item queued) {
+	if item.frame > 0 {
+		c.readAhead.Release(item.frame)
+		c.s.pool.Release(item.frame)
+	}
+	if item.decoded > 0 {
+		c.s.decodePool.Release(item.decoded)
 	}
 }
 
@@ -112,18 +118,18 @@ func (c *conn) serve() {
 		// Unblock and drain the reader so it exits.
 		c.stopReading()
 		for item := range q {
-			c.release(item.reserved)
+			c.release(item)
 		}
 	}()
 
 	var buf []byte
 	for item := range q {
 		if !c.answer(item, w, &buf, len(q) == 0) {
-			c.release(item.reserved)
+			c.release(item)
 			_ = w.Flush()
 			return
 		}
-		c.release(item.reserved)
+		c.release(item)
 		if cap(buf) > 1<<20 {
 			buf = nil
 		}
@@ -176,7 +182,7 @@ func (c *conn) readLoop(r *bufio.Reader, q chan<- queued, done <-chan struct{}) 
 		select {
 		case q <- item:
 		case <-done:
-			c.release(item.reserved)
+			c.release(item)
 			return
 		}
 		if item.err != nil {
@@ -186,8 +192,11 @@ func (c *conn) readLoop(r *bufio.Reader, q chan<- queued, done <-chan struct{}) 
 }
 
 // readRequest reads and decodes the next frame, reserving its declared size
-// in both pools first (waiting, without reading the socket, while they are
-// full). On an error nothing stays reserved.
+// in the read-ahead and the server's pool first (waiting, without reading
+// the socket, while they are full), then frame × decodeFactor in the decode
+// pool while decoding, of which it keeps what the decoded request
+// references. No holder of a decode reservation waits on a pool, so the
+// wait for one cannot deadlock. On an error nothing stays reserved.
 func (c *conn) readRequest(r *bufio.Reader) queued {
 	if err := c.waitForFrame(r); err != nil {
 		return queued{err: err}
@@ -204,20 +213,30 @@ func (c *conn) readRequest(r *bufio.Reader) queued {
 		c.readAhead.Release(size)
 		return queued{err: net.ErrClosed}
 	}
+	item := queued{frame: size}
 	frame, err := protocol.ReadFrameBody(r, n, nil)
 	if err != nil {
-		c.release(size)
+		c.release(item)
 		return queued{err: err}
 	}
-	req, err := protocol.ParseRequest(frame)
-	if err != nil {
-		c.release(size)
-		if req.Header.ClientID == "" {
-			req.Header.ClientID = clientIDOf(frame)
-		}
-		return queued{req: req, err: err}
+	decoding := size * decodeFactor
+	if !c.s.decodePool.Reserve(decoding, c.stop) {
+		c.release(item)
+		return queued{err: net.ErrClosed}
 	}
-	return queued{req: req, reserved: size}
+	item.req, item.err = protocol.ParseRequest(frame)
+	if item.err != nil {
+		c.s.decodePool.Release(decoding)
+		c.release(item)
+		if item.req.Header.ClientID == "" {
+			item.req.Header.ClientID = clientIDOf(frame)
+		}
+		return queued{req: item.req, err: item.err}
+	}
+	// Keep what the decoded request references; give back the rest.
+	item.decoded = min(decodedBytes(item.req.Body), decoding)
+	c.s.decodePool.Release(decoding - item.decoded)
+	return item
 }
 
 // waitForFrame waits for the first byte of the next frame. With

@@ -39,6 +39,10 @@ func TestQueuedMaxRequestBytes(t *testing.T) {
 	if got, want := s.QueuedRequestBytes(), int64(len(bigFrame)-4); got != want {
 		t.Fatalf("pool holds %d bytes, want the frame's %d", got, want)
 	}
+	// Its decoded request: about as big (the topic names), not × decodeFactor.
+	if got, size := s.DecodedRequestBytes(), int64(len(bigFrame)-4); got < size/2 || got > 2*size {
+		t.Fatalf("decode pool holds %d bytes for a frame of %d", got, size)
+	}
 
 	b := dial(t, s)
 	md := kmsg.NewPtrMetadataRequest()
@@ -56,7 +60,7 @@ func TestQueuedMaxRequestBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return s.QueuedRequestBytes() == 0 })
+	waitFor(t, func() bool { return s.QueuedRequestBytes() == 0 && s.DecodedRequestBytes() == 0 })
 }
 
 // TestReadAheadBoundedByBytes: a client pipelining large requests to a
@@ -80,9 +84,9 @@ func TestReadAheadBoundedByBytes(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, func() bool { return s.QueuedRequestBytes() >= readAheadBytes })
+	waitFor(t, func() bool { return readAhead(s) >= readAheadBytes })
 	time.Sleep(100 * time.Millisecond) // a wrong implementation would read on
-	if got, limit := s.QueuedRequestBytes(), int64(readAheadBytes+len(f)); got > limit {
+	if got, limit := readAhead(s), int64(readAheadBytes+len(f)); got > limit {
 		t.Fatalf("connection read ahead %d bytes, want at most %d", got, limit)
 	}
 	close(release)
@@ -102,4 +106,15 @@ func bigTopics(n int) []kmsg.MetadataRequestTopic {
 		out = append(out, kmsg.MetadataRequestTopic{Topic: &name})
 	}
 	return out
+}
+
+// readAhead is the bytes read ahead on all of s's connections.
+func readAhead(s *Server) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for c := range s.conns {
+		n += c.readAhead.Used()
+	}
+	return n
 }

@@ -82,8 +82,11 @@ type Server struct {
 	// perIP counts the open connections of each remote address (limits.go).
 	perIP map[string]int32
 
-	// pool is queued.max.request.bytes, shared by every connection.
-	pool *protocol.MemoryPool
+	// pool is queued.max.request.bytes for request frames, shared by every
+	// connection; decodePool bounds as much again for decoded requests
+	// (decode_budget.go).
+	pool       *protocol.MemoryPool
+	decodePool *protocol.MemoryPool
 	// limits are the connection limits and the idle timeout (limits.go).
 	limits connLimits
 	// panics counts handler panics recovered (HandlerPanics).
@@ -101,6 +104,7 @@ func NewServer(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), conns: map[*conn]struct{}{}, perIP: map[string]int32{}}
 	s.limits = newConnLimits(cfg.Limits)
 	s.pool = protocol.NewMemoryPool(s.limits.queuedMaxBytes)
+	s.decodePool = protocol.NewMemoryPool(s.limits.queuedMaxBytes)
 	s.logs.now = time.Now
 	return s
 }
@@ -109,9 +113,13 @@ func NewServer(cfg Config) *Server {
 // answered with an error or a closed connection): a counter for metrics.
 func (s *Server) HandlerPanics() int64 { return s.panics.Load() }
 
-// QueuedRequestBytes is the bytes of requests read and not yet answered,
-// the part of queued.max.request.bytes in use.
+// QueuedRequestBytes is the bytes of request frames read and not yet
+// answered, the part of queued.max.request.bytes in use.
 func (s *Server) QueuedRequestBytes() int64 { return s.pool.Used() }
+
+// DecodedRequestBytes is the memory held by decoded requests not yet
+// answered (and, while a frame is decoded, its reservation).
+func (s *Server) DecodedRequestBytes() int64 { return s.decodePool.Used() }
 
 // Start binds every listener and serves connections until Close. It returns
 // once the listeners accept connections; on an error the listeners already
