@@ -19,6 +19,7 @@ import (
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/storage"
 )
 
 // Broker is one kbroker node. Start it with Start, stop it with Close.
@@ -67,7 +68,7 @@ func New(cfg config.Config) (*Broker, error) {
 	if err := b.rm.OpenDirs(); err != nil {
 		return nil, err
 	}
-	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID)
+	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir)
 	if err != nil {
 		return nil, err
 	}

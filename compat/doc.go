@@ -22,6 +22,15 @@
 //     of the broker and of the transforming client: franz-go's
 //     GroupTransactSession (txn_test.go), kafkajs as Node processes
 //     (txn_kafkajs_test.go) and confluent-kafka-go (txn_confluent_test.go);
+//   - Apache Kafka's Java side (java_*_test.go, kafka_diff*_test.go; the
+//     Maven project in java/): kafka-clients 4.4.0 and 3.9.2 through the
+//     matrix in one long-lived JVM per test and over SASL; Kafka Streams'
+//     exactly-once word count across a SIGKILL of the Streams instance and
+//     of the broker; Kafka's console tools (java/bin/*.sh) run in lockstep
+//     against kbroker and a real single-node Apache Kafka 4.4.0
+//     (java_kafka_test.go) with their masked output compared; and
+//     differential protocol tests, kmsg requests sent to both brokers with
+//     the answers compared field by field;
 //   - franz-go's own pkg/kgo integration suite (franzsuite_test.go), the
 //     wire protocol with raw frames (protocol_test.go, produce_raw_test.go),
 //     and restarts, crashes and error codes with franz-go and sarama.
@@ -34,4 +43,8 @@
 // and the throughput comparison with kfake and raw loopback with
 //
 //	go test ./compat/ -run '^$' -bench BenchmarkProduceConsume -benchtime 3x
+//
+// and Kafka's perf-test tools against Apache Kafka, kbroker and kfake with
+//
+//	go test ./compat/ -run '^$' -bench BenchmarkJavaPerfTools -benchtime 1x
 package compat

@@ -85,6 +85,7 @@ var clients = []clientInfo{
 		capStatic: "kafkajs has no group.instance.id",
 		capKIP848: "no KIP-848 consumer in kafkajs",
 	}},
+	{Name: javaClientName},
 }
 
 // resultsFile is the JSON written after the run.

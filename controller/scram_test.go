@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"github.com/kbroker/kbroker/storage"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 func TestFileStoreScramCredentialsPersist(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenFileStore(dir, "")
+	s, err := OpenFileStore(dir, "", storage.DataInLogDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestFileStoreScramCredentialsPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s2, err := OpenFileStore(dir, "")
+	s2, err := OpenFileStore(dir, "", storage.DataInLogDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/kbroker/kbroker/storage"
 )
 
 // ErrTopicExists reports a CreateTopic for a name already taken.
@@ -92,13 +90,15 @@ var ErrMetadataMissing = errors.New("metadata file missing next to existing data
 // holds data; if they do, it returns an error wrapping ErrMetadataMissing
 // that says what was found and what to do, and creates nothing. clusterID
 // is used only when the store is new; an empty one generates a random id.
-// An existing file readable by others is made 0600.
-func OpenFileStore(dir, clusterID string, dataDirs ...string) (*FileStore, error) {
+// An existing file readable by others is made 0600. findData lists what in
+// a log dir is a broker's data (storage.DataInLogDir: controller knows no
+// log layout); nil skips the check.
+func OpenFileStore(dir, clusterID string, findData func(dir string) ([]string, error), dataDirs ...string) (*FileStore, error) {
 	s := &FileStore{path: filepath.Join(dir, MetadataFile)}
 	b, err := os.ReadFile(s.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := checkNoData(dir, dataDirs); err != nil {
+		if err := checkNoData(dir, dataDirs, findData); err != nil {
 			return nil, err
 		}
 		if clusterID == "" {
@@ -126,7 +126,10 @@ func OpenFileStore(dir, clusterID string, dataDirs ...string) (*FileStore, error
 
 // checkNoData returns an ErrMetadataMissing error if dir or any of
 // dataDirs holds a broker's data, naming what it found.
-func checkNoData(dir string, dataDirs []string) error {
+func checkNoData(dir string, dataDirs []string, findData func(string) ([]string, error)) error {
+	if findData == nil {
+		return nil
+	}
 	path := filepath.Join(dir, MetadataFile)
 	var found []string
 	elsewhere := ""
@@ -134,7 +137,7 @@ func checkNoData(dir string, dataDirs []string) error {
 		if i > 0 && filepath.Clean(d) == filepath.Clean(dir) {
 			continue
 		}
-		names, err := storage.DataInLogDir(d)
+		names, err := findData(d)
 		if err != nil {
 			return fmt.Errorf("checking %s for data before creating %s: %w", d, path, err)
 		}

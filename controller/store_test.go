@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"github.com/kbroker/kbroker/storage"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 func TestFileStorePersists(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenFileStore(dir, "")
+	s, err := OpenFileStore(dir, "", storage.DataInLogDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestFileStorePersists(t *testing.T) {
 		t.Fatalf("first block %d, %v", first, err)
 	}
 
-	s2, err := OpenFileStore(dir, "ignored")
+	s2, err := OpenFileStore(dir, "ignored", storage.DataInLogDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +65,14 @@ func TestFileStoreCorruptFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, MetadataFile), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenFileStore(dir, ""); err == nil {
+	if _, err := OpenFileStore(dir, "", storage.DataInLogDir); err == nil {
 		t.Fatal("corrupt metadata file accepted")
 	}
 }
 
 func TestFileStoreMode0600(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenFileStore(dir, "")
+	s, err := OpenFileStore(dir, "", storage.DataInLogDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestFileStoreMode0600(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenFileStore(dir, ""); err != nil {
+	if _, err := OpenFileStore(dir, "", storage.DataInLogDir); err != nil {
 		t.Fatal(err)
 	}
 	if m := mode(); m != 0o600 {
@@ -132,7 +133,7 @@ func TestFileStoreRefusesMissingMetadataNextToData(t *testing.T) {
 	} {
 		first, second := t.TempDir(), t.TempDir()
 		tc.setup(first, second)
-		_, err := OpenFileStore(first, "", second)
+		_, err := OpenFileStore(first, "", storage.DataInLogDir, second)
 		if !errors.Is(err, ErrMetadataMissing) {
 			t.Errorf("%s: %v, want ErrMetadataMissing", name, err)
 			continue
@@ -151,7 +152,7 @@ func TestFileStoreRefusesMissingMetadataNextToData(t *testing.T) {
 	for _, n := range []string{".lock", ".kafka_cleanshutdown", "recovery-point-offset-checkpoint"} {
 		os.WriteFile(filepath.Join(first, n), nil, 0o644)
 	}
-	if _, err := OpenFileStore(first, "", t.TempDir()); err != nil {
+	if _, err := OpenFileStore(first, "", storage.DataInLogDir, t.TempDir()); err != nil {
 		t.Fatalf("fresh log dirs: %v", err)
 	}
 }

@@ -43,6 +43,9 @@ has_deb() {
 missing=()
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+# Java (compat/java): a JDK 17+ and Maven; see the Java block below.
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 for pkg in kcat python3 python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard; do
 	has_deb "$pkg" || missing+=("$pkg")
 done
@@ -50,6 +53,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	step "installing ${missing[*]}"
 	apt_install "${missing[@]}"
 fi
+# --- ZooKeeper for integration/ (cluster mode) -----------------------------
+# The integration tests start their own ZooKeeper from Debian's package with
+# java and a config of their own (loopback port, own data dir), so only the
+# package is needed; its service is not used. CI=true makes its absence a
+# test failure rather than a skip.
+if ! has_deb zookeeper; then
+	step "installing zookeeper"
+	apt_install zookeeper
+fi
+step "zookeeper: $(dpkg-query -W -f='${Version}' zookeeper); $(java -version 2>&1 | head -n1)"
+# ---------------------------------------------------------------------------
+
 step "kcat: $(command -v kcat); node $(node --version); npm $(npm --version)"
 /usr/bin/python3 -c 'import kafka, confluent_kafka; print("python: kafka-python", kafka.__version__, "/ confluent-kafka", confluent_kafka.version()[0])'
 
@@ -57,6 +72,17 @@ step "kcat: $(command -v kcat); node $(node --version); npm $(npm --version)"
 # (npm keeps its download cache in ~/.npm).
 step "npm ci (compat/js)"
 (cd compat/js && npm ci --no-audit --no-fund)
+
+# ---------------------------------------------------------------- Java
+# compat/java is a Maven project (kafka-clients 4.4.0 and 3.9.2, Kafka
+# Streams, Apache Kafka 4.4.0 and its tools, all pinned in its poms). This
+# resolves them into ~/.m2 and builds it; the compat tests then rebuild it
+# with `mvn -q -o` and run its JVMs (compat/java_*_test.go), and
+# compat/java/bin/*.sh run Kafka's console tools.
+step "mvn package (compat/java; dependencies cached in ~/.m2)"
+java -version 2>&1 | head -1
+(cd compat/java && mvn -q -B package -DskipTests)
+# ------------------------------------------------------------ end of Java
 
 step "go build ./..."
 go build ./...

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Kafka's checkpoint file names in a log dir and a partition dir.
@@ -27,62 +28,40 @@ const checkpointVersion = 0
 // writeCheckpoint writes Kafka's text checkpoint format ("0", the count, then
 // one line per entry) to path atomically: temp file, fsync, rename, fsync dir.
 func writeCheckpoint(path string, lines []string) error {
+	return writeCheckpointFS(vfs.Default, path, lines)
+}
+
+// writeCheckpointFS is writeCheckpoint on fs.
+func writeCheckpointFS(fs vfs.FS, path string, lines []string) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%d\n%d\n", checkpointVersion, len(lines))
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	return writeFileAtomic(path, b.Bytes())
+	return vfs.WriteFileAtomic(fs, path, b.Bytes(), 0o644)
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
 // old or the new contents.
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return syncDir(filepath.Dir(path))
+	return vfs.WriteFileAtomic(vfs.Default, path, data, 0o644)
 }
 
 // syncDir fsyncs a directory so that creations, renames and removals in it
 // are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(dir string) error { return vfs.SyncDir(vfs.Default, dir) }
 
 // readCheckpoint reads Kafka's text checkpoint format and returns the
 // whitespace-separated fields of each entry line, each with exactly nfields
 // fields. A missing file yields no entries and no error.
 func readCheckpoint(path string, nfields int) ([][]string, error) {
-	data, err := os.ReadFile(path)
+	return readCheckpointFS(vfs.Default, path, nfields)
+}
+
+// readCheckpointFS is readCheckpoint on fs.
+func readCheckpointFS(fs vfs.FS, path string, nfields int) ([][]string, error) {
+	data, err := vfs.ReadFile(fs, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -126,6 +105,11 @@ func readCheckpoint(path string, nfields int) ([][]string, error) {
 // WriteOffsetCheckpoint writes a Kafka offset checkpoint file ("topic
 // partition offset" lines, sorted for stable output) atomically.
 func WriteOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error {
+	return writeOffsetCheckpoint(vfs.Default, path, offsets)
+}
+
+// writeOffsetCheckpoint is WriteOffsetCheckpoint on fs.
+func writeOffsetCheckpoint(fs vfs.FS, path string, offsets map[TopicPartition]int64) error {
 	tps := make([]TopicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
@@ -140,13 +124,18 @@ func WriteOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error 
 	for i, tp := range tps {
 		lines[i] = fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, offsets[tp])
 	}
-	return writeCheckpoint(path, lines)
+	return writeCheckpointFS(fs, path, lines)
 }
 
 // ReadOffsetCheckpoint reads a Kafka offset checkpoint file. A missing file
 // is an empty map.
 func ReadOffsetCheckpoint(path string) (map[TopicPartition]int64, error) {
-	entries, err := readCheckpoint(path, 3)
+	return readOffsetCheckpoint(vfs.Default, path)
+}
+
+// readOffsetCheckpoint is ReadOffsetCheckpoint on fs.
+func readOffsetCheckpoint(fs vfs.FS, path string) (map[TopicPartition]int64, error) {
+	entries, err := readCheckpointFS(fs, path, 3)
 	if err != nil {
 		return nil, err
 	}

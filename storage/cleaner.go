@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Suffixes of the files a compaction writes, as Kafka's log cleaner: a
@@ -372,14 +373,14 @@ func (l *Log) writeCleaned(vs []segView, nextBase int64, interval int32,
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		paths[suf] = segmentPath(l.dir, base, suf)
 	}
-	f, err := os.OpenFile(paths[logSuffix]+cleanedSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.fs.OpenFile(paths[logSuffix]+cleanedSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, 0, err
 	}
 	discard := func() {
 		f.Close()
 		for _, p := range paths {
-			_ = os.Remove(p + cleanedSuffix)
+			_ = l.fs.Remove(p + cleanedSuffix)
 		}
 	}
 	w := bufio.NewWriterSize(f, scanBufSize)
@@ -413,10 +414,10 @@ func (l *Log) writeCleaned(vs []segView, nextBase int64, interval int32,
 		err = cerr
 	}
 	if err == nil {
-		err = writeFileSynced(paths[indexSuffix]+cleanedSuffix, encodeOffsetEntries(nil, base, ns.index))
+		err = vfs.WriteFileSynced(l.fs, paths[indexSuffix]+cleanedSuffix, encodeOffsetEntries(nil, base, ns.index), 0o644)
 	}
 	if err == nil {
-		err = writeFileSynced(paths[timeIndexSuffix]+cleanedSuffix, encodeTimeEntries(nil, base, ns.times))
+		err = vfs.WriteFileSynced(l.fs, paths[timeIndexSuffix]+cleanedSuffix, encodeTimeEntries(nil, base, ns.times), 0o644)
 	}
 	if err != nil {
 		discard()
@@ -427,16 +428,16 @@ func (l *Log) writeCleaned(vs []segView, nextBase int64, interval int32,
 	// so that a ".log.swap" implies complete ".index/.timeindex.swap" files.
 	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
 		if err == nil {
-			err = os.Rename(paths[suf]+cleanedSuffix, paths[suf]+swapSuffix)
+			err = l.fs.Rename(paths[suf]+cleanedSuffix, paths[suf]+swapSuffix)
 		}
 	}
 	if err == nil {
-		err = syncDir(l.dir)
+		err = vfs.SyncDir(l.fs, l.dir)
 	}
 	if err != nil {
 		discard()
 		for _, p := range paths {
-			_ = os.Remove(p + swapSuffix)
+			_ = l.fs.Remove(p + swapSuffix)
 		}
 		return nil, 0, err
 	}
@@ -469,22 +470,6 @@ func rebuildBatch(h records.Header, recs []records.Record) ([]byte, error) {
 	return b, nil
 }
 
-// writeFileSynced creates path with data and fsyncs it.
-func writeFileSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // swapIn replaces the segments of group (contiguous, in the log) with ns,
 // whose files are "<base>.*.swap". If the log changed since the group was
 // read (retention, truncation), the swap files are discarded instead.
@@ -495,7 +480,7 @@ func (l *Log) swapIn(group []*segment, ns *segment) error {
 	defer l.mu.Unlock()
 	discard := func() {
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			_ = os.Remove(segmentPath(l.dir, ns.base, suf) + swapSuffix)
+			_ = l.fs.Remove(segmentPath(l.dir, ns.base, suf) + swapSuffix)
 		}
 	}
 	at := -1
@@ -517,14 +502,15 @@ func (l *Log) swapIn(group []*segment, ns *segment) error {
 	}
 	l.mu.gen++
 	l.mu.dirDirty = true
-	if err := replaceWithSwap(l.dir, ns.base, group[1:], group[0]); err != nil {
+	if err := replaceWithSwap(l.fs, l.dir, ns.base, group[1:], group[0]); err != nil {
 		return err
 	}
-	s, _, _, err := openSegment(l.dir, ns.base, false)
+	s, _, _, err := openSegment(l.fs, l.files, l.dir, ns.base, false)
 	if err != nil {
 		return err
 	}
 	s.size, s.next, s.index, s.times = ns.size, ns.next, ns.index, ns.times
+	s.idxOnDisk, s.timesOnDisk, s.idxStale = len(ns.index), len(ns.times), false
 	s.maxTs, s.maxTsOffset = ns.maxTs, ns.maxTsOffset
 	segs := make([]*segment, 0, len(l.mu.segments)-len(group)+1)
 	segs = append(segs, l.mu.segments[:at]...)
@@ -538,10 +524,10 @@ func (l *Log) swapIn(group []*segment, ns *segment) error {
 // its indexes, then the segments replaced (later ones deleted), then its
 // log file, renamed over the first replaced segment's. first, if not nil,
 // is closed before. Each step leaves a state completeSwaps can finish.
-func replaceWithSwap(dir string, base int64, later []*segment, first *segment) error {
+func replaceWithSwap(fs vfs.FS, dir string, base int64, later []*segment, first *segment) error {
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 		p := segmentPath(dir, base, suf)
-		if err := os.Rename(p+swapSuffix, p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fs.Rename(p+swapSuffix, p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -560,13 +546,13 @@ func replaceWithSwap(dir string, base int64, later []*segment, first *segment) e
 		_ = first.close()
 	}
 	p := segmentPath(dir, base, logSuffix)
-	if err := os.Rename(p+swapSuffix, p); err != nil {
+	if err := fs.Rename(p+swapSuffix, p); err != nil {
 		return err
 	}
 	if err := cleanStage("log-swapped"); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return vfs.SyncDir(fs, dir)
 }
 
 // completeSwaps runs when a log is opened: it deletes ".cleaned" files (a
@@ -575,7 +561,7 @@ func replaceWithSwap(dir string, base int64, later []*segment, first *segment) e
 // with a base inside its offset range) and renaming it into place. Index
 // ".swap" files without a log swap are left-overs and are deleted.
 func (l *Log) completeSwaps() error {
-	ents, err := os.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
 	}
@@ -586,7 +572,7 @@ func (l *Log) completeSwaps() error {
 		switch {
 		case strings.HasSuffix(name, cleanedSuffix):
 			l.logger.Warn("removing file of an interrupted compaction", "file", name)
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return err
 			}
 		case strings.HasSuffix(name, swapSuffix):
@@ -599,25 +585,25 @@ func (l *Log) completeSwaps() error {
 		}
 	}
 	for _, base := range logSwaps {
-		end, err := swapEnd(segmentPath(l.dir, base, logSuffix) + swapSuffix)
+		end, err := swapEnd(l.fs, segmentPath(l.dir, base, logSuffix)+swapSuffix)
 		if err != nil {
 			return fmt.Errorf("interrupted compaction swap at %d: %w", base, err)
 		}
 		var later []*segment
 		for _, e := range ents {
 			if b, ok := parseSegmentName(e.Name(), logSuffix); ok && b > base && b < end {
-				later = append(later, &segment{base: b, dir: l.dir})
+				later = append(later, &segment{base: b, dir: l.dir, fs: l.fs})
 			}
 		}
 		l.logger.Warn("completing interrupted compaction swap", "segment", base, "replaces", len(later)+1)
-		if err := replaceWithSwap(l.dir, base, later, nil); err != nil {
+		if err := replaceWithSwap(l.fs, l.dir, base, later, nil); err != nil {
 			return err
 		}
 	}
 	for _, name := range indexSwaps {
-		if _, err := os.Stat(filepath.Join(l.dir, name)); err == nil {
+		if _, err := l.fs.Stat(filepath.Join(l.dir, name)); err == nil {
 			l.logger.Warn("removing stray index swap file", "file", name)
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return err
 			}
 		}
@@ -627,8 +613,8 @@ func (l *Log) completeSwaps() error {
 
 // swapEnd returns the offset after the last batch of a complete swap file;
 // its base if it is empty.
-func swapEnd(path string) (int64, error) {
-	f, err := os.Open(path)
+func swapEnd(fs vfs.FS, path string) (int64, error) {
+	f, err := vfs.Open(fs, path)
 	if err != nil {
 		return 0, err
 	}

@@ -3,12 +3,13 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Files in a log dir besides partition directories and checkpoints.
@@ -42,6 +43,16 @@ type DirConfig struct {
 	FlushOffsetCheckpointIntervalMs int64
 	// Now is the clock of the background work; default time.Now.
 	Now func() time.Time
+	// FS is the file system of the dir and all its logs; default
+	// vfs.Default, the operating system's files.
+	FS vfs.FS
+	// SegmentOpenFilesMax is log.segment.open.files.max (a kbroker
+	// setting): how many ".log" descriptors of inactive segments the dir
+	// keeps open, least recently read closed first. The active segment of
+	// each partition is open besides, and index files are read into memory
+	// and closed, so the dir holds about one descriptor per partition plus
+	// this many. Default DefaultSegmentOpenFilesMax.
+	SegmentOpenFilesMax int
 }
 
 // withDefaults fills in zero fields and rejects negative durations.
@@ -61,9 +72,17 @@ func (c DirConfig) withDefaults() (DirConfig, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.SegmentOpenFilesMax == 0 {
+		c.SegmentOpenFilesMax = DefaultSegmentOpenFilesMax
+	}
 	switch {
 	case c.FileDeleteDelayMs < 0:
 		return c, fmt.Errorf("file delete delay ms %d: want >= 0", c.FileDeleteDelayMs)
+	case c.SegmentOpenFilesMax < 0:
+		return c, fmt.Errorf("segment open files max %d: want >= 0", c.SegmentOpenFilesMax)
 	case c.FlushOffsetCheckpointIntervalMs < 0:
 		return c, fmt.Errorf("flush offset checkpoint interval ms %d: want >= 0", c.FlushOffsetCheckpointIntervalMs)
 	}
@@ -83,7 +102,9 @@ type Dir struct {
 	path   string
 	logger *slog.Logger
 	cfg    DirConfig
-	lock   *os.File
+	fs     vfs.FS
+	files  *fileCache // descriptors of the segments of every log in the dir
+	lock   io.Closer
 
 	ckMu sync.Mutex // serialises checkpoint file writes
 
@@ -126,55 +147,48 @@ func OpenDirConfig(path string, cfg DirConfig) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log dir %s: %w", path, err)
 	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if err := cfg.FS.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("open log dir: %w", err)
 	}
-	lock, err := lockDir(path)
+	lock, err := lockDir(cfg.FS, path)
 	if err != nil {
 		return nil, err
 	}
 	d := &Dir{path: path, logger: cfg.Logger.With("log_dir", path), cfg: cfg, lock: lock,
+		fs: cfg.FS, files: newFileCache(cfg.FS, cfg.SegmentOpenFilesMax),
 		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	d.mu.logs = map[TopicPartition]*Log{}
 	if err := d.load(); err != nil {
 		for _, l := range d.mu.logs {
 			l.Close()
 		}
-		unlockDir(lock)
-		return nil, fmt.Errorf("open log dir %s: %w", path, err)
+		lock.Close()
+		return nil, fmt.Errorf("open log dir %s: %w", path, wrapOpenErr(err))
 	}
 	go d.run()
 	return d, nil
 }
 
-// lockDir takes the exclusive lock of the log dir at path.
-func lockDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(path, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+// lockDir takes the exclusive lock (flock on the OS) of the log dir at path.
+func lockDir(fs vfs.FS, path string) (io.Closer, error) {
+	l, err := fs.Lock(filepath.Join(path, LockFile))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("lock log dir %s: %w", path, ErrLocked)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("lock log dir: %w", err)
+		return nil, fmt.Errorf("lock log dir %s: %w", path, wrapOpenErr(err))
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock log dir %s: %w", path, ErrLocked)
-		}
-		return nil, fmt.Errorf("lock log dir %s: %w", path, err)
-	}
-	return f, nil
+	return l, nil
 }
 
-func unlockDir(f *os.File) error {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs the log dir itself, making partition directories created,
+// renamed or removed in it durable.
+func (d *Dir) syncDir() error { return vfs.SyncDir(d.fs, d.path) }
 
 // readCheckpointOrWarn reads an offset checkpoint, treating an unreadable
 // one as empty as Kafka does for recovery points and log start offsets.
 func (d *Dir) readCheckpointOrWarn(name string) map[TopicPartition]int64 {
-	m, err := ReadOffsetCheckpoint(filepath.Join(d.path, name))
+	m, err := readOffsetCheckpoint(d.fs, filepath.Join(d.path, name))
 	if err != nil {
 		d.logger.Warn("ignoring unreadable checkpoint", "file", name, "err", err)
 		return map[TopicPartition]int64{}
@@ -185,13 +199,13 @@ func (d *Dir) readCheckpointOrWarn(name string) map[TopicPartition]int64 {
 // load opens the partition logs; see OpenDir.
 func (d *Dir) load() error {
 	marker := filepath.Join(d.path, CleanShutdownFile)
-	_, err := os.Stat(marker)
+	_, err := d.fs.Stat(marker)
 	clean := err == nil
 	recovery := d.readCheckpointOrWarn(RecoveryPointCheckpointFile)
 	starts := d.readCheckpointOrWarn(LogStartOffsetCheckpointFile)
 	cleaned := d.readCheckpointOrWarn(CleanerCheckpointFile)
 	d.mu.hw = d.readCheckpointOrWarn(ReplicationCheckpointFile)
-	ents, err := os.ReadDir(d.path)
+	ents, err := d.fs.ReadDir(d.path)
 	if err != nil {
 		return err
 	}
@@ -223,10 +237,10 @@ func (d *Dir) load() error {
 		}
 	}
 	if clean {
-		if err := os.Remove(marker); err != nil {
+		if err := d.fs.Remove(marker); err != nil {
 			return fmt.Errorf("remove clean shutdown marker: %w", err)
 		}
-		return syncDir(d.path)
+		return d.syncDir()
 	}
 	return nil
 }
@@ -245,11 +259,13 @@ func (d *Dir) adopt(l *Log) {
 	}, d.markOffline)
 }
 
-// configFor fills in the dir's logger for a partition.
+// configFor fills in the dir's logger for a partition, and the dir's file
+// system and descriptor cache, which every log in the dir shares.
 func (d *Dir) configFor(tp TopicPartition, cfg Config) Config {
 	if cfg.Logger == nil {
 		cfg.Logger = d.logger.With("partition", tp.String())
 	}
+	cfg.FS, cfg.files = d.fs, d.files
 	return cfg
 }
 
@@ -292,16 +308,23 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if _, ok := d.mu.logs[tp]; ok {
 		return nil, fmt.Errorf("create %s: %w", tp, ErrExists)
 	}
-	if _, err := os.Stat(path); err == nil {
+	if _, err := d.fs.Stat(path); err == nil {
 		return nil, fmt.Errorf("create %s: directory %s: %w", tp, path, ErrExists)
+	}
+	if d.fs == vfs.Default {
+		if err := checkDescriptorHeadroom(d.cfg.SegmentOpenFilesMax); err != nil {
+			return nil, fmt.Errorf("create %s: %w", tp, err)
+		}
 	}
 	l, err := Open(path, d.configFor(tp, cfg), 0, true)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", tp, err)
+		// Leave no half-made partition directory behind to be loaded later.
+		_ = d.fs.RemoveAll(path)
+		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
 	}
-	if err := syncDir(d.path); err != nil {
+	if err := d.syncDir(); err != nil {
 		l.Delete()
-		return nil, fmt.Errorf("create %s: %w", tp, err)
+		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
 	}
 	d.mu.logs[tp] = l
 	d.adopt(l)
@@ -313,7 +336,7 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 func (d *Dir) WriteHighWatermarks(hw map[TopicPartition]int64) error {
 	d.ckMu.Lock()
 	defer d.ckMu.Unlock()
-	if err := WriteOffsetCheckpoint(filepath.Join(d.path, ReplicationCheckpointFile), hw); err != nil {
+	if err := writeOffsetCheckpoint(d.fs, filepath.Join(d.path, ReplicationCheckpointFile), hw); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -351,14 +374,14 @@ func (d *Dir) Checkpoint() error {
 			cleaned[tp] = o
 		}
 	}
-	err := WriteOffsetCheckpoint(filepath.Join(d.path, RecoveryPointCheckpointFile), rp)
+	err := writeOffsetCheckpoint(d.fs, filepath.Join(d.path, RecoveryPointCheckpointFile), rp)
 	if err == nil {
 		d.mu.Lock()
 		d.mu.lastRecovery = rp
 		d.mu.Unlock()
 	}
-	err = errors.Join(err, WriteOffsetCheckpoint(filepath.Join(d.path, CleanerCheckpointFile), cleaned))
-	return errors.Join(err, WriteOffsetCheckpoint(filepath.Join(d.path, LogStartOffsetCheckpointFile), starts))
+	err = errors.Join(err, writeOffsetCheckpoint(d.fs, filepath.Join(d.path, CleanerCheckpointFile), cleaned))
+	return errors.Join(err, writeOffsetCheckpoint(d.fs, filepath.Join(d.path, LogStartOffsetCheckpointFile), starts))
 }
 
 // Close stops the background goroutine, flushes and closes every log, writes the
@@ -385,9 +408,9 @@ func (d *Dir) Close() error {
 		errs = append(errs, err)
 	}
 	if errors.Join(errs...) == nil {
-		errs = append(errs, writeFileAtomic(filepath.Join(d.path, CleanShutdownFile), nil))
+		errs = append(errs, vfs.WriteFileAtomic(d.fs, filepath.Join(d.path, CleanShutdownFile), nil, 0o644))
 	}
-	errs = append(errs, unlockDir(d.lock))
+	errs = append(errs, d.lock.Close())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close log dir %s: %w", d.path, err)
 	}

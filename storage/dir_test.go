@@ -79,7 +79,7 @@ func TestDirReopenCleanAndUnclean(t *testing.T) {
 	seg := lastSegment(t, l.Dir())
 	st, _ := os.Stat(seg)
 	os.Truncate(seg, st.Size()-1)
-	if err := unlockDir(d.lock); err != nil { // what process death does
+	if err := d.lock.Close(); err != nil { // what process death does
 		t.Fatal(err)
 	}
 	close(d.stop)

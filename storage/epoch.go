@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // EpochEntry says that leader epoch Epoch wrote its first record at StartOffset.
@@ -23,15 +25,16 @@ const (
 // leader epoch seen in the log, persisted in leader-epoch-checkpoint.
 // Invariant: entries are strictly increasing in both Epoch and StartOffset.
 type epochCache struct {
+	fs      vfs.FS
 	path    string
 	entries []EpochEntry
 }
 
 // loadEpochCache reads dir's leader-epoch-checkpoint (absent means empty).
 // Entries that break the ordering invariant are an error.
-func loadEpochCache(dir string) (epochCache, error) {
-	c := epochCache{path: filepath.Join(dir, LeaderEpochCheckpointFile)}
-	lines, err := readCheckpoint(c.path, 2)
+func loadEpochCache(fs vfs.FS, dir string) (epochCache, error) {
+	c := epochCache{fs: fs, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
+	lines, err := readCheckpointFS(fs, c.path, 2)
 	if err != nil {
 		return c, err
 	}
@@ -56,7 +59,7 @@ func (c *epochCache) persist() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpoint(c.path, lines)
+	return writeCheckpointFS(c.fs, c.path, lines)
 }
 
 // latest is the newest epoch, or UndefinedEpoch.

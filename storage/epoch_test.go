@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 func TestEndOffsetFor(t *testing.T) {
@@ -71,7 +73,7 @@ func TestEpochAssignAndTruncate(t *testing.T) {
 
 func TestEpochCheckpointFile(t *testing.T) {
 	dir := t.TempDir()
-	c := epochCache{path: filepath.Join(dir, LeaderEpochCheckpointFile), entries: []EpochEntry{{0, 0}, {4, 17}}}
+	c := epochCache{fs: vfs.Default, path: filepath.Join(dir, LeaderEpochCheckpointFile), entries: []EpochEntry{{0, 0}, {4, 17}}}
 	if err := c.persist(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,13 +81,13 @@ func TestEpochCheckpointFile(t *testing.T) {
 	if string(data) != "0\n2\n0 0\n4 17\n" {
 		t.Errorf("file %q", data)
 	}
-	got, err := loadEpochCache(dir)
+	got, err := loadEpochCache(vfs.Default, dir)
 	if err != nil || len(got.entries) != 2 || got.entries[1] != (EpochEntry{4, 17}) {
 		t.Fatalf("load: %v %v", got.entries, err)
 	}
 	for _, bad := range []string{"1\n0\n", "0\n2\n0 0\n", "0\n2\n3 5\n2 9\n", "0\n1\nx 1\n"} {
 		os.WriteFile(c.path, []byte(bad), 0o644)
-		if _, err := loadEpochCache(dir); err == nil {
+		if _, err := loadEpochCache(vfs.Default, dir); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

@@ -3,8 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 )
 
@@ -110,59 +108,4 @@ func timeFloorOffset(es []timeEntry, ts int64) int64 {
 		return -1
 	}
 	return es[i-1].offset
-}
-
-// indexFile is an index file written by appending whole entries.
-// Invariant: the file holds exactly n entries of entrySize bytes.
-type indexFile struct {
-	f         *os.File
-	entrySize int64
-	n         int64
-}
-
-// openIndexFile opens (creating if absent) the index at path and returns it
-// with its full contents.
-func openIndexFile(path string, entrySize int64) (*indexFile, []byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open index: %w", err)
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("read index %s: %w", path, err)
-	}
-	return &indexFile{f: f, entrySize: entrySize, n: int64(len(b)) / entrySize}, b, nil
-}
-
-// append writes encoded entries (a whole number of entries) after the last one.
-func (x *indexFile) append(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	at := x.n * x.entrySize
-	if _, err := x.f.WriteAt(b, at); err != nil {
-		_ = x.f.Truncate(at)
-		return fmt.Errorf("append to index %s: %w", x.f.Name(), err)
-	}
-	x.n += int64(len(b)) / x.entrySize
-	return nil
-}
-
-// rewrite replaces the file's contents with b.
-func (x *indexFile) rewrite(b []byte) error {
-	if err := x.f.Truncate(0); err != nil {
-		return fmt.Errorf("truncate index %s: %w", x.f.Name(), err)
-	}
-	x.n = 0
-	return x.append(b)
-}
-
-// truncate keeps the first n entries.
-func (x *indexFile) truncate(n int64) error {
-	if err := x.f.Truncate(n * x.entrySize); err != nil {
-		return fmt.Errorf("truncate index %s: %w", x.f.Name(), err)
-	}
-	x.n = n
-	return nil
 }

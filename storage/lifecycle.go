@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Flush fsyncs every segment written since the last flush (log and index
@@ -33,10 +34,12 @@ func (l *Log) flushTo(upTo int64) error {
 	all := upTo >= l.mu.leo
 	upTo = min(upTo, l.mu.leo)
 	var dirty []*segment
+	var writes []indexWrite
 	for _, s := range l.mu.segments {
 		if s.dirty && (all || s.base < upTo) {
 			s.dirty = false
 			dirty = append(dirty, s)
+			writes = append(writes, s.pendingIndex())
 		}
 	}
 	dirDirty := l.mu.dirDirty
@@ -50,24 +53,38 @@ func (l *Log) flushTo(upTo int64) error {
 	l.mu.Unlock()
 
 	var err error
+	synced := 0
 	for i, s := range dirty {
 		if syncFault != nil {
 			err = syncFault(s.String())
 		}
 		if err == nil {
-			err = s.sync()
+			var created bool
+			created, err = s.syncFiles(writes[i])
+			dirDirty = dirDirty || created
 		}
 		if err != nil {
-			dirty = dirty[i:]
 			break
 		}
+		synced++
 	}
 	if err == nil && dirDirty {
-		err = syncDir(l.dir)
+		err = vfs.SyncDir(l.fs, l.dir)
 	}
 
 	l.mu.Lock()
+	active := l.mu.segments[len(l.mu.segments)-1]
+	for i, s := range dirty[:synced] {
+		s.indexWritten(writes[i], nil)
+		if s != active && !s.dirty {
+			// Synced and inactive: its descriptor may go back to the cache.
+			s.unpin()
+		}
+	}
 	if err != nil {
+		for i, s := range dirty[synced:] {
+			s.indexWritten(writes[synced+i], err)
+		}
 		for _, s := range dirty {
 			s.dirty = true
 		}
@@ -75,6 +92,12 @@ func (l *Log) flushTo(upTo int64) error {
 		l.mu.unflushedRecords += pending
 		if !since.IsZero() && (l.mu.unflushedSince.IsZero() || since.Before(l.mu.unflushedSince)) {
 			l.mu.unflushedSince = since
+		}
+		if isFDExhausted(err) {
+			// Out of descriptors is no disk failure: nothing was lost,
+			// a later flush retries.
+			l.mu.Unlock()
+			return fmt.Errorf("flush log %s: %w", l.dir, wrapOpenErr(err))
 		}
 		err = l.failLocked(err)
 		l.mu.Unlock()
@@ -109,6 +132,27 @@ func (l *Log) TruncateTo(offset int64) error {
 		return fmt.Errorf("truncate log %s: %w", l.dir, l.mu.offline)
 	}
 	return l.truncateToLocked(offset)
+}
+
+// TruncateFullyAndStartAt removes every segment and restarts the log,
+// empty, at offset: what a follower does when the leader's log starts after
+// the follower's log end (Kafka's truncateFullyAndStartAt). The leader-epoch
+// cache is emptied; the next follower append fills it again.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.mu.offline != nil {
+		return fmt.Errorf("truncate log %s: %w", l.dir, l.mu.offline)
+	}
+	if offset < 0 {
+		return fmt.Errorf("truncate log %s fully: negative start offset %d", l.dir, offset)
+	}
+	return l.truncateFullyLocked(offset)
 }
 
 // truncateBack removes a failed append, [first, end), from the log end. It
@@ -156,6 +200,9 @@ func (l *Log) truncateToLocked(offset int64) error {
 		}
 	}
 	l.mu.segments = l.mu.segments[: i+1 : i+1]
+	if err := s.pin(); err != nil {
+		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
+	}
 	if err := l.truncateSegmentLocked(s, pos); err != nil {
 		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
 	}
@@ -217,8 +264,12 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		}
 	}
 	l.mu.segments = nil
-	s, _, _, err := openSegment(l.dir, offset, true)
+	s, _, _, err := openSegment(l.fs, l.files, l.dir, offset, true)
 	if err != nil {
+		return fmt.Errorf("truncate log %s fully: %w", l.dir, err)
+	}
+	if err := s.pin(); err != nil {
+		s.remove()
 		return fmt.Errorf("truncate log %s fully: %w", l.dir, err)
 	}
 	s.dirty = true
@@ -314,16 +365,19 @@ func (l *Log) Close() error {
 		errs = append(errs, l.mu.segments[n-1].seal())
 	}
 	var syncErrs []error
+	dirDirty := l.mu.dirDirty
 	for _, s := range l.mu.segments {
 		if s.dirty {
 			if f := l.cfg.syncFault; f != nil {
 				syncErrs = append(syncErrs, f(s.String()))
 			}
-			syncErrs = append(syncErrs, s.sync())
+			created, err := s.sync()
+			syncErrs = append(syncErrs, err)
+			dirDirty = dirDirty || created
 		}
 	}
-	if l.mu.dirDirty {
-		syncErrs = append(syncErrs, syncDir(l.dir))
+	if dirDirty {
+		syncErrs = append(syncErrs, vfs.SyncDir(l.fs, l.dir))
 	}
 	if err := errors.Join(syncErrs...); err != nil {
 		errs = append(errs, l.failLocked(err))
@@ -366,7 +420,7 @@ func (l *Log) closeFiles() error {
 // for file.delete.delay.ms.
 func (l *Log) Delete() error {
 	err := l.closeFiles()
-	if rerr := os.RemoveAll(l.dir); rerr != nil {
+	if rerr := l.fs.RemoveAll(l.dir); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	if err != nil {

@@ -3,9 +3,9 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Log is one partition's log: its segments, indexes and leader-epoch cache.
@@ -25,6 +26,8 @@ type Log struct {
 	dir    string
 	cfg    Config
 	logger *slog.Logger
+	fs     vfs.FS
+	files  *fileCache
 
 	// flushMu serialises fsyncs with operations that close files
 	// (TruncateTo, Close, Delete). Taken before mu.
@@ -116,10 +119,19 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := cfg.FS.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// A new partition directory: make its entry in the log dir durable,
+		// or a crash could lose every segment in it, synced or not.
+		if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+		if err := vfs.SyncDir(cfg.FS, filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir)}
+	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), fs: cfg.FS, files: cfg.files}
 	if err := l.load(recoveryPoint, cleanShutdown); err != nil {
 		for _, s := range l.mu.segments {
 			s.close()
@@ -142,7 +154,7 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 // segmentBases lists the base offsets of dir's .log files, sorted, and
 // removes index files that have no .log file.
 func (l *Log) segmentBases() ([]int64, error) {
-	ents, err := os.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -159,14 +171,14 @@ func (l *Log) segmentBases() ([]int64, error) {
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 			if b, ok := parseSegmentName(name, suf); ok && !logs[b] {
 				l.logger.Warn("removing index file without a segment", "file", name)
-				if err := os.Remove(segmentPath(l.dir, b, suf)); err != nil {
+				if err := l.fs.Remove(segmentPath(l.dir, b, suf)); err != nil {
 					return nil, err
 				}
 			}
 		}
 		if strings.HasSuffix(name, ".tmp") {
 			// A checkpoint write interrupted before its rename.
-			_ = os.Remove(filepath.Join(l.dir, name))
+			_ = l.fs.Remove(filepath.Join(l.dir, name))
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -183,11 +195,12 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 		return err
 	}
 	if len(bases) == 0 {
-		s, _, _, err := openSegment(l.dir, 0, true)
+		s, _, _, err := openSegment(l.fs, l.files, l.dir, 0, true)
 		if err != nil {
 			return err
 		}
 		l.mu.segments = []*segment{s}
+		l.mu.dirDirty = true
 		bases = []int64{0}
 	} else {
 		recoverFrom := int64(math.MaxInt64)
@@ -201,7 +214,7 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 		}
 		interval := l.cfg.IndexIntervalBytes
 		for i, base := range bases {
-			s, idxB, timeB, err := openSegment(l.dir, base, false)
+			s, idxB, timeB, err := openSegment(l.fs, l.files, l.dir, base, false)
 			if err != nil {
 				return err
 			}
@@ -234,7 +247,7 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 					"position", s.size, "bytes_dropped", fileSize-s.size, "segments_dropped", len(bases)-1-i,
 					"log_end_offset", s.next, "reason", tail)
 				for _, b := range bases[i+1:] {
-					gone := &segment{base: b, dir: l.dir}
+					gone := &segment{base: b, dir: l.dir, fs: l.fs}
 					if err := gone.remove(); err != nil {
 						return err
 					}
@@ -248,6 +261,9 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	}
 	segs := l.mu.segments
 	active := segs[len(segs)-1]
+	if err := active.pin(); err != nil {
+		return err
+	}
 	l.mu.leo = active.next
 	l.mu.logStart = segs[0].base
 	if clean {
@@ -261,7 +277,7 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	if active.size > 0 {
 		active.rollStart = l.cfg.Now()
 	}
-	l.mu.epochs, err = loadEpochCache(l.dir)
+	l.mu.epochs, err = loadEpochCache(l.fs, l.dir)
 	if err != nil {
 		return err
 	}
@@ -323,6 +339,26 @@ func parseBatches(b []byte) ([]appendBatch, error) {
 // could not be undone also takes the log offline; see OfflineError. An
 // offline log's Append returns an error wrapping ErrLogDirOffline.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, false)
+}
+
+// AppendAsFollower writes batches fetched from the partition's leader as
+// they are: offsets and partition leader epochs were assigned by the leader
+// and are kept. The first batch must start at or after the log end (a
+// compacted leader log may skip offsets), and base offsets must increase;
+// otherwise it returns an error wrapping ErrUnexpectedAppendOffset and
+// writes nothing. Each batch whose leader epoch is newer than the latest in
+// the leader-epoch cache starts that epoch at its base offset, as on
+// Kafka's followers. Durability and failure handling are those of Append.
+func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
+	return l.append(batches, UndefinedEpoch, true)
+}
+
+// ErrUnexpectedAppendOffset reports follower batches that do not continue
+// the log (Kafka's UnexpectedAppendOffsetException).
+var ErrUnexpectedAppendOffset = errors.New("batches do not continue the log")
+
+func (l *Log) append(batches []byte, leaderEpoch int32, follower bool) (AppendInfo, error) {
 	if len(batches) > math.MaxInt32 {
 		return AppendInfo{}, fmt.Errorf("append %d bytes: larger than a segment can hold", len(batches))
 	}
@@ -330,7 +366,20 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, fmt.Errorf("append: %w", err)
 	}
-	info, rolledTo, needFlush, rollFlush, err := l.appendLocked(batches, parsed, leaderEpoch)
+	var info AppendInfo
+	var rolledTo int64
+	var needFlush bool
+	var rollFlush func(int64)
+	for synced := false; ; synced = true {
+		info, rolledTo, needFlush, rollFlush, err = l.appendLocked(batches, parsed, leaderEpoch, follower, synced)
+		if !errors.Is(err, errRollNeedsSync) {
+			break
+		}
+		if err := l.Flush(); err != nil {
+			l.reportOffline()
+			return AppendInfo{}, fmt.Errorf("append: fsync before segment roll: %w", err)
+		}
+	}
 	if err != nil {
 		l.reportOffline()
 		return AppendInfo{}, err
@@ -359,9 +408,14 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	return info, nil
 }
 
+// errRollNeedsSync asks Append to fsync the active segment before it rolls.
+var errRollNeedsSync = errors.New("segment roll needs an fsync first")
+
 // appendLocked assigns offsets, rolls if needed and writes under mu.
-// rolledTo is the base of a segment rolled to, or -1.
-func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (info AppendInfo, rolledTo int64, needFlush bool, rollFlush func(int64), err error) {
+// rolledTo is the base of a segment rolled to, or -1. Unless synced, a roll
+// of a segment with unsynced bytes returns errRollNeedsSync without
+// changing anything (see rollLocked).
+func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, follower, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, rollFlush func(int64), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rolledTo = -1
@@ -373,13 +427,34 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (i
 		return info, rolledTo, false, nil, fmt.Errorf("append: %w", l.mu.offline)
 	}
 	first := l.mu.leo
+	if follower {
+		if parsed[0].h.BaseOffset < first {
+			return info, rolledTo, false, nil, fmt.Errorf("follower append at %d: log ends at %d: %w", parsed[0].h.BaseOffset, first, ErrUnexpectedAppendOffset)
+		}
+		first = parsed[0].h.BaseOffset
+	}
 	next := first
 	info = AppendInfo{FirstOffset: first, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, Bytes: len(b)}
+	// epochStarts are the leader epochs these batches start (follower).
+	var epochStarts []EpochEntry
 	for i := range parsed {
 		p := &parsed[i]
-		records.SetBaseOffset(b[p.pos:], next)
-		records.SetPartitionLeaderEpoch(b[p.pos:], leaderEpoch)
-		p.h.BaseOffset, p.h.PartitionLeaderEpoch = next, leaderEpoch
+		if follower {
+			if p.h.BaseOffset < next {
+				return info, rolledTo, false, nil, fmt.Errorf("follower append: batch at %d after offset %d: %w", p.h.BaseOffset, next-1, ErrUnexpectedAppendOffset)
+			}
+			latest := l.mu.epochs.latest()
+			if n := len(epochStarts); n > 0 {
+				latest = epochStarts[n-1].Epoch
+			}
+			if p.h.PartitionLeaderEpoch > latest {
+				epochStarts = append(epochStarts, EpochEntry{Epoch: p.h.PartitionLeaderEpoch, StartOffset: p.h.BaseOffset})
+			}
+		} else {
+			records.SetBaseOffset(b[p.pos:], next)
+			records.SetPartitionLeaderEpoch(b[p.pos:], leaderEpoch)
+			p.h.BaseOffset, p.h.PartitionLeaderEpoch = next, leaderEpoch
+		}
 		next = p.h.NextOffset()
 		if p.h.MaxTimestamp > info.MaxTimestamp {
 			info.MaxTimestamp, info.OffsetOfMaxTimestamp = p.h.MaxTimestamp, p.h.LastOffset()
@@ -392,6 +467,9 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (i
 	s := l.mu.segments[len(l.mu.segments)-1]
 	if s.size > 0 && (s.size+int64(len(b)) > l.cfg.SegmentBytes ||
 		now.Sub(s.rollStart).Milliseconds() > l.cfg.SegmentMs || !s.canHold(info.LastOffset)) {
+		if s.dirty && !synced {
+			return info, rolledTo, false, nil, errRollNeedsSync
+		}
 		if s, err = l.rollLocked(); err != nil {
 			return info, rolledTo, false, nil, fmt.Errorf("append at %d: %w", first, err)
 		}
@@ -399,7 +477,14 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (i
 	}
 
 	epochsBefore := l.mu.epochs.entries
-	assigned := leaderEpoch > l.mu.epochs.latest() && l.mu.epochs.assign(leaderEpoch, first)
+	assigned := false
+	if follower {
+		for _, e := range epochStarts {
+			assigned = l.mu.epochs.assign(e.Epoch, e.StartOffset) || assigned
+		}
+	} else {
+		assigned = leaderEpoch > l.mu.epochs.latest() && l.mu.epochs.assign(leaderEpoch, first)
+	}
 	if assigned {
 		if err := l.mu.epochs.persist(); err != nil {
 			l.mu.epochs.entries = epochsBefore
@@ -429,13 +514,11 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32) (i
 // writeLocked writes b at the end of s in one write and indexes it; on
 // failure it restores s and the files as they were.
 func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
-	saved := *s
 	start := s.size
-	idxN, tidxN := s.idx.n, s.tidx.n
-	// undo restores s and its files after a failed write; if the files
-	// cannot be restored the log goes offline, since the bytes after the
-	// log end are no longer known.
-	undo := func(cause error) error {
+	if err := l.writeAt(s, b, start); err != nil {
+		// Undo the partial write; if that fails the log goes offline, since
+		// the bytes after the log end are no longer known.
+		cause := fmt.Errorf("write %s: %w", s, err)
 		var terr error
 		if f := l.cfg.truncateFault; f != nil {
 			terr = f(s.String())
@@ -443,28 +526,13 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 		if terr == nil {
 			terr = s.log.Truncate(start)
 		}
-		terr = errors.Join(terr, s.idx.truncate(idxN), s.tidx.truncate(tidxN))
-		idx, tidx := s.idx, s.tidx
-		*s = saved
-		s.idx, s.tidx = idx, tidx
 		if terr != nil {
 			return l.failLocked(fmt.Errorf("%w; removing the partial write at position %d of %s failed: %w", cause, start, s, terr))
 		}
 		return cause
 	}
-	if err := l.writeAt(s, b, start); err != nil {
-		return undo(fmt.Errorf("write %s: %w", s, err))
-	}
-	nIdx, nTimes := len(s.index), len(s.times)
 	for _, p := range parsed {
 		s.track(p.h, start+int64(p.pos), p.h.TotalSize(), l.cfg.IndexIntervalBytes)
-	}
-	err := s.idx.append(encodeOffsetEntries(nil, s.base, s.index[nIdx:]))
-	if err == nil {
-		err = s.tidx.append(encodeTimeEntries(nil, s.base, s.times[nTimes:]))
-	}
-	if err != nil {
-		return undo(err)
 	}
 	s.dirty = true
 	return nil
@@ -485,13 +553,22 @@ func (l *Log) writeAt(s *segment, b []byte, pos int64) error {
 }
 
 // rollLocked seals the active segment and starts a new one at the log end.
+//
+// Callers fsync the active segment first (without holding mu, so appends
+// and reads go on meanwhile): the new file may reach the disk at any time
+// (a journal commit), and a crash must not leave it behind a segment whose
+// tail was lost, a gap in the offsets no recovery can tell from compaction.
 func (l *Log) rollLocked() (*segment, error) {
 	old := l.mu.segments[len(l.mu.segments)-1]
 	if err := old.seal(); err != nil {
 		return nil, fmt.Errorf("roll: %w", err)
 	}
-	s, _, _, err := openSegment(l.dir, l.mu.leo, true)
+	s, _, _, err := openSegment(l.fs, l.files, l.dir, l.mu.leo, true)
 	if err != nil {
+		return nil, fmt.Errorf("roll: %w", err)
+	}
+	if err := s.pin(); err != nil {
+		s.remove()
 		return nil, fmt.Errorf("roll: %w", err)
 	}
 	s.dirty = true
@@ -503,6 +580,9 @@ func (l *Log) rollLocked() (*segment, error) {
 // Roll starts a new active segment at the log end offset if the active
 // segment is not empty, and makes the old one durable.
 func (l *Log) Roll() error {
+	if err := l.Flush(); err != nil {
+		return fmt.Errorf("roll: %w", err)
+	}
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()

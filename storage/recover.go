@@ -149,8 +149,9 @@ func (s *segment) truncateFile(fileSize int64) error {
 // load trusts the segment's batches (they were validated before a clean
 // shutdown or lie below the recovery point) and adopts its index files if
 // they are consistent with it; otherwise it rebuilds them from batch headers.
-// For the last segment it scans headers after the last index entry to find
-// the log end; nextBase is the following segment's base otherwise.
+// It scans headers after the last index entry to find the segment's end
+// and entries the files lack; nextBase is the following segment's base
+// (the log end of an inactive segment, which compaction may leave gaps before).
 // rebuilt explains why indexes were rebuilt (nil if not); tail is as in rebuild.
 func (s *segment) load(idxB, timeB []byte, fileSize, nextBase int64, last bool, interval int32) (rebuilt, tail, err error) {
 	bound := nextBase
@@ -178,13 +179,15 @@ func (s *segment) load(idxB, timeB []byte, fileSize, nextBase int64, last bool, 
 		return rebuilt, tail, err
 	}
 	s.index, s.times = index, times
+	s.idxOnDisk, s.timesOnDisk, s.idxStale = len(index), len(times), false
 	if n := len(times); n > 0 {
 		s.maxTs, s.maxTsOffset = times[n-1].ts, times[n-1].offset
 	}
-	if !last {
-		s.size, s.next = fileSize, nextBase
-		return nil, nil, nil
-	}
+	// Scan the batch headers after the last index entry, for every segment:
+	// the index files are synced after the log file and the time index
+	// before the offset index, so after a crash the files may lack entries
+	// (such as the largest timestamp sealed at roll) only for batches after
+	// the last offset index entry on disk.
 	pos := int64(0)
 	if n := len(index); n > 0 {
 		pos = int64(index[n-1].pos)
@@ -199,14 +202,21 @@ func (s *segment) load(idxB, timeB []byte, fileSize, nextBase int64, last bool, 
 		tail, err = s.rebuild(fileSize, false, interval)
 		return rebuilt, tail, err
 	}
+	if !last {
+		if tail != nil || s.next > nextBase {
+			rebuilt = fmt.Errorf("inactive segment does not end cleanly before %d: %v", nextBase, tail)
+			tail, err = s.rebuild(fileSize, false, interval)
+			return rebuilt, tail, err
+		}
+		// Compaction may leave a gap before the next segment.
+		s.next = nextBase
+		s.appendTimeEntry()
+	}
 	if err := s.truncateFile(fileSize); err != nil {
 		return nil, nil, err
 	}
-	if err := s.idx.append(encodeOffsetEntries(nil, s.base, s.index[nIdx:])); err != nil {
-		return nil, nil, err
-	}
-	if err := s.tidx.append(encodeTimeEntries(nil, s.base, s.times[nTimes:])); err != nil {
-		return nil, nil, err
+	if len(s.index) > nIdx || len(s.times) > nTimes {
+		s.dirty = true // the new entries reach the files at the next sync
 	}
 	return nil, tail, nil
 }

@@ -22,7 +22,7 @@ func crashDir(t *testing.T, d *Dir) {
 			t.Fatal(err)
 		}
 	}
-	if err := unlockDir(d.lock); err != nil {
+	if err := d.lock.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

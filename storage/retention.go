@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -95,7 +94,7 @@ func segmentTime(s *segment) int64 {
 	if s.maxTs >= 0 {
 		return s.maxTs
 	}
-	if st, err := os.Stat(s.String()); err == nil {
+	if st, err := s.fs.Stat(s.String()); err == nil {
 		return st.ModTime().UnixMilli()
 	}
 	return time.Now().UnixMilli()

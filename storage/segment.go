@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/protocol/records"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // File name suffixes of a segment.
@@ -41,19 +43,25 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 
 // segment is one "<base>.log" file with its offset and time indexes.
 //
+// The indexes live in memory (index, times); the index files are written
+// only when the segment is synced (syncFiles), so a segment holds no index
+// descriptor. The ".log" descriptor comes from the log dir's fileCache; the
+// active segment pins it open.
+//
 // Fields below the files are guarded by the owning Log's mu: written only
 // with the write lock held, read by readers under the read lock (see view).
 // Invariants: size is the file size and a batch boundary; every batch in
 // [0,size) has offsets in [base, next) with next-1-base <= MaxInt32; index
-// and times hold exactly the entries in idx and tidx; index and times slices
-// are never overwritten in place below their length (truncation reallocates),
-// so a reader's copy of a slice header stays valid.
+// and times slices are never overwritten in place below their length
+// (truncation reallocates), so a reader's copy of a slice header stays
+// valid; unless idxStale, the index files hold exactly the first idxOnDisk
+// and timesOnDisk entries of index and times.
 type segment struct {
-	base int64
-	dir  string
-	log  *os.File
-	idx  *indexFile
-	tidx *indexFile
+	base   int64
+	dir    string
+	fs     vfs.FS
+	log    *segFile
+	pinned bool // holds a use of log, keeping its descriptor open
 
 	size            int64
 	next            int64 // offset after the last batch; base when empty
@@ -64,42 +72,88 @@ type segment struct {
 	bytesSinceIndex int64
 	rollStart       time.Time // time of the first append since creation or load; zero if none
 	dirty           bool      // written since the last fsync
+
+	idxOnDisk, timesOnDisk int
+	idxStale               bool // the index files must be rewritten whole
 }
 
-// openSegment opens (creating if absent) the files of the segment at base.
-// The indexes' contents are returned undecoded; the caller loads or rebuilds them.
-func openSegment(dir string, base int64, create bool) (s *segment, idxBytes, timeBytes []byte, err error) {
-	flag := os.O_RDWR
+// openSegment opens (creating if absent) the segment at base. Its log file
+// is registered with files, not held open; the index files are read whole
+// and closed. Their contents are returned undecoded; the caller loads or
+// rebuilds them.
+func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create bool) (s *segment, idxBytes, timeBytes []byte, err error) {
+	path := segmentPath(dir, base, logSuffix)
+	s = &segment{base: base, dir: dir, fs: fs, next: base, maxTs: -1, maxTsOffset: -1}
 	if create {
-		flag |= os.O_CREATE | os.O_TRUNC
-	}
-	f, err := os.OpenFile(segmentPath(dir, base, logSuffix), flag, 0o644)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open segment: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, nil, fmt.Errorf("stat segment: %w", err)
-	}
-	s = &segment{base: base, dir: dir, log: f, size: st.Size(), next: base, maxTs: -1, maxTsOffset: -1}
-	if create {
+		f, err := files.openFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("create segment: %w", err)
+		}
+		s.log = files.file(path, f)
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
-			if err := os.Remove(segmentPath(dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := fs.Remove(segmentPath(dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				s.close()
 				return nil, nil, nil, fmt.Errorf("remove stale index: %w", err)
 			}
 		}
+		return s, nil, nil, nil
 	}
-	if s.idx, idxBytes, err = openIndexFile(segmentPath(dir, base, indexSuffix), offsetIndexEntrySize); err != nil {
+	st, err := fs.Stat(path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open segment: %w", err)
+	}
+	s.size = st.Size()
+	s.log = files.file(path, nil)
+	s.idxStale = true // until load adopts the files' contents
+	if idxBytes, err = readIndexFile(files, segmentPath(dir, base, indexSuffix)); err != nil {
 		s.close()
 		return nil, nil, nil, err
 	}
-	if s.tidx, timeBytes, err = openIndexFile(segmentPath(dir, base, timeIndexSuffix), timeIndexEntrySize); err != nil {
+	if timeBytes, err = readIndexFile(files, segmentPath(dir, base, timeIndexSuffix)); err != nil {
 		s.close()
 		return nil, nil, nil, err
 	}
 	return s, idxBytes, timeBytes, nil
+}
+
+// readIndexFile returns the contents of an index file, nil if it is
+// absent. The descriptor is closed at once.
+func readIndexFile(files *fileCache, path string) ([]byte, error) {
+	f, err := files.openFile(path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read index %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// pin keeps the log file's descriptor open until unpin (the active segment).
+func (s *segment) pin() error {
+	if s.pinned {
+		return nil
+	}
+	if _, err := s.log.acquire(); err != nil {
+		return fmt.Errorf("open segment %s: %w", s, err)
+	}
+	s.pinned = true
+	pinnedFiles.Add(1)
+	return nil
+}
+
+// unpin lets the cache close the log file's descriptor when idle.
+func (s *segment) unpin() {
+	if s.pinned {
+		s.pinned = false
+		pinnedFiles.Add(-1)
+		s.log.release()
+	}
 }
 
 // String names the segment for log lines and errors.
@@ -134,16 +188,12 @@ func (s *segment) appendTimeEntry() bool {
 }
 
 // seal records the final largest timestamp in the time index, as Kafka does
-// when a segment becomes inactive or is closed, so a reload knows it.
+// when a segment becomes inactive or is closed, so a reload knows it. The
+// entry reaches the file at the next sync.
 func (s *segment) seal() error {
-	if !s.appendTimeEntry() {
-		return nil
+	if s.appendTimeEntry() {
+		s.dirty = true
 	}
-	if err := s.tidx.append(encodeTimeEntries(nil, s.base, s.times[len(s.times)-1:])); err != nil {
-		s.times = s.times[:len(s.times)-1]
-		return err
-	}
-	s.dirty = true
 	return nil
 }
 
@@ -152,60 +202,119 @@ func (s *segment) canHold(last int64) bool {
 	return last-s.base >= 0 && last-s.base <= math.MaxInt32
 }
 
-// writeIndexes rewrites both index files from the in-memory entries.
+// writeIndexes marks both index files for a rewrite from the in-memory
+// entries at the next sync.
 func (s *segment) writeIndexes() error {
-	if err := s.idx.rewrite(encodeOffsetEntries(nil, s.base, s.index)); err != nil {
-		return err
-	}
-	if err := s.tidx.rewrite(encodeTimeEntries(nil, s.base, s.times)); err != nil {
-		return err
-	}
+	s.idxStale = true
 	s.dirty = true
 	return nil
 }
 
-// sync fsyncs the log and index files.
-func (s *segment) sync() error {
-	for _, f := range []*os.File{s.log, s.idx.f, s.tidx.f} {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", f.Name(), err)
-		}
-	}
-	return nil
+// indexWrite is what a sync writes to the index files: encoded entries at
+// a file offset, or (at < 0) whole new contents. n is the entry count the
+// file holds after the write.
+type indexWrite struct {
+	idx, times     []byte
+	idxAt, timesAt int64
+	nIdx, nTimes   int
 }
 
-// close closes the segment's files.
+// pendingIndex describes the index entries not yet in the files. Callers
+// hold the log's mu (or own s alone).
+func (s *segment) pendingIndex() indexWrite {
+	w := indexWrite{nIdx: len(s.index), nTimes: len(s.times)}
+	if s.idxStale {
+		w.idxAt, w.timesAt = -1, -1
+		w.idx = encodeOffsetEntries(nil, s.base, s.index)
+		w.times = encodeTimeEntries(nil, s.base, s.times)
+		return w
+	}
+	w.idxAt = int64(s.idxOnDisk) * offsetIndexEntrySize
+	w.timesAt = int64(s.timesOnDisk) * timeIndexEntrySize
+	w.idx = encodeOffsetEntries(nil, s.base, s.index[s.idxOnDisk:])
+	w.times = encodeTimeEntries(nil, s.base, s.times[s.timesOnDisk:])
+	return w
+}
+
+// syncFiles fsyncs the log file, then writes and fsyncs w to the time
+// index and then the offset index files. created reports that an index file may have been created, so the
+// directory needs an fsync. It takes no lock: callers hold the log's
+// flushMu (or own s alone), so nothing but appends changes s meanwhile.
+func (s *segment) syncFiles(w indexWrite) (created bool, err error) {
+	if err := s.log.Sync(); err != nil {
+		return false, fmt.Errorf("fsync %s: %w", s, err)
+	}
+	// The time index first: then every batch before the last offset index
+	// entry on disk is covered by the time index on disk, and load need
+	// only scan after that entry (see segment.load).
+	c1, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, timeIndexSuffix), w.times, w.timesAt)
+	if err != nil {
+		return c1, err
+	}
+	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt)
+	return c1 || c2, err
+}
+
+// indexWritten records the outcome of syncFiles(w). Callers hold the log's mu.
+func (s *segment) indexWritten(w indexWrite, err error) {
+	if err != nil {
+		s.idxStale = true
+		return
+	}
+	s.idxStale = false
+	s.idxOnDisk, s.timesOnDisk = w.nIdx, w.nTimes
+}
+
+// writeIndexFile writes b at offset at of the index file path (at < 0:
+// replaces its contents) and fsyncs it. Nothing to append is a no-op.
+func writeIndexFile(fs vfs.FS, path string, b []byte, at int64) (created bool, err error) {
+	if at >= 0 && len(b) == 0 {
+		return false, nil
+	}
+	flag := os.O_WRONLY | os.O_CREATE
+	if at < 0 {
+		flag |= os.O_TRUNC
+	}
+	f, err := fs.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return true, fmt.Errorf("write index %s: %w", path, wrapOpenErr(err))
+	}
+	_, err = f.WriteAt(b, max(at, 0))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return true, fmt.Errorf("write index %s: %w", path, err)
+	}
+	return at <= 0, nil
+}
+
+// sync fsyncs the log file and writes and fsyncs the index files. Callers
+// hold the log's flushMu and mu (or own s alone).
+func (s *segment) sync() (created bool, err error) {
+	w := s.pendingIndex()
+	created, err = s.syncFiles(w)
+	s.indexWritten(w, err)
+	return created, err
+}
+
+// close unpins and forgets the segment's log file.
 func (s *segment) close() error {
-	var errs []error
-	for _, f := range []*os.File{s.log, s.idxFile(), s.tidxFile()} {
-		if f != nil {
-			if err := f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (s *segment) idxFile() *os.File {
-	if s.idx == nil {
+	if s.log == nil {
 		return nil
 	}
-	return s.idx.f
-}
-
-func (s *segment) tidxFile() *os.File {
-	if s.tidx == nil {
-		return nil
-	}
-	return s.tidx.f
+	s.unpin()
+	return s.log.close()
 }
 
 // remove closes the segment and deletes its files.
 func (s *segment) remove() error {
 	err := s.close()
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if e := os.Remove(segmentPath(s.dir, s.base, suf)); e != nil && !errors.Is(e, os.ErrNotExist) {
+		if e := s.fs.Remove(segmentPath(s.dir, s.base, suf)); e != nil && !errors.Is(e, os.ErrNotExist) {
 			err = errors.Join(err, e)
 		}
 	}
@@ -220,7 +329,7 @@ func (s *segment) remove() error {
 // generation is unchanged.
 type segView struct {
 	base        int64
-	f           *os.File
+	f           *segFile
 	size        int64
 	next        int64
 	index       []indexEntry
@@ -237,7 +346,7 @@ func (s *segment) view() segView {
 
 // headerAt reads and parses the batch header at pos, checking the batch
 // lies within the first size bytes.
-func headerAt(f *os.File, pos, size int64) (records.Header, error) {
+func headerAt(f io.ReaderAt, pos, size int64) (records.Header, error) {
 	var buf [records.HeaderSize]byte
 	if size-pos < records.HeaderSize {
 		return records.Header{}, records.ErrTruncated

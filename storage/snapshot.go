@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // SnapshotSuffix names producer-state snapshot files: <20-digit offset>.snapshot,
@@ -31,27 +33,20 @@ func (l *Log) WriteProducerSnapshot(offset int64, data []byte) error {
 	buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(data)), crc32.Checksum(data, snapshotCRC))
 	buf = append(buf, data...)
 	tmp := name + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := vfs.WriteFileSynced(l.fs, tmp, buf, 0o644); err != nil {
+		_ = l.fs.Remove(tmp)
 		return fmt.Errorf("writing producer snapshot: %w", err)
 	}
-	if _, err := f.Write(buf); err != nil {
-		f.Close()
-		return fmt.Errorf("writing producer snapshot: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("syncing producer snapshot: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing producer snapshot: %w", err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
+	if err := l.fs.Rename(tmp, name); err != nil {
 		return fmt.Errorf("installing producer snapshot: %w", err)
 	}
 	offs, _ := l.snapshotOffsets()
 	for i := 0; i+snapshotsKept < len(offs); i++ {
-		_ = os.Remove(l.snapshotPath(offs[i]))
+		_ = l.fs.Remove(l.snapshotPath(offs[i]))
+	}
+	// The rename (and removals) become durable with the directory.
+	if err := vfs.SyncDir(l.fs, l.dir); err != nil {
+		return fmt.Errorf("installing producer snapshot: %w", err)
 	}
 	return nil
 }
@@ -68,15 +63,15 @@ func (l *Log) LatestProducerSnapshot(maxOffset int64) (offset int64, data []byte
 	for i := len(offs) - 1; i >= 0; i-- {
 		path := l.snapshotPath(offs[i])
 		if offs[i] > maxOffset {
-			_ = os.Remove(path)
+			_ = l.fs.Remove(path)
 			continue
 		}
-		b, err := os.ReadFile(path)
+		b, err := vfs.ReadFile(l.fs, path)
 		if err == nil && len(b) >= 4 && binary.BigEndian.Uint32(b) == crc32.Checksum(b[4:], snapshotCRC) {
 			return offs[i], b[4:], true
 		}
 		l.cfg.Logger.Warn("ignoring corrupt producer snapshot", "file", path, "err", err)
-		_ = os.Remove(path)
+		_ = l.fs.Remove(path)
 	}
 	return 0, nil, false
 }
@@ -87,7 +82,7 @@ func (l *Log) snapshotPath(offset int64) string {
 
 // snapshotOffsets lists the offsets of the snapshot files, ascending.
 func (l *Log) snapshotOffsets() ([]int64, error) {
-	ents, err := os.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

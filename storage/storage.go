@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // ErrOffsetOutOfRange reports a read or lookup at an offset below the log
@@ -105,6 +107,13 @@ type Config struct {
 	// reach the file and the write fail with that error, as a full disk or an
 	// I/O error would. A test hook; nil in production.
 	WriteFault func(path string, n int) (written int, err error)
+	// FS is the file system the log lives on; default vfs.Default, the
+	// operating system's files. Tests use vfs.NewMem and vfs.WithErrors.
+	FS vfs.FS
+
+	// files is the log dir's cache of segment descriptors; Open makes a
+	// private one if nil.
+	files *fileCache
 
 	// syncFault and truncateFault, if set, are consulted before the fsync
 	// of a segment and before the truncation that undoes a failed write; a
@@ -136,6 +145,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.files == nil {
+		c.files = newFileCache(c.FS, 0)
 	}
 	switch {
 	case c.SegmentBytes < 14 || c.SegmentBytes > math.MaxInt32:

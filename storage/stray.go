@@ -154,12 +154,12 @@ func (d *Dir) renameOut(tp TopicPartition, suffix string, keep bool) (string, er
 		return "", err
 	}
 	name := renamedDirName(tp, suffix)
-	if err := os.Rename(l.Dir(), filepath.Join(d.path, name)); err != nil {
+	if err := d.fs.Rename(l.Dir(), filepath.Join(d.path, name)); err != nil {
 		return "", err
 	}
 	delete(d.mu.logs, tp)
 	delete(d.mu.hw, tp)
-	return name, syncDir(d.path)
+	return name, d.syncDir()
 }
 
 // deleteDue deletes the "-delete" directories whose delay has passed. One
@@ -183,14 +183,14 @@ func (d *Dir) deleteDue() {
 	}
 	var failed []pendingDelete
 	for _, p := range due {
-		if err := os.RemoveAll(filepath.Join(d.path, p.name)); err != nil {
+		if err := d.fs.RemoveAll(filepath.Join(d.path, p.name)); err != nil {
 			d.logger.Error("deleting removed log failed; will retry", "dir", p.name, "err", err)
 			failed = append(failed, pendingDelete{name: p.name, due: d.deleteDue0()})
 			continue
 		}
 		d.logger.Info("deleted removed log", "dir", p.name)
 	}
-	if err := syncDir(d.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := d.syncDir(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		d.logger.Error("fsync of log dir after deletes failed", "err", err)
 	}
 	if len(failed) > 0 {

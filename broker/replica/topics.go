@@ -199,7 +199,7 @@ func (m *Manager) CreateTopic(name string, partitions int32, rf int16, configs m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.mu.topics[name]; ok {
-		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("topic '%s' already exists", name)
+		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", name)
 	}
 	if validateOnly {
 		return nil, nil, ""
