@@ -24,6 +24,8 @@ func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) k
 		// Kafka answers min(MaxBytes, fetch.max.bytes); a MaxBytes ≤ 0 (which
 		// the replica reads as no limit) gets the one batch Kafka would give.
 		req.MaxBytes = max(min(req.MaxBytes, limit), 1)
+		// As Kafka: a MinBytes the cap can never satisfy would always wait MaxWait.
+		req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	}
 	b.rm.Fetch(req, resp)
 	return resp
