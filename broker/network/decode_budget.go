@@ -1,6 +1,9 @@
 package network
 
-import "reflect"
+import (
+	"reflect"
+	"sync"
+)
 
 // decodeFactor bounds the bytes kmsg may allocate decoding a request, per
 // frame byte. kmsg refuses an array whose declared count times its
@@ -38,10 +41,8 @@ func indirectBytes(v reflect.Value) int64 {
 		return int64(v.Type().Elem().Size()) + indirectBytes(v.Elem())
 	case reflect.Struct:
 		var n int64
-		for i := 0; i < v.NumField(); i++ {
-			if f := v.Field(i); f.CanInterface() {
-				n += indirectBytes(f)
-			}
+		for _, i := range indirectFields(v.Type()) {
+			n += indirectBytes(v.Field(i))
 		}
 		return n
 	case reflect.Slice:
@@ -50,8 +51,7 @@ func indirectBytes(v reflect.Value) int64 {
 			return 0
 		}
 		n := int64(v.Cap()) * int64(et.Size())
-		switch et.Kind() {
-		case reflect.Struct, reflect.String, reflect.Pointer, reflect.Slice:
+		if hasIndirect(et) {
 			for i := 0; i < v.Len(); i++ {
 				n += indirectBytes(v.Index(i))
 			}
@@ -61,4 +61,38 @@ func indirectBytes(v reflect.Value) int64 {
 		return int64(v.Len())
 	}
 	return 0
+}
+
+// fieldCache maps a struct type to the indexes of its exported fields that
+// may reference memory (strings, slices, pointers, such structs), so the
+// walk visits only those: a Fetch of 1000 partitions has nothing to visit
+// per partition.
+var fieldCache sync.Map // reflect.Type → []int
+
+func indirectFields(t reflect.Type) []int {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.([]int)
+	}
+	var out []int
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); f.IsExported() && hasIndirect(f.Type) {
+			out = append(out, i)
+		}
+	}
+	fieldCache.Store(t, out)
+	return out
+}
+
+// hasIndirect reports whether a value of type t may reference memory
+// decodedBytes counts. kmsg's types are trees, so the recursion ends.
+func hasIndirect(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Pointer:
+		return true
+	case reflect.Slice:
+		return t.Elem().Kind() != reflect.Uint8
+	case reflect.Struct:
+		return len(indirectFields(t)) > 0
+	}
+	return false
 }
