@@ -98,6 +98,9 @@ type Config struct {
 	GroupSharePartitionMaxRecordLocks int32
 	GroupShareMaxSize                 int32
 
+	// Limits of the network edge and of fetch responses (network.go).
+	NetworkLimits
+
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
 
