@@ -95,6 +95,7 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 		Logger:                b.log,
 		Handler:               b.api,
 		NewAuthenticator:      b.api.NewAuthenticator,
+		Limits:                &cfg.NetworkLimits,
 	})
 	if err := b.api.BootstrapScram(); err != nil {
 		return nil, err

@@ -110,6 +110,9 @@ type Config struct {
 	GroupShareMinHeartbeatIntervalMs int32
 	GroupShareMaxHeartbeatIntervalMs int32
 
+	// Limits of the network edge and of fetch responses (network.go).
+	NetworkLimits
+
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
 
