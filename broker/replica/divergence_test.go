@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func manualRC() ReplicationConfig {
@@ -166,5 +168,41 @@ func TestStaleLeaderEpochIgnored(t *testing.T) {
 	}
 	if c.part(1, 0).IsLeader() || c.part(1, 0).LeaderEpoch() != 2 {
 		t.Fatalf("broker 1 leads=%v at epoch %d after a stale MakeLeader", c.part(1, 0).IsLeader(), c.part(1, 0).LeaderEpoch())
+	}
+}
+
+// A consumer that read m2 from the old leader (epoch 1, next offset 2) and
+// fetches from the new leader, whose epoch 1 ended at 1, is told where its
+// log diverged (KIP-320) and gets no records.
+func TestFetchDivergingEpoch(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1)
+	c.step(2, 1)
+	c.mustProduce(1, 1, "m2") // read by the consumer, never replicated
+	c.elect(0, 2, []int32{2}, all, 2)
+	c.mustProduce(2, 1, "m3")
+	fetch := func(lastEpoch int32, offset int64) kmsg.FetchResponseTopicPartition {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = 12, -1, 1<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.FetchOffset, rp.PartitionMaxBytes = 0, 2, lastEpoch, offset, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		c.broker(2).m.Fetch(req, resp)
+		return resp.Topics[0].Partitions[0]
+	}
+	sp := fetch(1, 2)
+	if sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch != 1 || sp.DivergingEpoch.EndOffset != 1 || len(sp.RecordBatches) != 0 {
+		t.Fatalf("diverged consumer: error %d, diverging %+v, %d bytes; want epoch 1 ending at 1 and no records",
+			sp.ErrorCode, sp.DivergingEpoch, len(sp.RecordBatches))
+	}
+	if sp := fetch(1, 1); sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch != -1 || len(sp.RecordBatches) == 0 {
+		t.Fatalf("consumer at the divergence point: error %d, diverging %+v, %d bytes; want m3", sp.ErrorCode, sp.DivergingEpoch, len(sp.RecordBatches))
 	}
 }
