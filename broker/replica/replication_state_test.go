@@ -66,3 +66,29 @@ func TestReplicationLeavesNoGoroutines(t *testing.T) {
 	})
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+// StopReplica with delete removes the log and, once every partition of the
+// topic is gone, the topic; a later MakeFollower creates the log again and
+// copies the leader's data from the start.
+func TestStopReplicaDeleteAndRecreate(t *testing.T) {
+	c := newTestCluster(t, 2, fastRC(10*time.Second), false, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, -1, "a")
+	c.waitReplicated(1, 2)
+	m := c.broker(2).m
+	if err := m.StopReplica("t", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if m.TopicByName("t") != nil {
+		t.Fatal("topic still registered after its only partition was deleted")
+	}
+	if err := m.MakeFollower("t", 0, [16]byte{1}, c.state(0)); err == nil {
+		t.Fatal("MakeFollower with another topic id succeeded")
+	}
+	c.apply(2, 0, c.state(0))
+	c.waitReplicated(1, 2)
+	if got := c.values(2, 0); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("recreated follower holds %q, want [a]", got)
+	}
+}

@@ -342,10 +342,18 @@ func (m *Manager) replicaPartition(topic string, partition int32, topicID [16]by
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.mu.topics[topic]
+	if t != nil && topicID != ([16]byte{}) && t.Meta.ID != ([16]byte{}) && t.Meta.ID != topicID {
+		// A topic of this name was deleted and created again while this
+		// broker missed the StopReplica: its data is not this topic's.
+		return nil, fmt.Errorf("%s-%d: local topic id %s, requested %s: %w", topic, partition, fmtUUID(t.Meta.ID), fmtUUID(topicID), kerr.InconsistentTopicID)
+	}
 	if t == nil || int32(len(t.Partitions)) <= partition {
 		meta, ok := m.store.Topic(topic)
 		if !ok || partition < 0 || partition >= meta.Partitions {
 			return nil, fmt.Errorf("%s-%d is not in the metadata: %w", topic, partition, kerr.UnknownTopicOrPartition)
+		}
+		if topicID != ([16]byte{}) && meta.ID != ([16]byte{}) && meta.ID != topicID {
+			return nil, fmt.Errorf("%s-%d: topic id %s in the metadata, requested %s: %w", topic, partition, fmtUUID(meta.ID), fmtUUID(topicID), kerr.InconsistentTopicID)
 		}
 		nt, err := m.growTopicLocked(t, meta)
 		if err != nil {
