@@ -129,6 +129,7 @@ func (m *Manager) awaitHW(p *Partition, w *hwWaiter, deadline time.Time) error {
 		return err
 	case <-timer.C:
 	case <-m.closing:
+	case <-m.repl.stop: // Stop: answer before the coordinators close
 	}
 	p.dropWaiter(w)
 	select {
@@ -193,7 +194,8 @@ const internalWriteTimeout = 5 * time.Second
 
 // awaitInternal reports an internal write's outcome to done: at once on a
 // single node, when the HW covers it in cluster mode. The wait runs in a
-// goroutine owned by the manager's closing channel and the deadline.
+// goroutine that ends by the deadline, at shutdown or at Stop, which waits
+// for it (so no callback runs after Stop returns).
 func (m *Manager) awaitInternal(p *Partition, end int64, err error, done func(error)) {
 	if err != nil || m.cluster() == nil {
 		done(err)
@@ -214,5 +216,17 @@ func (m *Manager) awaitInternal(p *Partition, end int64, err error, done func(er
 	default:
 	}
 	deadline := m.now().Add(internalWriteTimeout)
-	go func() { done(m.awaitHW(p, w, deadline)) }()
+	m.repl.mu.Lock()
+	if m.repl.mu.stopped {
+		m.repl.mu.Unlock()
+		p.dropWaiter(w)
+		done(fmt.Errorf("replica manager stopped before the write was replicated: %w", kerr.RequestTimedOut))
+		return
+	}
+	m.repl.internal.Add(1)
+	m.repl.mu.Unlock()
+	go func() {
+		defer m.repl.internal.Done()
+		done(m.awaitHW(p, w, deadline))
+	}()
 }
