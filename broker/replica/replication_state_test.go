@@ -63,6 +63,19 @@ func TestReplicationLeavesNoGoroutines(t *testing.T) {
 		c.mustProduce(1, -1, "a")
 		c.elect(0, 2, all, all, all...)
 		c.mustProduce(2, -1, "b")
+		// The new leader stopped its fetcher; the others follow broker 2 only.
+		for id, want := range map[int32][]int32{1: {2}, 2: nil, 3: {2}} {
+			m := c.broker(id).m
+			m.repl.mu.Lock()
+			var leaders []int32
+			for k := range m.repl.mu.fetchers {
+				leaders = append(leaders, k.leader)
+			}
+			m.repl.mu.Unlock()
+			if !slices.Equal(leaders, want) {
+				t.Errorf("broker %d fetches from %v, want %v", id, leaders, want)
+			}
+		}
 	})
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
