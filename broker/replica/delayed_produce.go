@@ -92,6 +92,7 @@ func (m *Manager) CheckProduce(p *Partition, acks int16) *kerr.Error {
 	case r.kind != replLeader || p.mu.closed:
 		return kerr.NotLeaderForPartition
 	default:
+		r.leader.SetMinInsyncReplicas(int(p.Topic.Settings().MinInsyncReplicas))
 		if err := r.leader.CheckAppend(acks); err != nil {
 			return kerr.NotEnoughReplicas
 		}
@@ -166,6 +167,7 @@ func (p *Partition) appendAcked(batch []byte, h records.Header) (AppendResult, *
 	if l == nil {
 		return AppendResult{Err: kerr.NotLeaderForPartition}, nil, errNotLeader
 	}
+	l.SetMinInsyncReplicas(int(p.Topic.Settings().MinInsyncReplicas))
 	if err := l.CheckAppend(-1); err != nil {
 		return AppendResult{Err: kerr.NotEnoughReplicas}, nil, nil
 	}
