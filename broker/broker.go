@@ -11,11 +11,14 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/api"
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/coordhost"
+	"github.com/kbroker/kbroker/broker/httpserver"
+	"github.com/kbroker/kbroker/broker/metrics"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
@@ -42,7 +45,12 @@ type Broker struct {
 	api *api.API
 
 	// net owns the listeners and connections.
-	net       *network.Server
+	net *network.Server
+	// http serves /metrics, /healthz, /readyz (observe.go); ready is set
+	// once the logs are loaded and the Kafka listeners open.
+	http      *httpserver.Server
+	metrics   *metrics.Metrics
+	ready     atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -67,9 +75,13 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	ok := false
 	defer func() {
 		if !ok {
+			b.http.Close()
 			b.closeStorage()
 		}
 	}()
+	if err := b.startHTTP(); err != nil {
+		return nil, err
+	}
 	if err := b.rm.OpenDirs(fs); err != nil {
 		return nil, err
 	}
@@ -93,10 +105,11 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 		Listeners:             cfg.Listeners,
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
 		Logger:                b.log,
-		Handler:               b.api,
+		Handler:               b.handler(),
 		NewAuthenticator:      b.api.NewAuthenticator,
 		Limits:                &cfg.NetworkLimits,
 	})
+	b.metrics.SetNetwork(b.net)
 	if err := b.api.BootstrapScram(); err != nil {
 		return nil, err
 	}
@@ -118,6 +131,7 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.rm.Start()
+	b.ready.Store(true)
 	return nil
 }
 
@@ -128,12 +142,14 @@ func (b *Broker) Addrs() []net.Addr { return b.net.Addrs() }
 // closes every log. It is safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.ready.Store(false)
 		close(b.closing)
 		b.co.CloseShares() // parked ShareFetches return on closing
 		b.net.Close()      // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()
 		b.closeErr = b.closeStorage()
+		b.http.Close() // last: /healthz answers while the logs close
 		b.log.Info("broker stopped")
 	})
 	return b.closeErr

@@ -21,6 +21,9 @@ import (
 // without starting it.
 func newBrokerProps(p map[string]string) (*Broker, error) {
 	p["listeners"] = "PLAINTEXT://127.0.0.1:0"
+	if _, ok := p["http.listeners"]; !ok {
+		p["http.listeners"] = ""
+	}
 	cfg, _, err := config.ParseConfig(p)
 	if err != nil {
 		return nil, err

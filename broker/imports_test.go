@@ -12,7 +12,8 @@ const module = "github.com/kbroker/kbroker/"
 // importRules is the must-not-import column of docs/ARCHITECTURE.md: a
 // package (and every package below it) must not depend, directly or
 // transitively, on any of the listed packages or the packages below them
-// ("std:" marks a standard library package).
+// ("std:" marks a standard library package, "ext:" a module outside this
+// one and every package below it).
 // The direction is api → coordhost → replica → storage, with network and
 // config below api and importing none of the broker's rooms.
 var importRules = []struct {
@@ -27,7 +28,16 @@ var importRules = []struct {
 	{"broker/network", []string{"broker/api", "broker/coordhost", "broker/replica", "storage", "coordinator", "controller"}},
 	{"broker/replica/isr", []string{"broker", "storage", "controller", "coordinator", "std:net"}},
 	{"broker/replica", []string{"broker/api", "broker/coordhost", "broker/network", "coordinator"}},
-	{"broker/coordhost", []string{"broker/api", "broker/network"}},
+	{"broker/coordhost", []string{"broker/api", "broker/network", "ext:github.com/prometheus"}},
+	// The rooms know no metrics library: broker/metrics reads their state
+	// and wraps the network's Handler.
+	{"broker/config", []string{"ext:github.com/prometheus"}},
+	{"broker/network", []string{"ext:github.com/prometheus"}},
+	{"broker/replica", []string{"ext:github.com/prometheus"}},
+	{"broker/api", []string{"ext:github.com/prometheus", "broker/metrics", "broker/httpserver"}},
+	{"broker/metrics", []string{"broker/api", "broker/httpserver"}},
+	// The HTTP server serves what it is handed and knows no room.
+	{"broker/httpserver", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "storage", "coordinator", "controller"}},
 }
 
 // TestImportRules fails when a package depends on one its row forbids, or
@@ -48,8 +58,16 @@ func TestImportRules(t *testing.T) {
 		for _, dep := range fields[1:] {
 			if !strings.HasPrefix(dep, module) {
 				for _, r := range importRules {
-					if under(pkg, r.pkg) && slices.Contains(r.forbidden, "std:"+dep) {
+					if !under(pkg, r.pkg) {
+						continue
+					}
+					if slices.Contains(r.forbidden, "std:"+dep) {
 						t.Errorf("%s depends on %s; %s must not import %s", pkg, dep, r.pkg, dep)
+					}
+					for _, f := range r.forbidden {
+						if ext, ok := strings.CutPrefix(f, "ext:"); ok && under(dep, ext) {
+							t.Errorf("%s depends on %s; %s must not import %s", pkg, dep, r.pkg, ext)
+						}
 					}
 				}
 				continue

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"runtime"
 	"testing"
 	"time"
@@ -18,6 +20,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		"log.retention.check.interval.ms": "10",
 		"log.cleaner.backoff.ms":          "10",
 		"log.flush.interval.ms":           "10",
+		"http.listeners":                  "http://127.0.0.1:0",
+		"http.pprof.enable":               "true",
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -36,6 +40,20 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.Close()
+	// The HTTP listener's goroutines are the broker's too: serve a scrape
+	// and a profile index, then Close must stop them.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/debug/pprof/"} {
+		resp, err := hc.Get("http://" + b.HTTPAddrs()[0].String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -172,6 +172,9 @@ func (p *brokerProc) args() []string {
 	args := []string{
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s", p.Addr()),
 		"--override", "log.dirs=" + p.dataDir,
+		// No HTTP listener unless a test asks for one: its default port
+		// (9644) would collide between brokers running at once.
+		"--override", "http.listeners=",
 	}
 	for _, o := range p.overrides {
 		args = append(args, "--override", o)

@@ -113,6 +113,9 @@ type Config struct {
 	// Limits of the network edge and of fetch responses (network.go).
 	NetworkLimits
 
+	// HTTP is the broker's own HTTP listener (http.go).
+	HTTP HTTPConfig
+
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
 

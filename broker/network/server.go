@@ -121,6 +121,21 @@ func (s *Server) QueuedRequestBytes() int64 { return s.pool.Used() }
 // answered (and, while a frame is decoded, its reservation).
 func (s *Server) DecodedRequestBytes() int64 { return s.decodePool.Used() }
 
+// ConnectionCounts returns the open connections of each listener, by
+// listener name (every configured listener, with 0 when it has none).
+func (s *Server) ConnectionCounts() map[string]int {
+	out := make(map[string]int, len(s.cfg.Listeners))
+	for _, l := range s.cfg.Listeners {
+		out[l.Name] += 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		out[c.listener.Name]++
+	}
+	return out
+}
+
 // Start binds every listener and serves connections until Close. It returns
 // once the listeners accept connections; on an error the listeners already
 // bound stay open until Close.

@@ -1,0 +1,75 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// HTTPConfig is the broker's own HTTP listener (broker/httpserver): the
+// Prometheus metrics, the health and readiness checks and, when enabled,
+// pprof. It is not Kafka's (Kafka has JMX); the names follow Redpanda's
+// admin API port, 9644.
+type HTTPConfig struct {
+	// Listeners is http.listeners: the addresses the HTTP server binds; none
+	// disables it.
+	Listeners []HTTPListener
+	// PprofEnable is http.pprof.enable: serve /debug/pprof/. Off by default,
+	// since profiles expose the process's internals.
+	PprofEnable bool
+}
+
+// HTTPListener is one http.listeners entry, http://host:port.
+type HTTPListener struct {
+	Host string
+	Port int32
+}
+
+// Addr is the host:port to bind.
+func (l HTTPListener) Addr() string { return hostPort(l.Host, l.Port) }
+
+func (l HTTPListener) String() string { return "http://" + l.Addr() }
+
+// DefaultHTTPListeners is http.listeners' default: loopback only, so that
+// metrics and profiles are not exposed until an operator chooses to.
+const DefaultHTTPListeners = "http://127.0.0.1:9644"
+
+// httpProps are the properties of HTTPConfig; init adds them to props.
+var httpProps = map[string]prop{
+	"http.listeners": {DefaultHTTPListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port) of the broker's HTTP server: /metrics, /healthz, /readyz, /debug/pprof/; empty disables it.", func(c *Config, v string) (err error) {
+		c.HTTP.Listeners, err = parseHTTPListeners(v)
+		return err
+	}},
+	"http.pprof.enable": {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
+}
+
+func init() {
+	for k, p := range httpProps {
+		props[k] = p
+	}
+}
+
+// parseHTTPListeners parses "http://host:port,..."; an empty host binds
+// every interface. Only http exists until the listener gets TLS.
+func parseHTTPListeners(v string) ([]HTTPListener, error) {
+	var out []HTTPListener
+	for _, s := range SplitList(v) {
+		scheme, addr, ok := strings.Cut(s, "://")
+		if !ok || !strings.EqualFold(scheme, "http") {
+			return nil, fmt.Errorf("http listener %q is not http://host:port", s)
+		}
+		host, ps, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("http listener %q is not http://host:port", s)
+		}
+		port, err := strconv.ParseInt(ps, 10, 32)
+		if err != nil || port < 0 || port > 65535 {
+			return nil, fmt.Errorf("http listener %q has no valid port", s)
+		}
+		out = append(out, HTTPListener{Host: host, Port: int32(port)})
+	}
+	return out, nil
+}
