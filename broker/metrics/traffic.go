@@ -300,7 +300,7 @@ var requestNameFixes = strings.NewReplacer("ISR", "Isr", "SASL", "Sasl", "IDs", 
 // label of RequestMetrics.
 func RequestName(key int16) string {
 	n := kmsg.NameForKey(key)
-	if n == "" {
+	if n == "" || n == "Unknown" {
 		return "Unknown" + strconv.Itoa(int(key))
 	}
 	return requestNameFixes.Replace(n)
