@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
@@ -127,7 +128,7 @@ func (m *Metrics) observe(req protocol.Request, resp kmsg.Response, took time.Du
 	}
 	if resp != nil {
 		counts := map[int16]int{}
-		errorCodes(reflect.ValueOf(resp), counts)
+		errorCodes(resp, counts)
 		for code, n := range counts {
 			t.errors.WithLabelValues(names[0], ErrorName(code)).Add(float64(n))
 		}
@@ -177,16 +178,24 @@ func (m *Metrics) countProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceRespo
 		if name == "" {
 			continue
 		}
+		var in, msgs, failed int
 		for _, rp := range rt.Partitions {
-			addTopic(t.totalProd, name, 1)
 			code := codes[name][rp.Partition]
 			switch {
 			case code == 0:
-				addTopic(t.bytesIn, name, float64(len(rp.Records)))
-				addTopic(t.messagesIn, name, float64(countRecords(rp.Records)))
+				in += len(rp.Records)
+				msgs += countRecords(rp.Records)
 			case !expectedProduceError[code]:
-				addTopic(t.failedProd, name, 1)
+				failed++
 			}
+		}
+		addTopic(t.totalProd, name, float64(len(rt.Partitions)))
+		if in > 0 {
+			addTopic(t.bytesIn, name, float64(in))
+			addTopic(t.messagesIn, name, float64(msgs))
+		}
+		if failed > 0 {
+			addTopic(t.failedProd, name, float64(failed))
 		}
 	}
 }
@@ -200,16 +209,21 @@ func (m *Metrics) countFetch(resp *kmsg.FetchResponse, consumer bool) {
 		if name == "" {
 			continue
 		}
+		var out, failed int
 		for _, rp := range rt.Partitions {
-			addTopic(t.totalFet, name, 1)
 			switch {
 			case rp.ErrorCode == 0:
-				if consumer && len(rp.RecordBatches) > 0 {
-					addTopic(t.bytesOut, name, float64(len(rp.RecordBatches)))
-				}
+				out += len(rp.RecordBatches)
 			case !expectedFetchError[rp.ErrorCode]:
-				addTopic(t.failedFet, name, 1)
+				failed++
 			}
+		}
+		addTopic(t.totalFet, name, float64(len(rt.Partitions)))
+		if consumer && out > 0 {
+			addTopic(t.bytesOut, name, float64(out))
+		}
+		if failed > 0 {
+			addTopic(t.failedFet, name, float64(failed))
 		}
 	}
 }
@@ -253,33 +267,90 @@ func countRecords(b []byte) int {
 	return n
 }
 
-// errorCodes adds every ErrorCode field under v (Kafka's errorCounts: the
-// top level and each topic, partition or group) to counts. Byte slices
-// (records) are not walked.
-func errorCodes(v reflect.Value, counts map[int16]int) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			errorCodes(v.Elem(), counts)
+// errorCodes adds every ErrorCode field of resp (Kafka's errorCounts: the
+// top level and each topic, partition or group) to counts, with a walker
+// compiled once per response type.
+func errorCodes(resp kmsg.Response, counts map[int16]int) {
+	t := reflect.TypeOf(resp)
+	w, ok := walkers.Load(t)
+	if !ok {
+		w, _ = walkers.LoadOrStore(t, compileWalker(t, map[reflect.Type]bool{}))
+	}
+	if f := w.(walkFunc); f != nil {
+		f(reflect.ValueOf(resp), counts)
+	}
+}
+
+// walkFunc adds the error codes under one value of its type to counts.
+type walkFunc func(v reflect.Value, counts map[int16]int)
+
+// walkers caches a walkFunc (nil: the type holds no error code) per
+// response type.
+var walkers sync.Map
+
+// compileWalker builds the walker of t: only the fields that lead to an
+// ErrorCode are visited, and byte slices (records) never. seen guards
+// against recursive types, which hold no further codes.
+func compileWalker(t reflect.Type, seen map[reflect.Type]bool) walkFunc {
+	switch t.Kind() {
+	case reflect.Pointer:
+		elem := compileWalker(t.Elem(), seen)
+		if elem == nil {
+			return nil
 		}
-	case reflect.Struct:
-		typ := v.Type()
-		for i := range v.NumField() {
-			f := v.Field(i)
-			if typ.Field(i).Name == "ErrorCode" && f.Kind() == reflect.Int16 {
-				counts[int16(f.Int())]++
-				continue
+		return func(v reflect.Value, c map[int16]int) {
+			if !v.IsNil() {
+				elem(v.Elem(), c)
 			}
-			errorCodes(f, counts)
 		}
 	case reflect.Slice, reflect.Array:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil
 		}
-		for i := range v.Len() {
-			errorCodes(v.Index(i), counts)
+		elem := compileWalker(t.Elem(), seen)
+		if elem == nil {
+			return nil
+		}
+		return func(v reflect.Value, c map[int16]int) {
+			for i := range v.Len() {
+				elem(v.Index(i), c)
+			}
+		}
+	case reflect.Struct:
+		if seen[t] {
+			return nil
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		type sub struct {
+			i int
+			f walkFunc
+		}
+		var codes []int
+		var subs []sub
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16 {
+				codes = append(codes, i)
+				continue
+			}
+			if w := compileWalker(f.Type, seen); w != nil {
+				subs = append(subs, sub{i, w})
+			}
+		}
+		if len(codes) == 0 && len(subs) == 0 {
+			return nil
+		}
+		return func(v reflect.Value, c map[int16]int) {
+			for _, i := range codes {
+				c[int16(v.Field(i).Int())]++
+			}
+			for _, s := range subs {
+				s.f(v.Field(s.i), c)
+			}
 		}
 	}
+	return nil
 }
 
 // ErrorName is Kafka's name of an error code (Errors.name()): NONE for 0.

@@ -156,3 +156,77 @@ func TestHandlerCountsFetch(t *testing.T) {
 		t.Errorf("totaltimems series: %d (%v), want Fetch, FetchConsumer, FetchFollower", n, err)
 	}
 }
+
+// BenchmarkHandlerProduce is the wrapper's cost on a one-partition produce
+// (counting, timing, the reflective walk of the response's error codes).
+func BenchmarkHandlerProduce(b *testing.B) {
+	m := New(Sources{})
+	recs := make([]records.Record, 10)
+	data, _ := records.Build(records.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = data
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	st := kmsg.NewProduceResponseTopic()
+	st.Topic = "t"
+	st.Partitions = append(st.Partitions, kmsg.NewProduceResponseTopicPartition())
+	resp.Topics = append(resp.Topics, st)
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(m, req, resp)
+	}
+}
+
+// BenchmarkHandlerFetch100 is the wrapper's cost on a consumer fetch
+// answering 100 partitions.
+func BenchmarkHandlerFetch100(b *testing.B) {
+	m := New(Sources{})
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	for i := range int32(100) {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = i
+		rp.RecordBatches = make([]byte, 1024)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(m, req, resp)
+	}
+}
+
+// TestErrorCodesNested: every ErrorCode at any depth counts, and the
+// compiled walker is reused for the next response of the type.
+func TestErrorCodesNested(t *testing.T) {
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	g := kmsg.NewOffsetFetchResponseGroup()
+	g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	gt := kmsg.NewOffsetFetchResponseGroupTopic()
+	for _, code := range []int16{0, 0, kerr.UnknownTopicOrPartition.Code} {
+		p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		p.ErrorCode = code
+		gt.Partitions = append(gt.Partitions, p)
+	}
+	g.Topics = append(g.Topics, gt)
+	resp.Groups = append(resp.Groups, g)
+	for range 2 {
+		counts := map[int16]int{}
+		errorCodes(resp, counts)
+		want := map[int16]int{0: 3, kerr.GroupAuthorizationFailed.Code: 1, kerr.UnknownTopicOrPartition.Code: 1} // 0: the top level too
+		for code, n := range want {
+			if counts[code] != n {
+				t.Fatalf("counts %v, want %v", counts, want)
+			}
+		}
+	}
+}
