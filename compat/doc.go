@@ -33,7 +33,11 @@
 //     the answers compared field by field;
 //   - franz-go's own pkg/kgo integration suite (franzsuite_test.go), the
 //     wire protocol with raw frames (protocol_test.go, produce_raw_test.go),
-//     and restarts, crashes and error codes with franz-go and sarama.
+//     and restarts, crashes and error codes with franz-go and sarama;
+//   - the HTTP listener (metrics_test.go): /metrics after a franz-go produce,
+//     consume and commit (bytes and messages in, bytes out, lag), /healthz,
+//     /readyz. The harness disables the listener for every other broker, so
+//     that brokers running at once do not contend for its port.
 //
 // Run everything, installing the clients first if needed, with
 // scripts/test.sh; run just these tests with
