@@ -43,7 +43,9 @@ type Broker struct {
 	// net owns the listeners and connections.
 	net       *network.Server
 	closeOnce sync.Once
-	closeErr  error
+	// cluster is the cluster-mode state (cluster.go), nil on a single node.
+	cluster  *clusterNode
+	closeErr error
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -63,17 +65,35 @@ func New(cfg config.Config) (*Broker, error) {
 	defer func() {
 		if !ok {
 			b.closeStorage()
+			b.closeZK()
 		}
 	}()
+	var store controller.Store
+	if cfg.Cluster.Enabled() {
+		if err := b.openCluster(); err != nil { // cluster.go
+			return nil, err
+		}
+		store = b.cluster.store
+	}
 	if err := b.rm.OpenDirs(); err != nil {
 		return nil, err
 	}
-	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir)
-	if err != nil {
-		return nil, err
+	if b.cluster != nil {
+		if err := b.checkMetaProperties(); err != nil {
+			return nil, err
+		}
+	} else {
+		fs, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir)
+		if err != nil {
+			return nil, err
+		}
+		store = fs
 	}
 	b.store = store
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
+	if b.cluster != nil {
+		b.api.SetCluster(b.apiCluster())
+	}
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
@@ -102,6 +122,12 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.rm.Start()
+	if b.cluster != nil {
+		if err := b.startCluster(); err != nil { // cluster.go
+			b.Close()
+			return err
+		}
+	}
 	return nil
 }
 
@@ -114,10 +140,12 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.closing)
 		b.co.CloseShares() // parked ShareFetches return on closing
-		b.net.Close()      // in-flight requests are answered first
+		b.closeController()
+		b.net.Close() // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()
 		b.closeErr = b.closeStorage()
+		b.closeZK()
 		b.log.Info("broker stopped")
 	})
 	return b.closeErr

@@ -44,6 +44,8 @@ type API struct {
 	addrs func() []net.Addr
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
+	// cluster is set in cluster mode (cluster.go), nil on a single node.
+	cluster *Cluster
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener

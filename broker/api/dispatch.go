@@ -93,6 +93,15 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.handleDescribeUserSCRAMCredentials(ctx, r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return b.handleAlterUserSCRAMCredentials(ctx, r)
+	// Cluster mode: controller → broker requests and ControlledShutdown.
+	case *kmsg.UpdateMetadataRequest:
+		return b.handleUpdateMetadata(ctx, r)
+	case *kmsg.ControlledShutdownRequest:
+		return b.handleControlledShutdown(ctx, r)
+	case *kmsg.LeaderAndISRRequest:
+		return b.handleLeaderAndISR(ctx, r)
+	case *kmsg.StopReplicaRequest:
+		return b.handleStopReplica(ctx, r)
 	}
 	b.log.Error("no handler for supported api", "api", kmsg.NameForKey(req.Header.APIKey))
 	return nil

@@ -18,5 +18,6 @@ import (
 func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	b.rm.Fetch(req, resp)
+	b.leaderHintsFetch(ctx, resp) // cluster mode: metadata_cluster.go
 	return resp
 }

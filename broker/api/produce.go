@@ -48,6 +48,8 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 				kerrv = kerr.InvalidRequiredAcks
 			case p == nil:
 				kerrv = kerr.UnknownTopicOrPartition
+			case !b.leadsInCache(rt.Topic, rp.Partition):
+				kerrv = kerr.NotLeaderForPartition // cluster mode: metadata_cluster.go
 			case replica.IsInternal(rt.Topic):
 				kerrv = kerr.InvalidTopicException // clients may not write internal topics
 			case req.Acks == -1 && p.Topic.Settings().MinInsyncReplicas > 1:
@@ -72,6 +74,7 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.leaderHintsProduce(ctx, resp) // cluster mode: metadata_cluster.go
 	if req.Acks == 0 {
 		return nil
 	}
