@@ -140,7 +140,7 @@ func (b *API) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.Me
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
 		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.LeaderEpoch
+		mp.LeaderEpoch = p.LeaderEpoch()
 		mp.Replicas = []int32{b.cfg.NodeID}
 		mp.ISR = []int32{b.cfg.NodeID}
 		mp.OfflineReplicas = []int32{}

@@ -98,7 +98,7 @@ func (x *txns) ensureLocked() error {
 	}
 	n := 0
 	for _, p := range t.Partitions {
-		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch)
+		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch())
 		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
 			if h.IsControl() {
 				return

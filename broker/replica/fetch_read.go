@@ -18,7 +18,11 @@ func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 		resp.ErrorCode = code
 		return
 	}
-	m.pollFetch(fc.req, resp)
+	if id := fetchReplicaID(req); id >= 0 {
+		m.replicaFetch(fc.req, resp, id) // fetch_replica.go
+	} else {
+		m.pollFetch(fc.req, resp)
+	}
 	m.fetchSessions.finish(m.now(), fc, resp)
 }
 
@@ -122,11 +126,15 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 
 // readPartition fills one partition of the answer and returns its record bytes.
 func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
+	replica := fetchReplicaID(req) >= 0
+	if kerrv := p.checkFetch(replica); kerrv != nil {
+		return 0, kerrv
+	}
 	if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 {
-		switch {
-		case rp.CurrentLeaderEpoch < p.LeaderEpoch:
+		switch epoch := p.LeaderEpoch(); {
+		case rp.CurrentLeaderEpoch < epoch:
 			return 0, kerr.FencedLeaderEpoch
-		case rp.CurrentLeaderEpoch > p.LeaderEpoch:
+		case rp.CurrentLeaderEpoch > epoch:
 			return 0, kerr.UnknownLeaderEpoch
 		}
 	}
@@ -139,7 +147,10 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	if readCommitted {
 		maxOffset = sp.LastStableOffset
 	}
-	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > hw {
+	if replica {
+		maxOffset = p.Log.LogEndOffset() // followers copy what is not committed yet
+	}
+	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > max(hw, maxOffset) {
 		return 0, kerr.OffsetOutOfRange
 	}
 	limit := int(rp.PartitionMaxBytes)
