@@ -110,6 +110,9 @@ func New(cfg config.Config) (*Broker, error) {
 	if err := b.co.Load(store); err != nil {
 		return nil, err
 	}
+	if b.cluster != nil {
+		b.startReplication() // cluster_replicas.go
+	}
 	ok = true
 	return b, nil
 }

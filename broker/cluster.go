@@ -99,6 +99,7 @@ func (b *Broker) apiCluster() *api.Cluster {
 	c := b.cluster
 	return &api.Cluster{
 		BrokerID: b.cfg.NodeID,
+		Listener: b.cfg.InterBrokerListener().Name,
 		Fence:    &c.fence,
 		BrokerEpoch: func() int64 {
 			if r := c.reg.Load(); r != nil {
@@ -108,6 +109,7 @@ func (b *Broker) apiCluster() *api.Cluster {
 		},
 		Cache:      c.cache,
 		Controller: (*controllerRef)(c),
+		Replicas:   replicaAdapter{b.rm},
 	}
 }
 

@@ -17,6 +17,9 @@ import (
 type Cluster struct {
 	// BrokerID is this broker's broker.id.
 	BrokerID int32
+	// Listener is the inter-broker listener's name (LeaderAndIsr's
+	// LiveLeaders are endpoints on it).
+	Listener string
 	// Fence admits controller requests by controller and broker epoch.
 	Fence *controller.Fence
 	// BrokerEpoch is the epoch of this broker's current registration

@@ -34,6 +34,7 @@ func (b *API) handleLeaderAndISR(ctx *network.RequestContext, req *kmsg.LeaderAn
 		resp.ErrorCode = kerrv.Code
 		return resp
 	}
+	c.Cache.NoteLiveLeaders(c.Listener, req.LiveLeaders)
 	for _, t := range topics {
 		rt := kmsg.NewLeaderAndISRResponseTopic()
 		rt.TopicID = t.TopicID

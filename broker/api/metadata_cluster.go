@@ -331,13 +331,3 @@ func (b *API) handleFindCoordinatorCluster(ctx *network.RequestContext, req *kms
 	return resp
 }
 
-// leadsInCache reports whether this broker may take client writes for a
-// partition: always on a single node; in cluster mode only when the
-// controller's last word names it the leader.
-func (b *API) leadsInCache(topic string, partition int32) bool {
-	if b.cluster == nil {
-		return true
-	}
-	st, ok := b.cluster.Cache.Snapshot().Partition(topic, partition)
-	return ok && st.Leader == b.cluster.BrokerID
-}

@@ -51,8 +51,6 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 				kerrv = kerr.InvalidRequiredAcks
 			case p == nil:
 				kerrv = kerr.UnknownTopicOrPartition
-			case !b.leadsInCache(rt.Topic, rp.Partition):
-				kerrv = kerr.NotLeaderForPartition // cluster mode: metadata_cluster.go
 			case replica.IsInternal(rt.Topic):
 				kerrv = kerr.InvalidTopicException // clients may not write internal topics
 			default:

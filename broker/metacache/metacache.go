@@ -75,8 +75,12 @@ type Snapshot struct {
 // Cache is the metadata cache. Safe for concurrent use.
 type Cache struct {
 	cur atomic.Pointer[Snapshot]
-	// mu serialises updates (each copies the current snapshot).
+	// mu serialises updates (each copies the current snapshot) and guards
+	// liveLeaders.
 	mu sync.Mutex
+	// liveLeaders are the leaders' inter-broker endpoints the last
+	// LeaderAndIsr requests named (NoteLiveLeaders).
+	liveLeaders map[int32]Endpoint
 }
 
 // New returns an empty cache.
@@ -220,4 +224,32 @@ func (s *Snapshot) LeaderEndpoint(topic string, partition int32, listener string
 	}
 	e, ok := b.Endpoint(listener)
 	return p, e, ok
+}
+
+// NoteLiveLeaders records the endpoints a LeaderAndIsr names for the
+// leaders it mentions (on the inter-broker listener), for followers that
+// must reach a leader before the UpdateMetadata naming it arrives.
+func (c *Cache) NoteLiveLeaders(listener string, leaders []kmsg.LeaderAndISRRequestLiveLeader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.liveLeaders == nil {
+		c.liveLeaders = map[int32]Endpoint{}
+	}
+	for _, l := range leaders {
+		c.liveLeaders[l.BrokerID] = Endpoint{Listener: listener, Host: l.Host, Port: l.Port}
+	}
+}
+
+// BrokerEndpoint is broker id's endpoint on listener: from the live
+// brokers of the last UpdateMetadata, else from the last LeaderAndIsr.
+func (c *Cache) BrokerEndpoint(id int32, listener string) (Endpoint, bool) {
+	if b, ok := c.Snapshot().Brokers[id]; ok {
+		if e, ok := b.Endpoint(listener); ok {
+			return e, true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.liveLeaders[id]
+	return e, ok && e.Listener == listener
 }

@@ -1,0 +1,264 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/integration/history"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func addrsOf(bs []*BrokerProc) []string {
+	var out []string
+	for _, b := range bs {
+		if b.Running() {
+			out = append(out, b.Addr())
+		}
+	}
+	return out
+}
+
+// producer is a continuous acks=all idempotent franz-go producer that
+// records every acknowledgement in a history checker.
+type producer struct {
+	cl   *kgo.Client
+	ch   *history.Checker
+	stop chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs map[string]int
+}
+
+func startProducer(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker) *producer {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.RetryTimeout(2*time.Minute), kgo.ProduceRequestTimeout(10*time.Second),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &producer{cl: cl, ch: ch, stop: make(chan struct{}), errs: map[string]int{}}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		sem := make(chan struct{}, 50)
+		for {
+			select {
+			case <-p.stop:
+				return
+			case sem <- struct{}{}:
+			}
+			v := ch.Next("p")
+			cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				<-sem
+				if err != nil {
+					p.mu.Lock()
+					p.errs[err.Error()]++
+					p.mu.Unlock()
+					return
+				}
+				ch.Acked(history.TP{Topic: r.Topic, Partition: r.Partition}, r.Offset, string(r.Value))
+			})
+		}
+	}()
+	return p
+}
+
+// waitAcked waits until n more records than before were acknowledged.
+func (p *producer) waitAcked(t *testing.T, n int, what string) {
+	t.Helper()
+	from := p.ch.AckedCount()
+	waitFor(t, 90*time.Second, what, func() (bool, error) {
+		got := p.ch.AckedCount() - from
+		return got >= n, fmt.Errorf("%d of %d acknowledged", got, n)
+	})
+}
+
+// close stops producing and waits for every record in flight.
+func (p *producer) close(t *testing.T) {
+	close(p.stop)
+	p.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := p.cl.Flush(ctx); err != nil {
+		t.Errorf("flushing the producer: %v", err)
+	}
+	p.cl.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errs) > 0 {
+		t.Logf("produce errors (records not acknowledged): %v", p.errs)
+	}
+}
+
+// readAll reads every partition of topic from the start to its end offset
+// through the running brokers.
+func readAll(t *testing.T, bs []*BrokerProc, topic string) []history.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var ends kadm.ListedOffsets
+	waitFor(t, 60*time.Second, "end offsets", func() (bool, error) {
+		ends, err = kadm.NewClient(admin).ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		return err == nil, err
+	})
+	want := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+			offsets[o.Partition] = kgo.NewOffset().AtStart()
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []history.Record
+	next := map[int32]int64{}
+	for done := 0; done < len(want); {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v (read up to %v of %v)", topic, ctx.Err(), next, want)
+		}
+		fs.EachError(func(_ string, p int32, err error) { t.Logf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= want[r.Partition] {
+				return
+			}
+			out = append(out, history.Record{TP: history.TP{Topic: topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
+			if next[r.Partition] < want[r.Partition] && r.Offset+1 >= want[r.Partition] {
+				done++
+			}
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return out
+}
+
+// checkHistory reads the topic back and fails on any anomaly.
+func checkHistory(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker, what string) {
+	t.Helper()
+	rep := ch.Check(readAll(t, bs, topic), true)
+	if err := rep.Err(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if rep.Acked == 0 {
+		t.Fatalf("%s: nothing acknowledged", what)
+	}
+	t.Logf("%s: %d acknowledged, %d read, none lost, duplicated or reordered", what, rep.Acked, rep.Read)
+}
+
+// waitFullISR waits until every broker's cache has every partition of
+// topic led and with all replicas in the ISR.
+func waitFullISR(t *testing.T, bs []*BrokerProc, topic string, rf int) map[int32]int32 {
+	t.Helper()
+	leaders := map[int32]int32{}
+	waitFor(t, 90*time.Second, "a full ISR in every cache", func() (bool, error) {
+		for _, b := range bs {
+			ps, err := partitionsOf(b.Addr(), topic)
+			if err != nil {
+				return false, err
+			}
+			for _, p := range ps {
+				if p.Leader < 0 || len(p.ISR) != rf {
+					return false, fmt.Errorf("broker %d: %+v", b.ID, p)
+				}
+				leaders[p.Partition] = p.Leader
+			}
+		}
+		return true, nil
+	})
+	return leaders
+}
+
+// TestReplicatedProduceSurvivesLeaderLoss is the acks=all claim with real
+// processes: three brokers, RF=3, min.insync.replicas=2, a continuous
+// idempotent acks=all producer. The leader of partition 0 is SIGKILLed
+// under load and restarted, another broker is bounced with SIGTERM
+// (controlled shutdown); after each, every acknowledged record is read back
+// exactly once and in order (history checker). With two of three brokers
+// down, acks=all answers NOT_ENOUGH_REPLICAS while consumers still read
+// everything acknowledged.
+func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
+	z := StartZooKeeper(t)
+	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
+	waitClusterFormed(t, bs, 3)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Version = 7
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "hist", 3, 3
+	ct.Topics = append(ct.Topics, rt)
+	if r, err := send(bs[0].Addr(), ct); err != nil || r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics: %+v %v", r, err)
+	}
+	leaders := waitFullISR(t, bs, "hist", 3)
+
+	ch := history.New()
+	p := startProducer(t, bs, "hist", ch)
+	p.waitAcked(t, 300, "records acknowledged before the kill")
+
+	victim := byID(bs, leaders[0])
+	victim.Kill()
+	t.Logf("SIGKILLed broker %d (leader of hist/0)", victim.ID)
+	p.waitAcked(t, 300, "records acknowledged after the kill")
+	victim.Restart()
+	waitClusterFormed(t, bs, 3)
+	waitFullISR(t, bs, "hist", 3)
+	p.waitAcked(t, 100, "records acknowledged after the restart")
+
+	leaders = waitFullISR(t, bs, "hist", 3)
+	bounced := byID(bs, leaders[1])
+	if err := bounced.Term(60 * time.Second); err != nil {
+		t.Fatalf("SIGTERM broker %d: %v", bounced.ID, err)
+	}
+	t.Logf("SIGTERMed broker %d (leader of hist/1)", bounced.ID)
+	p.waitAcked(t, 200, "records acknowledged during the bounce")
+	bounced.Restart()
+	waitClusterFormed(t, bs, 3)
+	waitFullISR(t, bs, "hist", 3)
+	p.close(t)
+	checkHistory(t, bs, "hist", ch, "after a SIGKILL and a SIGTERM bounce")
+
+	// Two of three down: acks=all refused, reads still served.
+	var down []*BrokerProc
+	for _, b := range bs[:2] {
+		b.Kill()
+		down = append(down, b)
+	}
+	survivor := bs[2]
+	waitClusterFormed(t, []*BrokerProc{survivor}, 1)
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Version, pr.Acks, pr.TimeoutMillis = 11, -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "hist"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	waitFor(t, 30*time.Second, "NOT_ENOUGH_REPLICAS with two brokers down", func() (bool, error) {
+		r, err := send(survivor.Addr(), pr)
+		if err != nil {
+			return false, err
+		}
+		code := r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+		return code == kerr.NotEnoughReplicas.Code, fmt.Errorf("error code %d", code)
+	})
+	checkHistory(t, []*BrokerProc{survivor}, "hist", ch, "with two of three brokers down")
+}
