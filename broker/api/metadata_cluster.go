@@ -330,4 +330,3 @@ func (b *API) handleFindCoordinatorCluster(ctx *network.RequestContext, req *kms
 	}
 	return resp
 }
-
