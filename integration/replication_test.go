@@ -262,3 +262,70 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 	})
 	checkHistory(t, []*BrokerProc{survivor}, "hist", ch, "with two of three brokers down")
 }
+
+// TestConsumerGroupOnCluster: a franz-go consumer group on the three-broker
+// cluster finds its coordinator (the leader of its __consumer_offsets
+// partition, created with RF=3), consumes everything produced and commits;
+// a second member of the group after the first leaves resumes from the
+// commit and reads nothing again. The coordinator's partition does not move
+// here (coordinators follow leadership only at first use; see the report).
+func TestConsumerGroupOnCluster(t *testing.T) {
+	z := StartZooKeeper(t)
+	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
+	waitClusterFormed(t, bs, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic("grp"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const n = 200
+	var recs []*kgo.Record
+	for i := 0; i < n; i++ {
+		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consume := func(want int) int {
+		c, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("grp"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got := 0
+		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer pcancel()
+		for got < want || want == 0 {
+			fs := c.PollFetches(pctx)
+			if pctx.Err() != nil {
+				break
+			}
+			fs.EachError(func(_ string, p int32, err error) { t.Logf("fetch grp/%d: %v", p, err) })
+			got += fs.NumRecords()
+		}
+		if err := c.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		return got
+	}
+	if got := consume(n); got != n {
+		t.Fatalf("first member read %d records, want %d", got, n)
+	}
+	ctrl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	offs, err := kadm.NewClient(ctrl).FetchOffsets(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != n {
+		t.Fatalf("committed offsets sum to %d, want %d: %+v", total, n, offs)
+	}
+}
