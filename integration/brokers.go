@@ -103,13 +103,18 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 		out = append(out, b)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			for _, b := range out {
+				b.dumpStacks()
+			}
+		}
 		for _, b := range out {
 			b.Kill()
 		}
 		if t.Failed() {
 			for _, b := range out {
 				if data, err := os.ReadFile(b.logPath()); err == nil {
-					t.Logf("broker %d log (last 6 KiB):\n%s", b.ID, tail(data, 6144))
+					t.Logf("broker %d log:\n%s", b.ID, data)
 				}
 			}
 		}
@@ -167,6 +172,24 @@ func (b *BrokerProc) Running() bool {
 		return false
 	default:
 		return true
+	}
+}
+
+// dumpStacks has a running broker write every goroutine's stack to its log
+// and exit (Go's SIGQUIT), for the log a failed test shows.
+func (b *BrokerProc) dumpStacks() {
+	b.mu.Lock()
+	cmd, ch := b.cmd, b.exited
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
 	}
 }
 
