@@ -34,6 +34,7 @@ func ReplicationConfig(cfg config.Config) replica.ReplicationConfig {
 // listeners serve).
 func (b *Broker) startReplication() {
 	b.rm.SetReplicationConfig(ReplicationConfig(b.cfg))
+	b.rm.OnLeadershipChange(b.co.OnLeadershipChange)
 	listener := b.cfg.InterBrokerListener().Name
 	c := b.cluster
 	b.rm.SetCluster(b.cfg.NodeID, isrWriter{c.zk}, func(id int32) (string, bool) {

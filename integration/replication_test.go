@@ -288,14 +288,16 @@ func TestConsumerGroupOnCluster(t *testing.T) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	consume := func(want int) int {
+	// consume reads as a member of g1 until want records came, commits,
+	// and returns how many it read and how many of them were below from.
+	consume := func(want, from int) (int, int) {
 		c, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("grp"),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		got := 0
+		got, old := 0, 0
 		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
 		defer pcancel()
 		for got < want || want == 0 {
@@ -304,28 +306,67 @@ func TestConsumerGroupOnCluster(t *testing.T) {
 				break
 			}
 			fs.EachError(func(_ string, p int32, err error) { t.Logf("fetch grp/%d: %v", p, err) })
-			got += fs.NumRecords()
+			fs.EachRecord(func(r *kgo.Record) {
+				got++
+				var v int
+				if _, err := fmt.Sscan(string(r.Value), &v); err != nil || v < from {
+					old++
+				}
+			})
 		}
 		if err := c.CommitUncommittedOffsets(ctx); err != nil {
 			t.Fatalf("commit: %v", err)
 		}
-		return got
+		return got, old
 	}
-	if got := consume(n); got != n {
+	if got, _ := consume(n, 0); got != n {
 		t.Fatalf("first member read %d records, want %d", got, n)
 	}
-	ctrl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...))
+	committed := func(want int64) {
+		t.Helper()
+		adm, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer adm.Close()
+		offs, err := kadm.NewClient(adm).FetchOffsets(ctx, "g1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := int64(0)
+		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+		if total != want {
+			t.Fatalf("committed offsets sum to %d, want %d: %+v", total, want, offs)
+		}
+	}
+	committed(n)
+
+	// SIGKILL the coordinator's broker: the new leader of the group's
+	// __consumer_offsets partition reloads the commits it replicated.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "g1"
+	r, err := send(bs[0].Addr(), fc)
+	if err != nil || r.(*kmsg.FindCoordinatorResponse).ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %+v %v", r, err)
+	}
+	coord := byID(bs, r.(*kmsg.FindCoordinatorResponse).NodeID)
+	coord.Kill()
+	t.Logf("SIGKILLed broker %d, the coordinator of g1", coord.ID)
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic("grp"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctrl.Close()
-	offs, err := kadm.NewClient(ctrl).FetchOffsets(ctx, "g1")
-	if err != nil {
+	defer cl2.Close()
+	const more = 50
+	recs = nil
+	for i := 0; i < more; i++ {
+		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprint(n + i))})
+	}
+	if err := cl2.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	total := int64(0)
-	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
-	if total != n {
-		t.Fatalf("committed offsets sum to %d, want %d: %+v", total, n, offs)
+	if got, old := consume(more, n); got != more || old != 0 {
+		t.Fatalf("after the coordinator's loss the group read %d records (%d already committed), want the %d new ones", got, old, more)
 	}
+	committed(n + more)
 }

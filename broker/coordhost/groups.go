@@ -189,10 +189,16 @@ type coords struct {
 // call runs f against the coordinators under their lock, persists the records it
 // returns, then delivers the replies.
 func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
-	if _, err := g.ensure(); err != nil {
-		return err
+	for {
+		if _, err := g.ensure(); err != nil {
+			return err
+		}
+		g.mu.Lock()
+		if g.mu.c != nil || g.mu.closed {
+			break
+		}
+		g.mu.Unlock() // unloaded meanwhile (cluster.go): load again
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.mu.closed {
 		return errors.New("broker is shutting down")
