@@ -70,6 +70,9 @@ type replication struct {
 		fetchers map[fetcherKey]*fetcher
 		stopped  bool
 	}
+	// manualFetch (tests only) creates fetchers without their goroutine:
+	// the test drives their truncate and fetch steps.
+	manualFetch bool
 	// isrWake asks the leader loop to write proposed ISR changes now.
 	isrWake chan struct{}
 	stop    chan struct{}

@@ -103,8 +103,12 @@ func (m *Manager) addFollower(p *Partition, topicID [16]byte, leader, epoch int3
 	if f == nil {
 		f = m.newFetcher(c, key)
 		m.repl.mu.fetchers[key] = f
-		m.repl.wg.Add(1)
-		go f.run()
+		if m.repl.manualFetch {
+			close(f.done) // tests step it themselves
+		} else {
+			m.repl.wg.Add(1)
+			go f.run()
+		}
 	}
 	f.set(tp, p, topicID, epoch, truncate)
 	m.repl.mu.Unlock()
