@@ -2,7 +2,7 @@ package broker
 
 // Cluster mode (zookeeper.connect set), in the order
 // controller/zkcontroller's package doc gives: zkclient.Dial, zkstore.Open
-// as the metadata store (the cluster id goes into every log dir's
+// as the metadata store (New writes its cluster id into every log dir's
 // meta.properties), the logs, the listeners, the broker registration with
 // every advertised endpoint, then the controller. Close runs it backwards:
 // the controller, the listeners and logs, and last the ZooKeeper session,
@@ -26,7 +26,6 @@ import (
 	"github.com/kbroker/kbroker/controller/zkcontroller"
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/kbroker/kbroker/controller/zkstore"
-	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -80,17 +79,6 @@ func (b *Broker) openCluster() error {
 		return err
 	}
 	b.cluster = &clusterNode{zk: zk, store: store, cache: metacache.New()}
-	return nil
-}
-
-// checkMetaProperties writes or checks every log dir's meta.properties
-// against the cluster id ZooKeeper holds.
-func (b *Broker) checkMetaProperties() error {
-	for _, d := range b.cfg.LogDirs {
-		if _, err := storage.EnsureMetaProperties(d, b.cfg.NodeID, b.cluster.store.ClusterID()); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

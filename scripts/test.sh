@@ -108,7 +108,7 @@ fi
 results="$PWD/compat/results.json"
 rm -f "$results"
 step "go test ./compat/ (real clients against real kbroker processes, franz-go's own suite)"
-KBROKER_COMPAT_RESULTS="$results" CGO_ENABLED=1 go test -count=1 -timeout 20m ./compat/ || failed+=("compat tests")
+KBROKER_COMPAT_RESULTS="$results" CGO_ENABLED=1 go test -count=1 -timeout 45m ./compat/ || failed+=("compat tests")
 
 step "COMPATIBILITY.md"
 if [ -f "$results" ]; then

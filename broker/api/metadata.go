@@ -144,6 +144,13 @@ func (b *API) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.Me
 		mp.Replicas = []int32{b.cfg.NodeID}
 		mp.ISR = []int32{b.cfg.NodeID}
 		mp.OfflineReplicas = []int32{}
+		if p.Offline() != nil {
+			// Kafka's answer for a partition whose only replica sits on an
+			// offline log dir: no leader, the replica listed offline.
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+			mp.OfflineReplicas = []int32{b.cfg.NodeID}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -43,6 +43,19 @@ type Config struct {
 	// FetchSessionCacheSlots bounds the incremental fetch sessions (0: none).
 	FetchSessionCacheSlots int32
 
+	// Log dir safety (storage.DirConfig). FileDeleteDelayMs is
+	// file.delete.delay.ms: a deleted partition's directory stays, renamed
+	// "-delete", this long. LogFlushOffsetCheckpointIntervalMs is
+	// log.flush.offset.checkpoint.interval.ms: how often recovery points are
+	// checkpointed, bounding what a crash re-scans. Kafka's 0 is kept as 1
+	// (storage reads 0 as "default").
+	FileDeleteDelayMs                  int64
+	LogFlushOffsetCheckpointIntervalMs int64
+	// LogSegmentOpenFilesMax is log.segment.open.files.max (a kbroker
+	// property, not Kafka's): how many descriptors of inactive segments
+	// each log dir keeps open (storage.DirConfig.SegmentOpenFilesMax).
+	LogSegmentOpenFilesMax int32
+
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
 	InterBrokerListenerName string
@@ -88,6 +101,9 @@ type Config struct {
 	GroupShareMaxRecordLockDurationMs int32
 	GroupSharePartitionMaxRecordLocks int32
 	GroupShareMaxSize                 int32
+
+	// Limits of the network edge and of fetch responses (network.go).
+	NetworkLimits
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
@@ -258,6 +274,10 @@ var props = map[string]prop{
 	"transaction.max.timeout.ms":                                  {"900000", intProp(func(c *Config, v int64) { c.TransactionMaxTimeoutMs = int32(v) }, 1, math.MaxInt32)},
 	"transactional.id.expiration.ms":                              {"604800000", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"10000", intProp(func(c *Config, v int64) { c.TransactionAbortTimedOutCleanupIntervalMs = v }, 1, math.MaxInt32)},
+	// Log dir safety: the delay of deletions, the recovery-point checkpoints.
+	"file.delete.delay.ms":                    {"60000", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
+	"log.flush.offset.checkpoint.interval.ms": {"60000", intProp(func(c *Config, v int64) { c.LogFlushOffsetCheckpointIntervalMs = max(v, 1) }, 0, math.MaxInt32)},
+	"log.segment.open.files.max":              {"1000", intProp(func(c *Config, v int64) { c.LogSegmentOpenFilesMax = int32(v) }, 1, math.MaxInt32)},
 	"cluster.id": {"", func(c *Config, v string) error {
 		c.ClusterID = v
 		return nil

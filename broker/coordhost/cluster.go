@@ -10,9 +10,9 @@ package coordhost
 // and unload it on resignation.
 //
 // Limits of this first cut: the whole coordinator reloads, not only the
-// partition that moved; requests parked in the dropped state (a JoinGroup
-// waiting for its rebalance) are not answered and end at the client's
-// timeout; a broker that no longer leads a group's partition still takes
+// partition that moved (requests parked in the dropped state, such as a
+// JoinGroup waiting for its rebalance, answer COORDINATOR_NOT_AVAILABLE and
+// the clients retry); a broker that no longer leads a group's partition still takes
 // its requests, and its writes then fail (COORDINATOR_NOT_AVAILABLE, so the
 // client looks the coordinator up again) instead of an up-front
 // NOT_COORDINATOR.
@@ -39,7 +39,8 @@ func (g *groups) unload() {
 		g.mu.timer.Stop()
 		g.mu.timer = nil
 	}
-	g.mu.c, g.mu.cc, g.mu.pendingTxn = nil, nil, nil
+	g.dropLocked() // parked requests answer COORDINATOR_NOT_AVAILABLE
+	g.mu.pendingTxn = nil
 }
 
 // unload drops the transaction coordinator's state; the next call replays
@@ -51,5 +52,5 @@ func (x *txns) unload() {
 		x.mu.timer.Stop()
 		x.mu.timer = nil
 	}
-	x.mu.c = nil
+	x.dropLocked()
 }

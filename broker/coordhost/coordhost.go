@@ -9,6 +9,7 @@ package coordhost
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
@@ -36,6 +37,9 @@ type Host struct {
 	groups groups
 	txns   txns
 	shares ShareHost
+
+	// timerPanics counts panics recovered in coordinator timers (recoverTimer).
+	timerPanics atomic.Int64
 }
 
 // Replicas is what the hosts need from the partitions (replica.Manager): the

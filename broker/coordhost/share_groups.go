@@ -138,6 +138,9 @@ func (h *ShareHost) NextRotationLocked() uint64 {
 func (h *ShareHost) WakeLocked() <-chan struct{} { return h.mu.wake }
 
 func (h *ShareHost) tick() {
+	// Share-group state lives only in the coordinator (not yet persisted),
+	// so after a panic it is kept as it is rather than dropped.
+	defer h.b.recoverTimer("share group coordinator tick", nil)
 	err := h.Call(func(c *share.Coordinator, now time.Time) { c.Tick(now) })
 	if err != nil && !errors.Is(err, errShareClosed) {
 		h.b.log.Debug("share group tick skipped", "err", err)

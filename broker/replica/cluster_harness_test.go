@@ -168,7 +168,7 @@ func (c *testCluster) start(id int32, dir string) *testBroker {
 	cfg.Now = time.Now
 	b := &testBroker{id: id, dir: dir, closing: make(chan struct{}), conns: map[net.Conn]bool{}}
 	b.m = NewManager(cfg, b.closing)
-	if err := b.m.OpenDirs(); err != nil {
+	if err := b.m.OpenDirs(nil); err != nil {
 		c.t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "meta"), 0o755); err != nil {
