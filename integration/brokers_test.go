@@ -127,6 +127,19 @@ func TestBrokerProcessesFormCluster(t *testing.T) {
 		}
 	}
 
+	// Controller requests from a deposed controller or for an earlier
+	// registration of the broker are fenced.
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 8, 99, 0, -1
+	if r, err := send(bs[0].Addr(), um); err != nil || r.(*kmsg.UpdateMetadataResponse).ErrorCode != kerr.StaleControllerEpoch.Code {
+		t.Errorf("UpdateMetadata from controller epoch 0: %+v %v; want STALE_CONTROLLER_EPOCH", r, err)
+	}
+	sr := kmsg.NewPtrStopReplicaRequest()
+	sr.Version, sr.ControllerID, sr.ControllerEpoch, sr.BrokerEpoch = 4, ctrl, 1<<30, 1
+	if r, err := send(bs[0].Addr(), sr); err != nil || r.(*kmsg.StopReplicaResponse).ErrorCode != kerr.StaleBrokerEpoch.Code {
+		t.Errorf("StopReplica for broker epoch 1: %+v %v; want STALE_BROKER_EPOCH", r, err)
+	}
+
 	// Create through a broker; every cache learns leaders and ISR.
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Version = 7
