@@ -429,3 +429,71 @@ func TestRepeatedBouncesUnderLoad(t *testing.T) {
 	p.mu.Unlock()
 	checkHistory(t, bs, "drill", ch, "after ten bounces")
 }
+
+// TestUncleanElectionOffKeepsPartitionOffline: with
+// unclean.leader.election.enable=false (Kafka's default), a partition
+// whose last ISR member is gone stays offline, even while a replica outside
+// the ISR is up, until an ISR member returns; nothing acknowledged is lost.
+func TestUncleanElectionOffKeepsPartitionOffline(t *testing.T) {
+	z := StartZooKeeper(t)
+	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "1", "default.replication.factor": "3"})
+	waitClusterFormed(t, bs, 3)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Version = 7
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "solo", 1, 3
+	ct.Topics = append(ct.Topics, rt)
+	if r, err := send(bs[0].Addr(), ct); err != nil || r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics: %+v %v", r, err)
+	}
+	waitFullISR(t, bs, "solo", 3)
+	ch := history.New()
+	p := startProducer(t, bs, "solo", ch)
+	p.waitAcked(t, 100, "records acknowledged with the full ISR")
+	// Two brokers go: the ISR shrinks to the third, which takes writes alone.
+	leaders := waitFullISR(t, bs, "solo", 3)
+	var last *BrokerProc
+	var gone []*BrokerProc
+	for _, b := range bs {
+		if b.ID == leaders[0] {
+			last = b
+		} else {
+			b.Kill()
+			gone = append(gone, b)
+		}
+	}
+	p.waitAcked(t, 100, "records acknowledged by the last ISR member")
+	p.close(t)
+	last.Kill()
+	// A replica outside the ISR returns: the partition stays offline.
+	gone[0].Restart()
+	waitFor(t, 60*time.Second, "the returned replica to see the partition offline", func() (bool, error) {
+		m, err := metadata(gone[0].Addr(), "solo")
+		if err != nil {
+			return false, err
+		}
+		if len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 {
+			return false, fmt.Errorf("%+v", m.Topics)
+		}
+		pp := m.Topics[0].Partitions[0]
+		return pp.Leader == -1 && pp.ErrorCode == kerr.LeaderNotAvailable.Code, fmt.Errorf("%+v", pp)
+	})
+	// Stays offline for a while (no unclean election).
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if m, err := metadata(gone[0].Addr(), "solo"); err == nil && m.Topics[0].Partitions[0].Leader != -1 {
+			t.Fatalf("unclean election: %+v", m.Topics[0].Partitions[0])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The ISR member returns and leads again with everything acknowledged.
+	last.Restart()
+	waitFor(t, 60*time.Second, "the ISR member to lead again", func() (bool, error) {
+		ps, err := partitionsOf(gone[0].Addr(), "solo")
+		if err != nil {
+			return false, err
+		}
+		return ps[0].Leader == last.ID, fmt.Errorf("%+v", ps[0])
+	})
+	checkHistory(t, []*BrokerProc{last, gone[0]}, "solo", ch, "after the ISR member returned")
+}
