@@ -350,6 +350,19 @@ func TestConsumerGroupOnCluster(t *testing.T) {
 		t.Fatalf("FindCoordinator: %+v %v", r, err)
 	}
 	coord := byID(bs, r.(*kmsg.FindCoordinatorResponse).NodeID)
+	// Only the coordinator serves the group; the others say NOT_COORDINATOR.
+	for _, b := range bs {
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Version, hb.Group, hb.MemberID, hb.Generation = 4, "g1", "nobody", 1
+		hr, err := send(b.Addr(), hb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := hr.(*kmsg.HeartbeatResponse).ErrorCode
+		if (b == coord) == (code == kerr.NotCoordinator.Code) {
+			t.Errorf("Heartbeat of g1 on broker %d (coordinator %d): error %d", b.ID, coord.ID, code)
+		}
+	}
 	coord.Kill()
 	t.Logf("SIGKILLed broker %d, the coordinator of g1", coord.ID)
 	cl2, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic("grp"))

@@ -102,6 +102,9 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.apiVersionsUnsupported()
 	}
 	if h, ok := handlers[req.Body.Key()]; ok {
+		if resp := b.notCoordinator(req.Body); resp != nil {
+			return resp // cluster mode: coordinator_cluster.go
+		}
 		return h(b, ctx, req.Body)
 	}
 	b.log.Error("closing connection: no handler for api", "api", kmsg.NameForKey(req.Header.APIKey))

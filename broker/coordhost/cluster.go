@@ -9,13 +9,12 @@ package coordhost
 // broker replicated), as Kafka's coordinators load a partition on election
 // and unload it on resignation.
 //
-// Limits of this first cut: the whole coordinator reloads, not only the
-// partition that moved (requests parked in the dropped state, such as a
-// JoinGroup waiting for its rebalance, answer COORDINATOR_NOT_AVAILABLE and
-// the clients retry); a broker that no longer leads a group's partition still takes
-// its requests, and its writes then fail (COORDINATOR_NOT_AVAILABLE, so the
-// client looks the coordinator up again) instead of an up-front
-// NOT_COORDINATOR.
+// Requests for a group or transactional id whose partition this broker
+// does not lead are answered NOT_COORDINATOR before they get here
+// (broker/api, coordinator_cluster.go). Limit of this first cut: the whole
+// coordinator reloads, not only the partition that moved (requests parked
+// in the dropped state, such as a JoinGroup waiting for its rebalance,
+// answer COORDINATOR_NOT_AVAILABLE and the clients retry).
 
 // OnLeadershipChange is replica.Manager's leadership callback.
 func (h *Host) OnLeadershipChange(topic string, partition int32, leader bool) {
