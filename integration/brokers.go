@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,6 +22,10 @@ var kbroker struct {
 	err  error
 }
 
+// RaceBrokersEnv, when set, builds the broker processes with the race
+// detector.
+const RaceBrokersEnv = "KBROKER_INTEGRATION_RACE"
+
 // buildKbroker builds cmd/kbroker once for the whole test binary.
 func buildKbroker(t testing.TB) string {
 	t.Helper()
@@ -32,7 +37,11 @@ func buildKbroker(t testing.TB) string {
 		}
 		kbroker.dir = dir
 		kbroker.bin = filepath.Join(dir, "kbroker")
-		out, err := exec.Command("go", "build", "-o", kbroker.bin, "github.com/kbroker/kbroker/cmd/kbroker").CombinedOutput()
+		args := []string{"build", "-o", kbroker.bin}
+		if os.Getenv(RaceBrokersEnv) != "" {
+			args = append(args, "-race") // a race report ends the broker with status 66
+		}
+		out, err := exec.Command("go", append(args, "github.com/kbroker/kbroker/cmd/kbroker")...).CombinedOutput()
 		if err != nil {
 			kbroker.err = fmt.Errorf("building cmd/kbroker: %v\n%s", err, out)
 		}
@@ -110,6 +119,11 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 		}
 		for _, b := range out {
 			b.Kill()
+		}
+		for _, b := range out {
+			if strings.Contains(b.Log(), "WARNING: DATA RACE") {
+				t.Errorf("broker %d reported a data race (%s)", b.ID, RaceBrokersEnv)
+			}
 		}
 		if t.Failed() {
 			for _, b := range out {
