@@ -51,6 +51,11 @@ type Store interface {
 	ScramCredential(user, mechanism string) (ScramCredential, bool)
 	ScramCredentials() map[string]map[string]ScramCredential
 	AlterScramCredentials(changes []ScramChange) error
+	// Group configs and finalized features (cluster_settings.go).
+	GroupConfigs() map[string]map[string]string
+	UpdateGroupConfigs(group string, configs map[string]string) error
+	FinalizedFeatures() (levels map[string]int16, epoch int64, set bool)
+	UpdateFinalizedFeatures(levels map[string]int16) error
 	Close() error
 }
 
@@ -71,6 +76,12 @@ type fileState struct {
 	NextProducerID int64            `json:"next_producer_id"`
 	// Scram maps user -> mechanism (SCRAM-SHA-256, SCRAM-SHA-512) -> credential.
 	Scram map[string]map[string]ScramCredential `json:"scram_credentials,omitempty"`
+	// GroupConfigs maps group id -> group config overrides (ConfigResource GROUP).
+	GroupConfigs map[string]map[string]string `json:"group_configs,omitempty"`
+	// Features are the finalized feature levels once UpdateFeatures has set
+	// them (nil: the broker's defaults); FeaturesEpoch counts the updates.
+	Features      map[string]int16 `json:"finalized_features,omitempty"`
+	FeaturesEpoch int64            `json:"finalized_features_epoch,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.

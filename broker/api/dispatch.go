@@ -54,6 +54,9 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleElectLeaders))
 	add(on((*API).handleIncrementalAlterConfigs))
 	add(on((*API).handleDescribeTopicPartitions))
+	add(on((*API).handleUpdateFeatures))            // update_features.go
+	add(on((*API).handleAlterPartitionAssignments)) // partition_reassignments.go
+	add(on((*API).handleListPartitionReassignments))
 	add(on((*API).handleFindCoordinator))
 	add(on((*API).handleOffsetCommit))
 	add(on((*API).handleOffsetFetch))

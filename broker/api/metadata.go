@@ -5,6 +5,11 @@ package api
 // broker config alone); v5 OfflineReplicas; v7 LeaderEpoch; v8 authorized
 // operations; v9 flexible; v10 topic ids; v11 dropped cluster authorized
 // operations; v12 allows lookup by topic id with a null name.
+//
+// Auto-creation (auto.create.topics.enable, and from v4 the request's
+// AllowAutoTopicCreation) answers a topic it creates with
+// LEADER_NOT_AVAILABLE and no partitions, as Kafka does: clients retry, and
+// the next request sees the partitions.
 
 import (
 	"net"
@@ -108,15 +113,26 @@ func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequ
 			case !autoCreate || replica.IsInternal(name):
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
+				// Kafka answers the topic it has just created with
+				// LEADER_NOT_AVAILABLE and no partitions (its metadata
+				// cache learns of the topic later); the client retries
+				// and the next request sees the partitions. Someone
+				// else's creation that won the race is answered in full.
 				var kerrv *kerr.Error
 				t, kerrv, _ = b.rm.CreateTopic(name, -1, -1, nil, false)
-				if kerrv == kerr.TopicAlreadyExists {
-					t, kerrv = b.rm.TopicByName(name), nil
-				}
-				if kerrv != nil || t == nil {
-					mt.ErrorCode = kerr.LeaderNotAvailable.Code
-				} else {
+				switch {
+				case kerrv == kerr.TopicAlreadyExists:
+					t = b.rm.TopicByName(name)
+					if t == nil {
+						mt.ErrorCode = kerr.LeaderNotAvailable.Code
+					}
+				case kerrv == nil && t != nil:
 					created = true
+					t = nil
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code
+				default:
+					t = nil
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code
 				}
 			}
 			if t == nil {

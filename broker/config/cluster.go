@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ClusterConfig is the cluster-mode part of the broker config: ZooKeeper,
@@ -123,28 +125,28 @@ func msProp(set func(c *Config, d time.Duration), min int64) func(*Config, strin
 
 // clusterProps are the cluster-mode properties, merged into props.
 var clusterProps = map[string]prop{
-	"zookeeper.connect": {"", func(c *Config, v string) error {
+	"zookeeper.connect": {"", kmsg.ConfigTypeString, "The ZooKeeper connection string (host:port[,host:port...][/chroot]); set, the broker runs in a cluster.", func(c *Config, v string) error {
 		c.Cluster.ZookeeperConnect = strings.TrimSpace(v)
 		return nil
 	}},
-	"zookeeper.session.timeout.ms":    {"18000", msProp(func(c *Config, d time.Duration) { c.Cluster.ZookeeperSessionTimeout = d }, 1)},
-	"zookeeper.connection.timeout.ms": {"", msProp(func(c *Config, d time.Duration) { c.Cluster.ZookeeperConnectionTimeout = d }, 1)},
-	"replica.lag.time.max.ms":         {"30000", msProp(func(c *Config, d time.Duration) { c.Cluster.ReplicaLagTimeMax = d }, 1)},
-	"replica.fetch.max.bytes":         {"1048576", intProp(func(c *Config, v int64) { c.Cluster.ReplicaFetchMaxBytes = int32(v) }, 0, math.MaxInt32)},
-	"replica.fetch.wait.max.ms":       {"500", msProp(func(c *Config, d time.Duration) { c.Cluster.ReplicaFetchWaitMax = d }, 0)},
-	"replica.fetch.min.bytes":         {"1", intProp(func(c *Config, v int64) { c.Cluster.ReplicaFetchMinBytes = int32(v) }, 0, math.MaxInt32)},
-	"num.replica.fetchers":            {"1", intProp(func(c *Config, v int64) { c.Cluster.NumReplicaFetchers = int32(v) }, 1, 1024)},
-	"replica.socket.timeout.ms":       {"30000", msProp(func(c *Config, d time.Duration) { c.Cluster.ReplicaSocketTimeout = d }, 1)},
-	"unclean.leader.election.enable":  {"false", boolProp(func(c *Config, v bool) { c.Cluster.UncleanLeaderElection = v })},
-	"auto.leader.rebalance.enable":    {"true", boolProp(func(c *Config, v bool) { c.Cluster.AutoLeaderRebalance = v })},
-	"leader.imbalance.check.interval.seconds": {"300", intProp(func(c *Config, v int64) {
+	"zookeeper.session.timeout.ms":    {"18000", kmsg.ConfigTypeInt, "The ZooKeeper session timeout.", msProp(func(c *Config, d time.Duration) { c.Cluster.ZookeeperSessionTimeout = d }, 1)},
+	"zookeeper.connection.timeout.ms": {"", kmsg.ConfigTypeInt, "How long to wait for a ZooKeeper session at start-up (unset: the session timeout).", msProp(func(c *Config, d time.Duration) { c.Cluster.ZookeeperConnectionTimeout = d }, 1)},
+	"replica.lag.time.max.ms":         {"30000", kmsg.ConfigTypeLong, "A follower not caught up for this long leaves the ISR.", msProp(func(c *Config, d time.Duration) { c.Cluster.ReplicaLagTimeMax = d }, 1)},
+	"replica.fetch.max.bytes":         {"1048576", kmsg.ConfigTypeInt, "The bytes a follower fetches per partition at most.", intProp(func(c *Config, v int64) { c.Cluster.ReplicaFetchMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"replica.fetch.wait.max.ms":       {"500", kmsg.ConfigTypeInt, "How long a follower's fetch waits at the leader for data.", msProp(func(c *Config, d time.Duration) { c.Cluster.ReplicaFetchWaitMax = d }, 0)},
+	"replica.fetch.min.bytes":         {"1", kmsg.ConfigTypeInt, "The bytes a follower's fetch waits for at least.", intProp(func(c *Config, v int64) { c.Cluster.ReplicaFetchMinBytes = int32(v) }, 0, math.MaxInt32)},
+	"num.replica.fetchers":            {"1", kmsg.ConfigTypeInt, "Fetcher goroutines per leader broker.", intProp(func(c *Config, v int64) { c.Cluster.NumReplicaFetchers = int32(v) }, 1, 1024)},
+	"replica.socket.timeout.ms":       {"30000", kmsg.ConfigTypeInt, "The socket timeout of inter-broker requests.", msProp(func(c *Config, d time.Duration) { c.Cluster.ReplicaSocketTimeout = d }, 1)},
+	"unclean.leader.election.enable":  {"false", kmsg.ConfigTypeBoolean, "Whether a replica outside the ISR may become leader when no ISR member is left (data loss).", boolProp(func(c *Config, v bool) { c.Cluster.UncleanLeaderElection = v })},
+	"auto.leader.rebalance.enable":    {"true", kmsg.ConfigTypeBoolean, "Whether the controller moves leadership back to preferred replicas.", boolProp(func(c *Config, v bool) { c.Cluster.AutoLeaderRebalance = v })},
+	"leader.imbalance.check.interval.seconds": {"300", kmsg.ConfigTypeLong, "How often the controller checks leader imbalance.", intProp(func(c *Config, v int64) {
 		c.Cluster.LeaderImbalanceCheckInterval = time.Duration(v) * time.Second
 	}, 1, math.MaxInt32)},
-	"leader.imbalance.per.broker.percentage": {"10", intProp(func(c *Config, v int64) { c.Cluster.LeaderImbalancePercent = int32(v) }, 0, 100)},
-	"controlled.shutdown.enable":             {"true", boolProp(func(c *Config, v bool) { c.Cluster.ControlledShutdown = v })},
-	"controlled.shutdown.max.retries":        {"3", intProp(func(c *Config, v int64) { c.Cluster.ControlledShutdownMaxRetries = int32(v) }, 0, math.MaxInt32)},
-	"controlled.shutdown.retry.backoff.ms":   {"5000", msProp(func(c *Config, d time.Duration) { c.Cluster.ControlledShutdownRetryBackoff = d }, 0)},
-	"security.inter.broker.protocol": {"PLAINTEXT", func(c *Config, v string) error {
+	"leader.imbalance.per.broker.percentage": {"10", kmsg.ConfigTypeInt, "The leader imbalance per broker that triggers a rebalance.", intProp(func(c *Config, v int64) { c.Cluster.LeaderImbalancePercent = int32(v) }, 0, 100)},
+	"controlled.shutdown.enable":             {"true", kmsg.ConfigTypeBoolean, "Whether a stopping broker first moves its leaderships away.", boolProp(func(c *Config, v bool) { c.Cluster.ControlledShutdown = v })},
+	"controlled.shutdown.max.retries":        {"3", kmsg.ConfigTypeInt, "How often a controlled shutdown is retried.", intProp(func(c *Config, v int64) { c.Cluster.ControlledShutdownMaxRetries = int32(v) }, 0, math.MaxInt32)},
+	"controlled.shutdown.retry.backoff.ms":   {"5000", kmsg.ConfigTypeLong, "The wait between controlled shutdown attempts.", msProp(func(c *Config, d time.Duration) { c.Cluster.ControlledShutdownRetryBackoff = d }, 0)},
+	"security.inter.broker.protocol": {"PLAINTEXT", kmsg.ConfigTypeString, "The security protocol between brokers (names the inter-broker listener without inter.broker.listener.name).", func(c *Config, v string) error {
 		v = strings.ToUpper(strings.TrimSpace(v))
 		switch v {
 		case "PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL":
@@ -153,14 +155,14 @@ var clusterProps = map[string]prop{
 		}
 		return fmt.Errorf("unknown security protocol %q", v)
 	}},
-	"broker.rack": {"", func(c *Config, v string) error {
+	"broker.rack": {"", kmsg.ConfigTypeString, "The rack of the broker, for rack-aware replica assignment.", func(c *Config, v string) error {
 		c.Cluster.Rack = strings.TrimSpace(v)
 		return nil
 	}},
 	// These two were parsed and ignored before cluster mode.
-	"offsets.topic.replication.factor":         {"3", intProp(func(c *Config, v int64) { c.Cluster.OffsetsTopicReplicationFactor = int16(v) }, 1, math.MaxInt16)},
-	"transaction.state.log.replication.factor": {"3", intProp(func(c *Config, v int64) { c.Cluster.TxnStateReplicationFactor = int16(v) }, 1, math.MaxInt16)},
-	"transaction.state.log.min.isr":            {"2", intProp(func(c *Config, v int64) { c.Cluster.TxnStateMinISR = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.replication.factor":         {"3", kmsg.ConfigTypeShort, "The replication factor of the offsets topic (capped at the live brokers).", intProp(func(c *Config, v int64) { c.Cluster.OffsetsTopicReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"transaction.state.log.replication.factor": {"3", kmsg.ConfigTypeShort, "The replication factor of the transaction topic (capped at the live brokers).", intProp(func(c *Config, v int64) { c.Cluster.TxnStateReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"transaction.state.log.min.isr":            {"2", kmsg.ConfigTypeInt, "min.insync.replicas of the transaction topic.", intProp(func(c *Config, v int64) { c.Cluster.TxnStateMinISR = int32(v) }, 1, math.MaxInt32)},
 }
 
 func init() {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // NetworkLimits are the limits of the network edge (broker/network) and of
@@ -41,15 +43,15 @@ const DefaultQueuedMaxRequestBytes = 512 << 20
 // networkProps are the properties of NetworkLimits, with Kafka's defaults
 // (but queued.max.request.bytes); init adds them to props.
 var networkProps = map[string]prop{
-	"queued.max.request.bytes": {strconv.Itoa(DefaultQueuedMaxRequestBytes), intProp(func(c *Config, v int64) { c.QueuedMaxRequestBytes = v }, -1, math.MaxInt64)},
-	"max.connections":          {"2147483647", intProp(func(c *Config, v int64) { c.MaxConnections = int32(v) }, 0, math.MaxInt32)},
-	"max.connections.per.ip":   {"2147483647", intProp(func(c *Config, v int64) { c.MaxConnectionsPerIP = int32(v) }, 0, math.MaxInt32)},
-	"max.connections.per.ip.overrides": {"", func(c *Config, v string) (err error) {
+	"queued.max.request.bytes": {strconv.Itoa(DefaultQueuedMaxRequestBytes), kmsg.ConfigTypeLong, "The bytes of requests queued and not yet answered, across all connections.", intProp(func(c *Config, v int64) { c.QueuedMaxRequestBytes = v }, -1, math.MaxInt64)},
+	"max.connections":          {"2147483647", kmsg.ConfigTypeInt, "The most connections the broker accepts across all listeners.", intProp(func(c *Config, v int64) { c.MaxConnections = int32(v) }, 0, math.MaxInt32)},
+	"max.connections.per.ip":   {"2147483647", kmsg.ConfigTypeInt, "The most connections the broker accepts from one address.", intProp(func(c *Config, v int64) { c.MaxConnectionsPerIP = int32(v) }, 0, math.MaxInt32)},
+	"max.connections.per.ip.overrides": {"", kmsg.ConfigTypeString, "Per-host or per-address overrides of max.connections.per.ip (host:count, comma-separated).", func(c *Config, v string) (err error) {
 		c.MaxConnectionsPerIPOverrides, err = parseConnectionOverrides(v)
 		return err
 	}},
-	"connections.max.idle.ms": {"600000", intProp(func(c *Config, v int64) { c.ConnectionsMaxIdleMs = v }, math.MinInt64, math.MaxInt64)},
-	"fetch.max.bytes":         {"57671680", intProp(func(c *Config, v int64) { c.FetchMaxBytes = int32(v) }, 1, math.MaxInt32)},
+	"connections.max.idle.ms": {"600000", kmsg.ConfigTypeLong, "Idle connections are closed after this many ms.", intProp(func(c *Config, v int64) { c.ConnectionsMaxIdleMs = v }, math.MinInt64, math.MaxInt64)},
+	"fetch.max.bytes":         {"57671680", kmsg.ConfigTypeInt, "The most bytes one Fetch response holds.", intProp(func(c *Config, v int64) { c.FetchMaxBytes = int32(v) }, 1, math.MaxInt32)},
 }
 
 func init() {

@@ -63,10 +63,9 @@ func (h *Host) shareConfig() share.Config {
 	set(&c.SessionTimeoutMs, h.cfg.GroupShareSessionTimeoutMs)
 	set(&c.DeliveryCountLimit, h.cfg.GroupShareDeliveryCountLimit)
 	set(&c.RecordLockDurationMs, h.cfg.GroupShareRecordLockDurationMs)
-	set(&c.MinRecordLockDurationMs, h.cfg.GroupShareMinRecordLockDurationMs)
-	set(&c.MaxRecordLockDurationMs, h.cfg.GroupShareMaxRecordLockDurationMs)
 	set(&c.PartitionMaxRecordLocks, h.cfg.GroupSharePartitionMaxRecordLocks)
 	set(&c.MaxGroupSize, h.cfg.GroupShareMaxSize)
+	c.GroupConfigs = h.groupCfgs.Values
 	return c
 }
 

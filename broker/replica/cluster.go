@@ -77,6 +77,8 @@ type replication struct {
 	isrWake chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// internal counts the goroutines waiting for internal writes' HW.
+	internal sync.WaitGroup
 }
 
 // SetReplicationConfig sets the replication settings; call it before
@@ -167,6 +169,7 @@ func (m *Manager) stopReplication() {
 	}
 	close(m.repl.stop)
 	m.repl.wg.Wait()
+	m.repl.internal.Wait()
 }
 
 // withDefaults fills every unset (zero or negative) field with Kafka's default.

@@ -32,7 +32,7 @@ import (
 
 // testCluster is the brokers and the controller's view of partition states.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	topic  controller.Topic
 	rc     ReplicationConfig
 	manual bool
@@ -45,7 +45,7 @@ type testCluster struct {
 	isrLog [][]int32
 }
 
-func newTestCluster(t *testing.T, n int, rc ReplicationConfig, manual bool, minISR int) *testCluster {
+func newTestCluster(t testing.TB, n int, rc ReplicationConfig, manual bool, minISR int) *testCluster {
 	c := &testCluster{
 		t:      t,
 		topic:  controller.Topic{Name: "t", ID: controller.NewTopicID(), Partitions: 1, ReplicationFactor: int16(n)},
@@ -308,7 +308,7 @@ func (b *testBroker) serveConn(conn net.Conn) {
 
 // testWriter sends a broker's log lines to t.Log.
 type testWriter struct {
-	t  *testing.T
+	t  testing.TB
 	id int32
 }
 
@@ -323,12 +323,12 @@ func (c *testCluster) part(id, p int32) *Partition {
 }
 
 // batch builds a batch of one record with value v.
-func batch(t *testing.T, v string) ([]byte, records.Header) {
+func batch(t testing.TB, v string) ([]byte, records.Header) {
 	t.Helper()
 	return idempotentBatch(t, -1, 0, -1, v)
 }
 
-func idempotentBatch(t *testing.T, pid int64, epoch int16, seq int32, v string) ([]byte, records.Header) {
+func idempotentBatch(t testing.TB, pid int64, epoch int16, seq int32, v string) ([]byte, records.Header) {
 	t.Helper()
 	b, err := records.Build(records.BatchSpec{FirstTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq},
 		[]records.Record{{Value: []byte(v)}})
@@ -384,7 +384,7 @@ func (c *testCluster) values(id, p int32) []string {
 
 // waitFor polls cond (a condition on state the test does not own a signal
 // for) until it holds or the deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -397,7 +397,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // step runs broker id's fetcher of leader in manual mode: truncation rounds
 // until no partition needs one, then one fetch.
-func (c *testCluster) step(id, leader int32) {
+func (c *testCluster) step(id, leader int32) { c.t.Helper(); c.stepTo(id, leader, true) }
+
+// truncateOnly runs broker id's truncation rounds, without the fetch.
+func (c *testCluster) truncateOnly(id, leader int32) { c.t.Helper(); c.stepTo(id, leader, false) }
+
+func (c *testCluster) stepTo(id, leader int32, fetch bool) {
 	c.t.Helper()
 	b := c.broker(id)
 	b.m.repl.mu.Lock()
@@ -426,6 +431,9 @@ func (c *testCluster) step(id, leader int32) {
 			}
 		}
 		if len(trunc) == 0 {
+			if !fetch {
+				return
+			}
 			if err := f.fetch(conn, all); err != nil {
 				c.t.Fatal(err)
 			}

@@ -92,6 +92,7 @@ func (m *Manager) CheckProduce(p *Partition, acks int16) *kerr.Error {
 	case r.kind != replLeader || p.mu.closed:
 		return kerr.NotLeaderForPartition
 	default:
+		r.leader.SetMinInsyncReplicas(int(p.Topic.Settings().MinInsyncReplicas))
 		if err := r.leader.CheckAppend(acks); err != nil {
 			return kerr.NotEnoughReplicas
 		}
@@ -129,6 +130,7 @@ func (m *Manager) awaitHW(p *Partition, w *hwWaiter, deadline time.Time) error {
 		return err
 	case <-timer.C:
 	case <-m.closing:
+	case <-m.repl.stop: // Stop: answer before the coordinators close
 	}
 	p.dropWaiter(w)
 	select {
@@ -165,6 +167,7 @@ func (p *Partition) appendAcked(batch []byte, h records.Header) (AppendResult, *
 	if l == nil {
 		return AppendResult{Err: kerr.NotLeaderForPartition}, nil, errNotLeader
 	}
+	l.SetMinInsyncReplicas(int(p.Topic.Settings().MinInsyncReplicas))
 	if err := l.CheckAppend(-1); err != nil {
 		return AppendResult{Err: kerr.NotEnoughReplicas}, nil, nil
 	}
@@ -193,7 +196,8 @@ const internalWriteTimeout = 5 * time.Second
 
 // awaitInternal reports an internal write's outcome to done: at once on a
 // single node, when the HW covers it in cluster mode. The wait runs in a
-// goroutine owned by the manager's closing channel and the deadline.
+// goroutine that ends by the deadline, at shutdown or at Stop, which waits
+// for it (so no callback runs after Stop returns).
 func (m *Manager) awaitInternal(p *Partition, end int64, err error, done func(error)) {
 	if err != nil || m.cluster() == nil {
 		done(err)
@@ -214,5 +218,17 @@ func (m *Manager) awaitInternal(p *Partition, end int64, err error, done func(er
 	default:
 	}
 	deadline := m.now().Add(internalWriteTimeout)
-	go func() { done(m.awaitHW(p, w, deadline)) }()
+	m.repl.mu.Lock()
+	if m.repl.mu.stopped {
+		m.repl.mu.Unlock()
+		p.dropWaiter(w)
+		done(fmt.Errorf("replica manager stopped before the write was replicated: %w", kerr.RequestTimedOut))
+		return
+	}
+	m.repl.internal.Add(1)
+	m.repl.mu.Unlock()
+	go func() {
+		defer m.repl.internal.Done()
+		done(m.awaitHW(p, w, deadline))
+	}()
 }

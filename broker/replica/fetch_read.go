@@ -18,7 +18,7 @@ func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 		resp.ErrorCode = code
 		return
 	}
-	if id := fetchReplicaID(req); id >= 0 {
+	if id := fetchReplicaID(req); id >= 0 && m.cluster() != nil {
 		m.replicaFetch(fc.req, resp, id) // fetch_replica.go
 	} else {
 		m.pollFetch(fc.req, resp)
@@ -117,6 +117,9 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 				sp.ErrorCode = kerrv.Code
 				stop = true
 			}
+			if sp.DivergingEpoch.Epoch >= 0 {
+				stop = true // the fetcher must truncate: answer now
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -126,7 +129,8 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 
 // readPartition fills one partition of the answer and returns its record bytes.
 func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
-	replica := fetchReplicaID(req) >= 0
+	// On a single node a replica id changes nothing: there are no followers.
+	replica := fetchReplicaID(req) >= 0 && m.cluster() != nil
 	if kerrv := p.checkFetch(replica); kerrv != nil {
 		return 0, kerrv
 	}
@@ -153,6 +157,11 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > max(hw, maxOffset) {
 		return 0, kerr.OffsetOutOfRange
 	}
+	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && m.cluster() != nil {
+		if kerrv := divergence(p, rp, sp); kerrv != nil || sp.DivergingEpoch.Epoch >= 0 {
+			return 0, kerrv
+		}
+	}
 	limit := int(rp.PartitionMaxBytes)
 	if budget < limit {
 		limit = budget
@@ -176,4 +185,21 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 		sp.AbortedTransactions = p.AbortedBetween(rp.FetchOffset, maxOffset)
 	}
 	return len(data), nil
+}
+
+// divergence checks a fetch's LastFetchedEpoch (Fetch v12+, KIP-320) in
+// cluster mode, as Kafka's Partition.fetchRecords: the log's end of that
+// epoch is looked up; an epoch this log cannot place is
+// OFFSET_OUT_OF_RANGE; a log whose epoch is older or ends before the fetch
+// offset diverged from the fetcher's, which is told where (DivergingEpoch)
+// and gets no records.
+func divergence(p *Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) *kerr.Error {
+	epoch, end := p.Log.EndOffsetForEpoch(rp.LastFetchedEpoch)
+	if epoch == storage.UndefinedEpoch || end == storage.UndefinedEpochOffset {
+		return kerr.OffsetOutOfRange
+	}
+	if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = epoch, end
+	}
+	return nil
 }

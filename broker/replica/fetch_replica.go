@@ -27,11 +27,6 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 
 // replicaFetch answers a follower's Fetch.
 func (m *Manager) replicaFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, replicaID int32) {
-	if m.cluster() == nil {
-		// A single node has no followers: every partition answers so.
-		m.fillFetch(req, resp)
-		return
-	}
 	m.recordFollowerFetches(req, replicaID)
 	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp}, deadline)
@@ -85,14 +80,10 @@ func (p *Partition) followerFetched(replicaID int32, offset int64, now time.Time
 // checkFetch checks that p may serve a fetch: in cluster mode only its
 // leader serves consumers and followers (NOT_LEADER_OR_FOLLOWER).
 func (p *Partition) checkFetch(replica bool) *kerr.Error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.mu.closed:
-		return kerr.NotLeaderForPartition
-	case replica && p.mu.repl.kind != replLeader:
-		return kerr.NotLeaderForPartition
-	case !p.mu.repl.leads():
+	switch r := p.role.Load(); {
+	case r == uint32(replLeader):
+	case r == uint32(replSingle) && !replica:
+	default:
 		return kerr.NotLeaderForPartition
 	}
 	return nil

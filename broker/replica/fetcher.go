@@ -303,7 +303,7 @@ func (f *fetcher) truncate(conn *leaderConn, parts map[storage.TopicPartition]fe
 	req.Version = 3
 	req.ReplicaID = f.self
 	byTopic := map[string]int{}
-	asked := 0
+	asked := map[storage.TopicPartition]bool{}
 	for tp, fp := range parts {
 		ask := fp.askEpoch
 		if ask < 0 {
@@ -331,9 +331,9 @@ func (f *fetcher) truncate(conn *leaderConn, parts map[storage.TopicPartition]fe
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = tp.Partition, fp.epoch, ask
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		asked++
+		asked[tp] = true
 	}
-	if asked == 0 {
+	if len(asked) == 0 {
 		return nil
 	}
 	r, err := conn.roundTrip(req, requestTimeout)
@@ -341,13 +341,22 @@ func (f *fetcher) truncate(conn *leaderConn, parts map[storage.TopicPartition]fe
 		return err
 	}
 	resp := r.(*kmsg.OffsetForLeaderEpochResponse)
+	answered := map[storage.TopicPartition]bool{}
+	defer func() {
+		for tp := range asked {
+			if !answered[tp] {
+				f.backoff(tp, parts[tp].epoch) // the leader left it out: do not spin
+			}
+		}
+	}()
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			tp := storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			fp, ok := parts[tp]
-			if !ok {
+			fp := parts[tp]
+			if !asked[tp] || answered[tp] {
 				continue
 			}
+			answered[tp] = true
 			if rp.ErrorCode != 0 {
 				f.m.log.Debug("OffsetForLeaderEpoch refused", "topic", tp.Topic, "partition", tp.Partition, "err", kerr.ErrorForCode(rp.ErrorCode))
 				f.backoff(tp, fp.epoch)
@@ -455,6 +464,9 @@ func (f *fetcher) applyFetched(tp storage.TopicPartition, fp fetchPart, fetchOff
 		_, err := p.appendAsFollower(fp.epoch, rp.RecordBatches, rp.HighWatermark)
 		switch {
 		case errors.Is(err, errStaleFollower):
+			// The role changed; the LeaderAndIsr handling removes or
+			// replaces this partition shortly.
+			f.backoff(tp, fp.epoch)
 			return
 		case errors.Is(err, storage.ErrUnexpectedAppendOffset):
 			f.m.log.Warn("leader's batches do not continue the follower log; truncating again", "topic", tp.Topic, "partition", tp.Partition, "err", err)

@@ -3,8 +3,10 @@
 // (log, leader epoch, high watermark, last stable offset, idempotent producer
 // and transaction state), appends and reads, the long-poll wait of fetches,
 // incremental fetch sessions (KIP-227), the background log tasks (retention,
-// cleaner) and the handling of failed appends. It knows no network and no
-// coordinator.
+// cleaner) and the handling of failed appends; in cluster mode (cluster.go)
+// the partitions' roles, the replica fetchers, the ISR and the delayed
+// acks=all produce. It knows no coordinator and no listener: its only
+// network use is the replica fetchers' own connections to leaders.
 package replica
 
 import (

@@ -34,6 +34,9 @@ type Partition struct {
 	hw atomic.Int64
 	// lso is the last stable offset. Invariant: lso <= hw.
 	lso atomic.Int64
+	// role mirrors mu.repl.kind, or roleClosed once closed, so that fetches
+	// check it without waiting for an append's write (role.go).
+	role atomic.Uint32
 	// appendFailing is set while appends fail with storage errors, so the
 	// failure is logged once, not per request (disk_errors.go).
 	appendFailing atomic.Bool
@@ -314,6 +317,7 @@ func (p *Partition) close() {
 		return
 	}
 	p.mu.closed = true
+	p.role.Store(roleClosed)
 	p.failWaitersLocked(errPartitionClosed)
 	close(p.mu.arrived)
 }

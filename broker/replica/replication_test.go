@@ -166,6 +166,13 @@ func TestISRShrinkAndExpand(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.mustProduce(1, 1, "b") // broker 3 falls behind
+	// While broker 3 is in the ISR the HW is the smallest LEO of the ISR.
+	l := c.part(1, 0)
+	l.mu.Lock()
+	if isr := l.mu.repl.leader.ISR(); slices.Contains(isr, 3) && l.HighWatermark() != c.part(3, 0).Log.LogEndOffset() {
+		t.Errorf("HW %d with broker 3 (LEO %d) in the ISR %v", l.HighWatermark(), c.part(3, 0).Log.LogEndOffset(), isr)
+	}
+	l.mu.Unlock()
 	waitFor(t, "broker 3 to leave the ISR", func() bool { return slices.Equal(c.state(0).ISR, []int32{1, 2}) })
 	if isr := c.part(1, 0).ISR(); !slices.Equal(isr, []int32{1, 2}) {
 		t.Fatalf("leader's ISR %v after the write, want [1 2]", isr)

@@ -85,6 +85,18 @@ type replState struct {
 	isrWriting bool
 }
 
+// roleClosed is Partition.role's value once the partition is closed.
+const roleClosed = 0xff
+
+// setKindLocked changes the role, mirrored in p.role for lock-free readers.
+// p.mu must be held.
+func (p *Partition) setKindLocked(k replKind) {
+	p.mu.repl.kind = k
+	if !p.mu.closed {
+		p.role.Store(uint32(k))
+	}
+}
+
 // leads reports whether client produces are accepted.
 func (r *replState) leads() bool { return r.kind == replSingle || r.kind == replLeader }
 
@@ -96,9 +108,8 @@ func (p *Partition) LeaderEpoch() int32 { return p.epoch.Load() }
 // single node). Produce and consumer fetches to a partition it does not
 // lead get NOT_LEADER_OR_FOLLOWER.
 func (p *Partition) IsLeader() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.mu.closed && p.mu.repl.leads()
+	r := p.role.Load()
+	return r == uint32(replSingle) || r == uint32(replLeader)
 }
 
 // State returns the last partition state applied, and whether the
@@ -166,7 +177,8 @@ func (p *Partition) becomeLeader(self int32, st PartitionState, cfg isr.Config) 
 	}
 	p.failWaitersLocked(errNotLeader) // produces of an older epoch of ours
 	p.epoch.Store(st.LeaderEpoch)
-	p.mu.repl.kind, p.mu.repl.state, p.mu.repl.leader, p.mu.repl.isrWriting = replLeader, st.Clone(), l, false
+	p.mu.repl.state, p.mu.repl.leader, p.mu.repl.isrWriting = st.Clone(), l, false
+	p.setKindLocked(replLeader)
 	p.setHWLocked(l.HW())
 	return !wasLeader, nil
 }
@@ -188,7 +200,8 @@ func (p *Partition) becomeFollower(st PartitionState) (lost, newEpoch bool, err 
 	if p.mu.repl.kind != replFollower {
 		newEpoch = true // from leader or no role: always truncate first
 	}
-	p.mu.repl.kind, p.mu.repl.state, p.mu.repl.leader = replFollower, st.Clone(), nil
+	p.mu.repl.state, p.mu.repl.leader = st.Clone(), nil
+	p.setKindLocked(replFollower)
 	p.epoch.Store(st.LeaderEpoch)
 	p.failWaitersLocked(errNotLeader)
 	p.wakeLocked()
@@ -202,7 +215,8 @@ func (p *Partition) stop() (lost bool) {
 	defer p.mu.Unlock()
 	lost = p.mu.repl.kind == replLeader
 	if p.mu.repl.kind != replSingle {
-		p.mu.repl.kind, p.mu.repl.leader = replNone, nil
+		p.mu.repl.leader = nil
+		p.setKindLocked(replNone)
 	}
 	p.failWaitersLocked(errNotLeader)
 	p.wakeLocked()
@@ -218,7 +232,7 @@ func (p *Partition) enterCluster(checkpointHW int64, ok bool) {
 	if p.mu.repl.kind != replSingle {
 		return
 	}
-	p.mu.repl.kind = replNone
+	p.setKindLocked(replNone)
 	hw := p.Log.LogStartOffset()
 	if ok {
 		hw = max(hw, min(checkpointHW, p.Log.LogEndOffset()))
@@ -342,10 +356,18 @@ func (m *Manager) replicaPartition(topic string, partition int32, topicID [16]by
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.mu.topics[topic]
+	if t != nil && topicID != ([16]byte{}) && t.Meta.ID != ([16]byte{}) && t.Meta.ID != topicID {
+		// A topic of this name was deleted and created again while this
+		// broker missed the StopReplica: its data is not this topic's.
+		return nil, fmt.Errorf("%s-%d: local topic id %s, requested %s: %w", topic, partition, fmtUUID(t.Meta.ID), fmtUUID(topicID), kerr.InconsistentTopicID)
+	}
 	if t == nil || int32(len(t.Partitions)) <= partition {
 		meta, ok := m.store.Topic(topic)
 		if !ok || partition < 0 || partition >= meta.Partitions {
 			return nil, fmt.Errorf("%s-%d is not in the metadata: %w", topic, partition, kerr.UnknownTopicOrPartition)
+		}
+		if topicID != ([16]byte{}) && meta.ID != ([16]byte{}) && meta.ID != topicID {
+			return nil, fmt.Errorf("%s-%d: topic id %s in the metadata, requested %s: %w", topic, partition, fmtUUID(meta.ID), fmtUUID(topicID), kerr.InconsistentTopicID)
 		}
 		nt, err := m.growTopicLocked(t, meta)
 		if err != nil {
