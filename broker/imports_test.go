@@ -29,6 +29,7 @@ var importRules = []struct {
 	{"broker/replica/isr", []string{"broker", "storage", "controller", "coordinator", "std:net"}},
 	{"broker/replica", []string{"broker/api", "broker/coordhost", "broker/network", "coordinator"}},
 	{"broker/coordhost", []string{"broker/api", "broker/network", "ext:github.com/prometheus"}},
+	{"broker/metacache", []string{"broker", "storage", "controller", "coordinator"}},
 	// The rooms know no metrics library: broker/metrics reads their state
 	// and wraps the network's Handler.
 	{"broker/config", []string{"ext:github.com/prometheus"}},
