@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,7 +113,7 @@ func (s *tlsSource) current() *tls.Config {
 // load reads the keystore and truststore and builds the configuration.
 func (s *tlsSource) load() (*tls.Config, error) {
 	c := s.cfg
-	chain, key := []byte(c.KeystoreCertificateChain), []byte(c.KeystoreKey)
+	chain, key := normalizePEM(c.KeystoreCertificateChain), normalizePEM(c.KeystoreKey)
 	if c.KeystoreLocation != "" {
 		b, err := os.ReadFile(c.KeystoreLocation)
 		if err != nil {
@@ -129,7 +131,7 @@ func (s *tlsSource) load() (*tls.Config, error) {
 		MaxVersion:   c.MaxVersion,
 		CipherSuites: c.CipherSuites,
 	}
-	trust := []byte(c.TruststoreCertificates)
+	trust := normalizePEM(c.TruststoreCertificates)
 	if c.TruststoreLocation != "" {
 		if trust, err = os.ReadFile(c.TruststoreLocation); err != nil {
 			return nil, fmt.Errorf("ssl.truststore.location: %w", err)
@@ -151,6 +153,31 @@ func (s *tlsSource) load() (*tls.Config, error) {
 		conf.ClientAuth = tls.NoClientCert
 	}
 	return conf, nil
+}
+
+// pemBlock is one PEM block, whatever whitespace separates its parts.
+var pemBlock = regexp.MustCompile(`(?s)-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END ([A-Z0-9 ]+)-----`)
+
+// normalizePEM rewrites inline PEM values as Go's pem package reads them.
+// A value written over several lines of a properties file with backslash
+// continuations arrives as one line (Java's Properties, and kbroker's,
+// fold the lines), which Kafka's PEM parser accepts: each block's base64
+// body loses its whitespace and is wrapped at 64 columns again.
+func normalizePEM(s string) []byte {
+	var b bytes.Buffer
+	for _, m := range pemBlock.FindAllStringSubmatch(s, -1) {
+		body := strings.Join(strings.Fields(m[2]), "")
+		fmt.Fprintf(&b, "-----BEGIN %s-----\n", m[1])
+		for len(body) > 64 {
+			b.WriteString(body[:64] + "\n")
+			body = body[64:]
+		}
+		if body != "" {
+			b.WriteString(body + "\n")
+		}
+		fmt.Fprintf(&b, "-----END %s-----\n", m[3])
+	}
+	return b.Bytes()
 }
 
 // certPool parses every CERTIFICATE block of a PEM truststore.

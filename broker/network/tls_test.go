@@ -348,3 +348,31 @@ func TestPrincipalMappingRules(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSInlinePEM serves a keystore and truststore given inline, folded
+// onto one line as a properties file with continuations delivers them.
+func TestTLSInlinePEM(t *testing.T) {
+	ca, err := tlstest.NewCA("inline-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ca.Server("inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.Client(pkix.Name{CommonName: "inline-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold := func(b []byte) string { return strings.Join(strings.Fields(string(b)), " ") }
+	tc := &config.TLSConfig{KeystoreCertificateChain: fold(srv.CertPEM), KeystoreKey: fold(srv.KeyPEM),
+		TruststoreCertificates: fold(ca.PEM), ClientAuth: config.ClientAuthRequired,
+		MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}
+	s, principals := startTLSServer(t, tc)
+	if err := roundTrips(s.Addrs()[0].String(), clientConf(ca, &client), 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := principals(); len(got) != 3 || got[0] != "User:CN=inline-client" {
+		t.Fatalf("principals %q", got)
+	}
+}
