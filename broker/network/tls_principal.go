@@ -6,7 +6,6 @@ package network
 
 import (
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/hex"
 	"fmt"
@@ -28,10 +27,21 @@ var rfc2253Keywords = map[string]string{
 	"0.9.2342.19200300.100.1.1":  "UID",
 }
 
+// rawATV is an attribute of a relative distinguished name with its value
+// as DER, so that an attribute written as #hex keeps its original string
+// type; rawRDNSET is one RDN (the "SET" suffix makes encoding/asn1 read a
+// SET OF).
+type rawATV struct {
+	Type  asn1.ObjectIdentifier
+	Value asn1.RawValue
+}
+
+type rawRDNSET []rawATV
+
 // distinguishedName is cert's subject in RFC 2253 form, most specific RDN
-// first: "CN=client,OU=eng,O=kbroker,C=US".
+// first, as Java's X500Principal.getName() writes it: "CN=client,OU=eng,O=kbroker,C=US".
 func distinguishedName(cert *x509.Certificate) string {
-	var seq pkix.RDNSequence
+	var seq []rawRDNSET
 	if rest, err := asn1.Unmarshal(cert.RawSubject, &seq); err != nil || len(rest) > 0 {
 		return cert.Subject.String()
 	}
@@ -46,21 +56,17 @@ func distinguishedName(cert *x509.Certificate) string {
 			}
 			oid := atv.Type.String()
 			kw, known := rfc2253Keywords[oid]
-			s, isString := atv.Value.(string)
-			if known && isString {
-				b.WriteString(kw)
-				b.WriteByte('=')
-				b.WriteString(escapeRFC2253(s))
-				continue
-			}
-			der, err := asn1.Marshal(atv.Value)
-			if err != nil {
-				der = nil
-			}
+			var v any
 			if known {
+				if rest, err := asn1.Unmarshal(atv.Value.FullBytes, &v); err == nil && len(rest) == 0 {
+					if s, ok := v.(string); ok {
+						b.WriteString(kw + "=" + escapeRFC2253(s))
+						continue
+					}
+				}
 				oid = kw
 			}
-			b.WriteString(oid + "=#" + hex.EncodeToString(der))
+			b.WriteString(oid + "=#" + hex.EncodeToString(atv.Value.FullBytes))
 		}
 	}
 	return b.String()

@@ -292,6 +292,9 @@ func TestTLSStartErrors(t *testing.T) {
 	}
 }
 
+// TestDistinguishedName: the expected strings are what Java's
+// X500Principal.getName() printed for the same certificates (checked with
+// the JDK once; Kafka's default principal is that string).
 func TestDistinguishedName(t *testing.T) {
 	ca, err := tlstest.NewCA("ca")
 	if err != nil {
@@ -304,6 +307,9 @@ func TestDistinguishedName(t *testing.T) {
 		{pkix.Name{CommonName: "alice"}, "CN=alice"},
 		{pkix.Name{CommonName: "a,b+c", Organization: []string{"Org"}, Country: []string{"US"}}, `CN=a\,b\+c,O=Org,C=US`},
 		{pkix.Name{CommonName: " lead#=", Locality: []string{"Paris"}}, `CN=\ lead\#\=,L=Paris`},
+		{pkix.Name{CommonName: `q"\<>;`, OrganizationalUnit: []string{"u1", "u2"}}, `CN=q\"\\\<\>\;,OU=u1+OU=u2`},
+		{pkix.Name{CommonName: "x", SerialNumber: "123", ExtraNames: []pkix.AttributeTypeAndValue{{Type: asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 1}, Value: "a@b.c"}}},
+			"1.2.840.113549.1.9.1=#0c056140622e63,2.5.4.5=#1303313233,CN=x"},
 		{pkix.Name{CommonName: "x", ExtraNames: []pkix.AttributeTypeAndValue{{Type: asn1.ObjectIdentifier{0, 9, 2342, 19200300, 100, 1, 25}, Value: "example"}}}, "DC=example,CN=x"},
 	} {
 		leaf, err := ca.Client(tc.name)
