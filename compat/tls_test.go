@@ -1,7 +1,7 @@
 package compat
 
 // TLS listeners with certificates made at run time (broker/network/tlstest):
-// franz-go, kcat (librdkafka) and the Java client over SSL, over mTLS (a
+// franz-go, kcat (librdkafka), sarama and the Java client (tls_java_test.go) over SSL, over mTLS (a
 // named listener with ssl.client.auth=required), and over SASL_SSL with
 // SCRAM; a client certificate of another CA, or none where one is
 // required, is refused.
@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/kbroker/kbroker/broker/network/tlstest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -255,4 +256,88 @@ func TestTLSKcat(t *testing.T) {
 		kcatRefused(t, b.saslSSL, "a wrong SCRAM password", bad)
 	})
 	b.Alive()
+}
+
+// saramaRoundTrip produces n messages to partition 0 of topic through addr
+// with cfg and reads them back.
+func saramaRoundTrip(t *testing.T, addr, topic string, cfg *sarama.Config) {
+	t.Helper()
+	prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	defer prod.Close()
+	const n = 10
+	for i := 0; i < n; i++ {
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: 0, Value: sarama.StringEncoder(fmt.Sprintf("v%d", i))}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	cons, err := sarama.NewConsumer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	defer cons.Close()
+	pc, err := cons.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatalf("consume partition: %v", err)
+	}
+	defer pc.Close()
+	ctx := testCtx(t)
+	for i := 0; i < n; i++ {
+		select {
+		case m := <-pc.Messages():
+			if string(m.Value) != fmt.Sprintf("v%d", i) || m.Offset != int64(i) {
+				t.Fatalf("message %d: offset %d value %q", i, m.Offset, m.Value)
+			}
+		case err := <-pc.Errors():
+			t.Fatalf("consume: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("consumed %d of %d", i, n)
+		}
+	}
+}
+
+func TestTLSSarama(t *testing.T) {
+	b := startTLSBroker(t)
+	adm := newAdmin(t, b.Addr())
+	tlsCfg := func(cfg *sarama.Config, cert *tlstest.Leaf) *sarama.Config {
+		cfg.Net.TLS.Enable = true
+		cfg.Net.TLS.Config = b.tlsConf(cert)
+		return cfg
+	}
+	t.Run("mtls", func(t *testing.T) {
+		createTopic(t, adm, "mtls-sarama", 1, nil)
+		saramaRoundTrip(t, b.mtls, "mtls-sarama", tlsCfg(saramaConfig(sarama.V3_0_0_0, sarama.CompressionNone, false), &b.client))
+		bad := tlsCfg(saramaConfig(sarama.V3_0_0_0, sarama.CompressionNone, false), &b.foreign)
+		bad.Metadata.Retry.Max = 0
+		if cl, err := sarama.NewClient([]string{b.mtls}, bad); err == nil {
+			cl.Close()
+			t.Fatal("a client certificate of another CA was accepted")
+		}
+	})
+	t.Run("sasl_ssl-scram", func(t *testing.T) {
+		createTopic(t, adm, "sasl-ssl-sarama", 1, nil)
+		saramaRoundTrip(t, b.saslSSL, "sasl-ssl-sarama", tlsCfg(saramaSASLConfig(sarama.SASLTypeSCRAMSHA512, saslScramPass, sarama.SASLHandshakeV1), nil))
+	})
+	b.Alive()
+}
+
+// TestTLSStartErrors: a TLS listener kbroker cannot serve stops start-up
+// with a message naming the property.
+func TestTLSStartErrors(t *testing.T) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	for _, tc := range []struct {
+		overrides []string
+		want      string
+	}{
+		{[]string{"listeners=SSL://" + addr, "ssl.keystore.location=/nonexistent.jks"}, "config ssl.keystore.type: store type JKS is not supported by kbroker"},
+		{[]string{"listeners=SSL://" + addr, "ssl.keystore.type=PKCS12", "ssl.truststore.type=PEM", "ssl.keystore.location=/k.p12"}, "store type PKCS12 is not supported"},
+		{[]string{"listeners=SSL://" + addr, "ssl.keystore.type=PEM", "ssl.truststore.type=PEM", "ssl.keystore.location=" + t.TempDir() + "/missing.pem"}, "ssl.keystore.location"},
+	} {
+		code, out := runBrokerToExit(t, t.TempDir(), tc.overrides...)
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, want an error with %q:\n%s", tc.overrides, code, tc.want, out)
+		}
+	}
 }
