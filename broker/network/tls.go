@@ -31,6 +31,9 @@ type tlsSource struct {
 		sync.Mutex
 		conf  *tls.Config
 		stamp [2]fileStamp // keystore, truststore
+		// failed is the last reload failure logged, so a file that stays
+		// broken is logged once, not at every handshake.
+		failed string
 	}
 }
 
@@ -94,18 +97,21 @@ func (s *tlsSource) current() *tls.Config {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stamp, err := s.stamps()
-	if err != nil || stamp == s.mu.stamp {
-		if err != nil {
-			s.log.Warn("TLS files unreadable; keeping the loaded certificates", "listener", s.listener, "err", err)
+	if err == nil && stamp == s.mu.stamp {
+		return s.mu.conf
+	}
+	var conf *tls.Config
+	if err == nil {
+		conf, err = s.load()
+	}
+	if err != nil {
+		if msg := fmt.Sprint(stamp, err); msg != s.mu.failed {
+			s.mu.failed = msg
+			s.log.Warn("TLS files changed but do not load; keeping the loaded certificates", "listener", s.listener, "err", err)
 		}
 		return s.mu.conf
 	}
-	conf, err := s.load()
-	if err != nil {
-		s.log.Warn("TLS files changed but do not load; keeping the loaded certificates", "listener", s.listener, "err", err)
-		return s.mu.conf
-	}
-	s.mu.conf, s.mu.stamp = conf, stamp
+	s.mu.conf, s.mu.stamp, s.mu.failed = conf, stamp, ""
 	s.log.Info("TLS certificates reloaded", "listener", s.listener)
 	return conf
 }
@@ -207,7 +213,8 @@ func certPool(b []byte) (*x509.CertPool, error) {
 }
 
 // tlsHandshakeTimeout bounds a TLS handshake, so a client that connects and
-// sends nothing cannot hold a connection slot.
+// sends nothing cannot hold a connection slot; connections.max.idle.ms
+// bounds it too when shorter, as Kafka's idle expiry covers the handshake.
 const tlsHandshakeTimeout = 10 * time.Second
 
 // handshake runs the TLS handshake of a new connection on an SSL or
@@ -215,7 +222,11 @@ const tlsHandshakeTimeout = 10 * time.Second
 // certificate (Kafka's SslPrincipalMapper); a connection without a client
 // certificate stays ANONYMOUS. It reports whether the connection may go on.
 func (c *conn) handshake(tc *tls.Conn, src *tlsSource) bool {
-	_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	timeout := tlsHandshakeTimeout
+	if idle := c.s.limits.idle; idle > 0 && idle < timeout {
+		timeout = idle
+	}
+	_ = tc.SetDeadline(time.Now().Add(timeout))
 	if err := tc.Handshake(); err != nil {
 		if !c.stopping.Load() {
 			c.s.log.Info("closing connection: TLS handshake failed", "client", c.addr, "listener", c.listener.Name, "err", err)

@@ -382,3 +382,35 @@ func TestTLSInlinePEM(t *testing.T) {
 		t.Fatalf("principals %q", got)
 	}
 }
+
+// TestTLSIdle: connections.max.idle.ms closes a TLS connection that never
+// starts its handshake and one idle after a request, as on PLAINTEXT.
+func TestTLSIdle(t *testing.T) {
+	f := newTLSFixture(t)
+	lim := unlimited()
+	lim.ConnectionsMaxIdleMs = 200
+	s := NewServer(Config{
+		Listeners:             []config.Listener{{Name: "SSL", Host: "127.0.0.1", SecurityProtocol: config.ProtoSSL, TLS: f.config(config.ClientAuthNone)}},
+		SocketRequestMaxBytes: 1 << 20,
+		Handler:               metadataHandler(),
+		Limits:                &lim,
+	})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	start := time.Now()
+	expectClosed(t, dial(t, s)) // no ClientHello
+	nc, err := tls.Dial("tcp", s.Addrs()[0].String(), clientConf(f.ca, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := roundTrip(nc, 7); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, nc)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("idle TLS connections closed after %v, want about 2 × 200ms", d)
+	}
+}
