@@ -47,6 +47,8 @@ type API struct {
 	scramMu sync.Mutex
 	// featuresMu serialises UpdateFeatures (read levels, check, store).
 	featuresMu sync.Mutex
+	// cluster is set in cluster mode (cluster.go), nil on a single node.
+	cluster *Cluster
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener

@@ -60,6 +60,9 @@ func (b *API) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataResponseB
 }
 
 func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.handleMetadataCluster(ctx, req) // metadata_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = b.endpointsFor(ctx)
 	cid := b.store.ClusterID()

@@ -78,6 +78,7 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.leaderHintsProduce(ctx, resp) // cluster mode: metadata_cluster.go
 	if req.Acks == 0 {
 		return nil
 	}
