@@ -108,6 +108,15 @@ func (c *Config) resolveTLS(p map[string]string) error {
 		}
 		c.Listeners[i].TLS = tc
 	}
+	// The broker's own inter-broker clients (replica fetchers, the
+	// controller's channel) dial without TLS or SASL, so in a cluster the
+	// inter-broker listener must be PLAINTEXT; clients can still use TLS
+	// listeners beside it (INTERNAL:PLAINTEXT,EXTERNAL:SSL).
+	if c.Cluster.Enabled() {
+		if l := c.InterBrokerListener(); l.SecurityProtocol != "" && l.SecurityProtocol != protoPlaintext {
+			return fmt.Errorf("config inter.broker.listener.name: the inter-broker listener %s uses %s; kbroker's brokers talk to each other over PLAINTEXT only (add a PLAINTEXT listener such as INTERNAL and name it)", l.Name, l.SecurityProtocol)
+		}
+	}
 	return nil
 }
 

@@ -94,3 +94,25 @@ func TestTLSConfigErrors(t *testing.T) {
 		t.Errorf("inline keystore: %v", err)
 	}
 }
+
+// TestTLSInterBrokerListener: in a cluster the inter-broker listener must be
+// PLAINTEXT (the broker's own clients speak nothing else); TLS listeners
+// for clients beside it are fine.
+func TestTLSInterBrokerListener(t *testing.T) {
+	p := map[string]string{
+		"zookeeper.connect":              "127.0.0.1:2181",
+		"listeners":                      "INTERNAL://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+		"listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SSL",
+		"inter.broker.listener.name":     "INTERNAL",
+		"ssl.keystore.type":              "PEM",
+		"ssl.truststore.type":            "PEM",
+		"ssl.keystore.location":          "/k.pem",
+	}
+	if _, _, err := ParseConfig(p); err != nil {
+		t.Fatal(err)
+	}
+	p["inter.broker.listener.name"] = "EXTERNAL"
+	if _, _, err := ParseConfig(p); err == nil || !strings.Contains(err.Error(), "PLAINTEXT only") {
+		t.Fatalf("SSL inter-broker listener: %v", err)
+	}
+}
