@@ -134,6 +134,15 @@ type Listener struct {
 	Host             string
 	Port             int32
 	SecurityProtocol string
+	// TLS is the listener's ssl.* configuration (tls.go), set on SSL and
+	// SASL_SSL listeners of Config.Listeners, nil otherwise.
+	TLS *TLSConfig
+}
+
+// IsSASL reports whether clients authenticate with SASL on this listener
+// (SASL_PLAINTEXT, SASL_SSL).
+func (l Listener) IsSASL() bool {
+	return l.SecurityProtocol == ProtoSASLPlaintext || l.SecurityProtocol == ProtoSASLSSL
 }
 
 func (l Listener) String() string { return fmt.Sprintf("%s://%s", l.Name, hostPort(l.Host, l.Port)) }

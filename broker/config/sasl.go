@@ -4,7 +4,7 @@ package config
 // property names are Kafka's; the defaults are Kafka's except
 // sasl.enabled.mechanisms (Kafka: GSSAPI, which kbroker does not have).
 //
-//	listener.security.protocol.map  NAME:PROTOCOL,...  (SSL and SASL_SSL refused: no TLS)
+//	listener.security.protocol.map  NAME:PROTOCOL,...  (SSL and SASL_SSL: see tls.go)
 //	sasl.enabled.mechanisms         PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 by default
 //	listener.name.<l>.sasl.enabled.mechanisms          per-listener override
 //	listener.name.<l>.plain.sasl.jaas.config           PLAIN users of listener <l>
@@ -120,7 +120,7 @@ func parseSASLMechanisms(v string) ([]string, error) {
 // isSecurityKey reports whether k is a security property outside the props
 // table: a secret or a listener.name.<l>. property.
 func isSecurityKey(k string) bool {
-	if k == keyJAAS || k == KeyScramBootstrap {
+	if k == keyJAAS || k == KeyScramBootstrap || isSSLKey(k) {
 		return true
 	}
 	_, rest, ok := listenerKey(k)
@@ -138,18 +138,13 @@ func listenerKey(k string) (name, rest string, ok bool) {
 }
 
 // resolveSecurity gives each listener its security protocol, checks the
-// listener names, and reads the SASL properties of p.
+// listener names, and reads the SASL and TLS properties of p.
 func (c *Config) resolveSecurity(p map[string]string) error {
 	seen := map[string]bool{}
 	for i, l := range c.Listeners {
 		proto, ok := c.SecurityProtocolMap[l.Name]
 		if !ok {
 			return fmt.Errorf("config listener.security.protocol.map: no security protocol for listener %s", l.Name)
-		}
-		switch proto {
-		case protoPlaintext, ProtoSASLPlaintext:
-		default:
-			return fmt.Errorf("config listeners: listener %s uses security protocol %s; kbroker has no TLS (PLAINTEXT and SASL_PLAINTEXT only)", l.Name, proto)
 		}
 		if seen[l.Name] {
 			return fmt.Errorf("config listeners: listener name %s is used twice", l.Name)
@@ -214,7 +209,7 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 		}
 	}
 	for _, l := range c.Listeners {
-		if l.SecurityProtocol != ProtoSASLPlaintext {
+		if !l.IsSASL() {
 			continue
 		}
 		users := global
@@ -236,7 +231,7 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 		}
 		c.SASL.BootstrapScram = users
 	}
-	return nil
+	return c.resolveTLS(p)
 }
 
 // jaasModule is the one login module of a sasl.jaas.config value:

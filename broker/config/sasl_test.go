@@ -127,8 +127,9 @@ func TestSecurityConfig(t *testing.T) {
 		props map[string]string
 		key   string
 	}{
-		{map[string]string{"listeners": "SSL://127.0.0.1:9093"}, "listeners"},
-		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093"}, "listeners"},
+		// A TLS listener needs a PEM keystore (tls_test.go).
+		{map[string]string{"listeners": "SSL://127.0.0.1:9093"}, "ssl.keystore.type"},
+		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093"}, "ssl.keystore.type"},
 		{map[string]string{"listeners": "CLIENT://127.0.0.1:9093"}, "listener.security.protocol.map"},
 		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:TLS"}, "listener.security.protocol.map"},
 		{map[string]string{"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms"},

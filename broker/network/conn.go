@@ -2,6 +2,7 @@ package network
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -32,8 +33,11 @@ type conn struct {
 	// listener is the listener the connection came in on.
 	listener config.Listener
 	// principal is who the client is: "User:<name>" after SASL
-	// authentication (sasl_conn.go), AnonymousPrincipal otherwise.
+	// authentication (sasl_conn.go) or from the client certificate on an
+	// SSL listener (tls.go), AnonymousPrincipal otherwise.
 	principal string
+	// tls is the listener's TLS configuration when nc is a *tls.Conn.
+	tls *tlsSource
 
 	// readAhead bounds the bytes of requests read and not yet answered on
 	// this connection. Its Used() > 0 means a request is in flight, which
@@ -105,9 +109,12 @@ func (c *conn) release(item queued) {
 
 func (c *conn) serve() {
 	defer c.nc.Close()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc, c.tls) {
+		return
+	}
 	r := bufio.NewReaderSize(idleReader{c}, 64<<10)
 	w := bufio.NewWriterSize(c.nc, 64<<10)
-	if c.listener.SecurityProtocol == config.ProtoSASLPlaintext && !c.authenticate(r, w) {
+	if c.listener.IsSASL() && !c.authenticate(r, w) {
 		return
 	}
 	q := make(chan queued, maxPipelined)

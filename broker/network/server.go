@@ -1,10 +1,12 @@
 // Package network serves Kafka connections: listeners, connections, framing
-// and the frame size limit, SASL authentication before the first request,
+// and the frame size limit, TLS on SSL and SASL_SSL listeners (tls.go),
+// SASL authentication before the first request,
 // and request queueing with responses in request order. It knows no API: a
 // Handler answers each decoded request, given a RequestContext.
 package network
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,7 +61,7 @@ type Config struct {
 	Logger                *slog.Logger
 	Handler               Handler
 	// NewAuthenticator starts the SASL exchange of a new connection on a
-	// SASL_PLAINTEXT listener.
+	// SASL_PLAINTEXT or SASL_SSL listener.
 	NewAuthenticator func(l config.Listener) *sasl.Authenticator
 	// Limits are queued.max.request.bytes, the connection limits and
 	// connections.max.idle.ms (limits.go); nil means none.
@@ -140,7 +142,23 @@ func (s *Server) ConnectionCounts() map[string]int {
 // once the listeners accept connections; on an error the listeners already
 // bound stay open until Close.
 func (s *Server) Start() error {
-	for _, l := range s.cfg.Listeners {
+	// Every TLS listener's certificates load before any listener binds, so
+	// a bad keystore stops start-up with nothing served.
+	srcs := make([]*tlsSource, len(s.cfg.Listeners))
+	for i, l := range s.cfg.Listeners {
+		if l.SecurityProtocol != config.ProtoSSL && l.SecurityProtocol != config.ProtoSASLSSL {
+			continue
+		}
+		if l.TLS == nil {
+			return fmt.Errorf("listener %s: security protocol %s without a TLS configuration", l.Name, l.SecurityProtocol)
+		}
+		src, err := newTLSSource(l, s.log)
+		if err != nil {
+			return err
+		}
+		srcs[i] = src
+	}
+	for i, l := range s.cfg.Listeners {
 		ln, err := net.Listen("tcp", l.Addr())
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", l, err)
@@ -150,7 +168,7 @@ func (s *Server) Start() error {
 		s.mu.Unlock()
 		s.log.Info("listening", "listener", l.String(), "addr", ln.Addr().String())
 		s.wg.Add(1)
-		go s.acceptLoop(ln, l)
+		go s.acceptLoop(ln, l, srcs[i])
 	}
 	return nil
 }
@@ -180,7 +198,10 @@ func (s *Server) Principals(securityProtocol string) []string {
 	return out
 }
 
-func (s *Server) acceptLoop(ln net.Listener, l config.Listener) {
+// acceptLoop accepts connections of listener l; src is its TLS
+// configuration (nil on PLAINTEXT and SASL_PLAINTEXT). The TLS handshake
+// runs in the connection's goroutine, never here.
+func (s *Server) acceptLoop(ln net.Listener, l config.Listener, src *tlsSource) {
 	defer s.wg.Done()
 	for {
 		nc, err := ln.Accept()
@@ -197,7 +218,11 @@ func (s *Server) acceptLoop(ln net.Listener, l config.Listener) {
 			s.log.Error("accept failed; listener stopped", "addr", ln.Addr().String(), "err", err)
 			return
 		}
+		if src != nil {
+			nc = tls.Server(nc, src.serverConfig())
+		}
 		c := newConn(s, nc, l)
+		c.tls = src
 		ip := hostOf(c.addr)
 		s.mu.Lock()
 		select {
