@@ -30,7 +30,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.LeaveGroup):             {0, 5},
 	int16(kmsg.OffsetCommit):           {0, 9},
 	int16(kmsg.OffsetFetch):            {0, 9},
-	int16(kmsg.DescribeGroups):         {0, 5},
+	int16(kmsg.DescribeGroups):         {0, 6},
 	int16(kmsg.ListGroups):             {0, 5},
 	int16(kmsg.DeleteGroups):           {0, 2},
 	int16(kmsg.OffsetDelete):           {0, 0},
