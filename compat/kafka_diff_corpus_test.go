@@ -441,6 +441,20 @@ func diffCorpus() []diffStep {
 			return req
 		}},
 
+		// Config resources (KIP-1142): every type, topics only, a type
+		// the version does not support.
+		{name: "list-config-resources", build: func(*diffConn) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }},
+		{name: "list-config-resources-topics", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListConfigResourcesRequest()
+			req.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeTopic)}
+			return req
+		}, minVersion: 1},
+		{name: "list-config-resources-unknown-type", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListConfigResourcesRequest()
+			req.ResourceTypes = []int8{99}
+			return req
+		}, minVersion: 1},
+
 		// Deletes.
 		{name: "delete-topics-unknown", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrDeleteTopicsRequest()

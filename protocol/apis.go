@@ -62,6 +62,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.ElectLeaders):            {0, 2},
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
 	int16(kmsg.DescribeTopicPartitions): {0, 0},
+	int16(kmsg.ListConfigResources):     {0, 1},
 
 	// SASL (broker/network/sasl) and SCRAM credentials.
 	int16(kmsg.SASLHandshake):                {0, 1},

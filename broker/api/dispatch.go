@@ -44,6 +44,8 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.handleCreatePartitions(ctx, r)
 	case *kmsg.ElectLeadersRequest:
 		return b.handleElectLeaders(ctx, r)
+	case *kmsg.ListConfigResourcesRequest:
+		return b.handleListConfigResources(ctx, r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return b.handleIncrementalAlterConfigs(ctx, r)
 	case *kmsg.DescribeTopicPartitionsRequest:

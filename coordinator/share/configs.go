@@ -112,6 +112,17 @@ func (c *Coordinator) GroupConfigOverrides(group string) map[string]string {
 	return cp
 }
 
+// ConfiguredGroups returns the ids of the groups with overrides, sorted
+// (ListConfigResources lists them as GROUP resources).
+func (c *Coordinator) ConfiguredGroups() []string {
+	ids := make([]string, 0, len(c.configs))
+	for id := range c.configs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
 // GroupConfig returns the effective value of a group config.
 func (c *Coordinator) GroupConfig(group, name string) string {
 	if v, ok := c.configs[group][name]; ok {
