@@ -314,6 +314,19 @@ func diffCorpus() []diffStep {
 			req.Topics = append(req.Topics, tp)
 			return req
 		}},
+		{name: "write-txn-markers-abort", build: func(c *diffConn) kmsg.Request {
+			pid, epoch := diffPID(c, "diff-txn", 0)
+			req := kmsg.NewPtrWriteTxnMarkersRequest()
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch = pid, epoch, -1
+			for _, name := range []string{diffTopic, "no-such-topic"} {
+				tp := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				tp.Topic, tp.Partitions = name, []int32{0}
+				m.Topics = append(m.Topics, tp)
+			}
+			req.Markers = append(req.Markers, m)
+			return req
+		}},
 
 		// Cluster and partitions.
 		{name: "describe-cluster", build: func(*diffConn) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() }},

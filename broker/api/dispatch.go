@@ -61,6 +61,8 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest,
 		*kmsg.DescribeTransactionsRequest, *kmsg.ListTransactionsRequest:
 		return b.handleTxnRequest(ctx, r)
+	case *kmsg.WriteTxnMarkersRequest:
+		return b.handleWriteTxnMarkers(ctx, r)
 	case *kmsg.DescribeProducersRequest:
 		return b.handleDescribeProducers(ctx, r)
 	case *kmsg.ListGroupsRequest:
