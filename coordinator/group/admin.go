@@ -96,8 +96,10 @@ func (c *Coordinator) ListGroups(now time.Time, token any, req *kmsg.ListGroupsR
 	return []Reply{{Token: token, Resp: resp}}, nil
 }
 
-// DeleteGroups handles DeleteGroups v0-v2. Only Empty groups are deleted
-// (others: NON_EMPTY_GROUP; unknown: GROUP_ID_NOT_FOUND); deletion yields
+// DeleteGroups handles DeleteGroups v0-v3 (v3's error messages are set by
+// the broker, which merges the other group kinds' answers). Only Empty
+// groups are deleted (others: NON_EMPTY_GROUP; unknown:
+// GROUP_ID_NOT_FOUND); deletion yields
 // a tombstone for each committed offset and for the group metadata.
 func (c *Coordinator) DeleteGroups(now time.Time, token any, req *kmsg.DeleteGroupsRequest) ([]Reply, []Record) {
 	c.begin(now)
