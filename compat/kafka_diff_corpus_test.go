@@ -307,6 +307,16 @@ func diffCorpus() []diffStep {
 			return req
 		}},
 		{name: "list-transactions", build: func(*diffConn) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
+		{name: "list-transactions-pattern", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListTransactionsRequest()
+			req.DurationFilterMillis, req.TransactionalIDPattern = -1, strp("diff-t.n")
+			return req
+		}, minVersion: 2},
+		{name: "list-transactions-invalid-pattern", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListTransactionsRequest()
+			req.DurationFilterMillis, req.TransactionalIDPattern = -1, strp("diff-(")
+			return req
+		}, minVersion: 2},
 		{name: "describe-producers", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrDescribeProducersRequest()
 			tp := kmsg.NewDescribeProducersRequestTopic()

@@ -41,7 +41,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.WriteTxnMarkers):        {1, 2},
 	int16(kmsg.DescribeProducers):      {0, 0},
 	int16(kmsg.DescribeTransactions):   {0, 0},
-	int16(kmsg.ListTransactions):       {0, 1},
+	int16(kmsg.ListTransactions):       {0, 2},
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 1},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 1},
 
