@@ -13,7 +13,7 @@ type VersionRange struct{ Min, Max int16 }
 // a handler in the broker that answers every version in its range; nothing
 // is advertised that does not work.
 var supported = map[int16]VersionRange{
-	int16(kmsg.Produce):                {3, 12},
+	int16(kmsg.Produce):                {3, 13},
 	int16(kmsg.Fetch):                  {4, 16},
 	int16(kmsg.ListOffsets):            {1, 8},
 	int16(kmsg.Metadata):               {0, 13},
