@@ -194,11 +194,11 @@ func diffCorpus() []diffStep {
 			req.Members = []kmsg.LeaveGroupRequestMember{m}
 			return req
 		}},
-		{name: "offset-commit-illegal-generation", build: func(*diffConn) kmsg.Request {
+		{name: "offset-commit-illegal-generation", build: func(c *diffConn) kmsg.Request {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Group, req.Generation, req.MemberID = diffGroup, 7, "no-such-member"
 			tp := kmsg.NewOffsetCommitRequestTopic()
-			tp.Topic = diffTopic
+			tp.Topic, tp.TopicID = diffTopic, c.topicIDs[diffTopic]
 			p := kmsg.NewOffsetCommitRequestTopicPartition()
 			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
 			tp.Partitions = append(tp.Partitions, p)
@@ -386,17 +386,28 @@ func diffCorpus() []diffStep {
 		}},
 
 		// Groups: offsets of a group with no members, KIP-848 describe.
-		{name: "offset-commit-simple", build: func(*diffConn) kmsg.Request {
+		{name: "offset-commit-simple", build: func(c *diffConn) kmsg.Request {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Group, req.Generation, req.MemberID = "diff-simple", -1, ""
 			tp := kmsg.NewOffsetCommitRequestTopic()
-			tp.Topic = diffTopic
+			tp.Topic, tp.TopicID = diffTopic, c.topicIDs[diffTopic]
 			p := kmsg.NewOffsetCommitRequestTopicPartition()
 			p.Partition, p.Offset, p.LeaderEpoch = 0, 2, -1
 			tp.Partitions = append(tp.Partitions, p)
 			req.Topics = append(req.Topics, tp)
 			return req
-		}, maxVersion: 9},
+		}},
+		{name: "offset-commit-simple-unknown-topic", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.Generation, req.MemberID = "diff-simple", -1, ""
+			tp := kmsg.NewOffsetCommitRequestTopic()
+			tp.Topic, tp.TopicID = "no-such-topic", [16]byte{1}
+			p := kmsg.NewOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = 0, 2, -1
+			tp.Partitions = append(tp.Partitions, p)
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
 		{name: "offset-delete", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrOffsetDeleteRequest()
 			req.Group = "diff-simple"
