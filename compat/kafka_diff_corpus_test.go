@@ -75,6 +75,29 @@ func diffListOffsets(topic string, partition int32, ts int64) func(*diffConn) km
 	}
 }
 
+// diffOffsetFetch fetches group's offset of partition 0 of topic, by name
+// and (v10) by id; an unknown topic gets a made-up id.
+func diffOffsetFetch(group, topic string) func(*diffConn) kmsg.Request {
+	return func(c *diffConn) kmsg.Request {
+		id, ok := c.topicIDs[topic]
+		if !ok {
+			id = [16]byte{1}
+		}
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = group
+		tp := kmsg.NewOffsetFetchRequestTopic()
+		tp.Topic, tp.Partitions = topic, []int32{0}
+		req.Topics = []kmsg.OffsetFetchRequestTopic{tp}
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = group
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.TopicID, gt.Partitions = topic, id, []int32{0}
+		g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
+		req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+		return req
+	}
+}
+
 func diffFetch(topic string, partition int32, offset int64, leaderEpoch int32) func(*diffConn) kmsg.Request {
 	return func(c *diffConn) kmsg.Request {
 		req := kmsg.NewPtrFetchRequest()
@@ -161,20 +184,7 @@ func diffCorpus() []diffStep {
 			req.CoordinatorKey, req.CoordinatorKeys = diffGroup, []string{diffGroup}
 			return req
 		}},
-		{name: "offset-fetch-unknown-group", build: func(*diffConn) kmsg.Request {
-			req := kmsg.NewPtrOffsetFetchRequest()
-			req.Group = diffGroup
-			tp := kmsg.NewOffsetFetchRequestTopic()
-			tp.Topic, tp.Partitions = diffTopic, []int32{0}
-			req.Topics = []kmsg.OffsetFetchRequestTopic{tp}
-			g := kmsg.NewOffsetFetchRequestGroup()
-			g.Group = diffGroup
-			gt := kmsg.NewOffsetFetchRequestGroupTopic()
-			gt.Topic, gt.Partitions = diffTopic, []int32{0}
-			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
-			req.Groups = []kmsg.OffsetFetchRequestGroup{g}
-			return req
-		}},
+		{name: "offset-fetch-unknown-group", build: diffOffsetFetch(diffGroup, diffTopic)},
 		{name: "heartbeat-unknown-member", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrHeartbeatRequest()
 			req.Group, req.Generation, req.MemberID = diffGroup, 1, "no-such-member"
@@ -408,6 +418,16 @@ func diffCorpus() []diffStep {
 			req.Topics = append(req.Topics, tp)
 			return req
 		}},
+		{name: "offset-fetch-simple", build: diffOffsetFetch("diff-simple", diffTopic)},
+		{name: "offset-fetch-simple-unknown-topic", build: diffOffsetFetch("diff-simple", "no-such-topic")},
+		{name: "offset-fetch-simple-all", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.Group = "diff-simple"
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "diff-simple"
+			req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+			return req
+		}, minVersion: 2}, // v0-1 have no "all topics"
 		{name: "offset-delete", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrOffsetDeleteRequest()
 			req.Group = "diff-simple"

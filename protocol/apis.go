@@ -29,7 +29,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.Heartbeat):              {0, 4},
 	int16(kmsg.LeaveGroup):             {0, 5},
 	int16(kmsg.OffsetCommit):           {0, 10},
-	int16(kmsg.OffsetFetch):            {0, 9},
+	int16(kmsg.OffsetFetch):            {0, 10},
 	int16(kmsg.DescribeGroups):         {0, 6},
 	int16(kmsg.ListGroups):             {0, 5},
 	int16(kmsg.DeleteGroups):           {0, 3},

@@ -24,16 +24,3 @@ func (b *API) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOf
 	}
 	return b.awaitReply(ctx, req, tok, nil)
 }
-
-// handleOffsetFetch answers OffsetFetch through the coordinators, then marks
-// partitions with pending transactional offsets UNSTABLE_OFFSET_COMMIT when
-// the client asked for stable offsets (v7+).
-func (b *API) handleOffsetFetch(ctx *network.RequestContext, req *kmsg.OffsetFetchRequest) kmsg.Response {
-	resp := b.handleGroupRequest(ctx, req)
-	r, ok := resp.(*kmsg.OffsetFetchResponse)
-	if !ok || !req.RequireStable {
-		return resp
-	}
-	b.co.MarkUnstableOffsets(req, r)
-	return r
-}
