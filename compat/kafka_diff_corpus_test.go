@@ -311,6 +311,19 @@ func diffCorpus() []diffStep {
 			req.Topics = append(req.Topics, tp)
 			return req
 		}, maxVersion: 4}, // v5 (KIP-890) adds the partition itself
+		{name: "txn-offset-commit-unknown-topic-id", build: func(c *diffConn) kmsg.Request {
+			pid, epoch := diffPID(c, "diff-txn", 0)
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "diff-txn", diffGroup, pid, epoch
+			req.Generation = -1
+			tp := kmsg.NewTxnOffsetCommitRequestTopic()
+			tp.Topic, tp.TopicID = "no-such-topic", [16]byte{1}
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
+			tp.Partitions = append(tp.Partitions, p)
+			req.Topics = append(req.Topics, tp)
+			return req
+		}, minVersion: 6},
 		{name: "describe-transactions", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrDescribeTransactionsRequest()
 			req.TransactionalIDs = []string{"diff-txn", "no-such-txn"}

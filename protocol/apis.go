@@ -37,7 +37,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.AddPartitionsToTxn):     {0, 5},
 	int16(kmsg.AddOffsetsToTxn):        {0, 4},
 	int16(kmsg.EndTxn):                 {0, 5},
-	int16(kmsg.TxnOffsetCommit):        {0, 5},
+	int16(kmsg.TxnOffsetCommit):        {0, 6},
 	int16(kmsg.WriteTxnMarkers):        {1, 2},
 	int16(kmsg.DescribeProducers):      {0, 0},
 	int16(kmsg.DescribeTransactions):   {0, 0},
