@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // TestAbandonedTransactionIsAborted: a producer that opens a transaction and
@@ -58,25 +59,32 @@ func TestAbandonedTransactionIsAborted(t *testing.T) {
 }
 
 // TestTxnOffsetCommitUnknownPartition: offsets for a partition that does not
-// exist are refused per partition, as OffsetCommit refuses them.
+// exist are refused per partition, as OffsetCommit refuses them: by name
+// (v3) UNKNOWN_TOPIC_OR_PARTITION, by an unknown id (v6) UNKNOWN_TOPIC_ID.
 func TestTxnOffsetCommitUnknownPartition(t *testing.T) {
 	b := startTestBroker(t, t.TempDir(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl := newClient(t, b)
-	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.Version = 3
-	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", "g", 1, 0, -1
-	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = "no-such-topic"
-	rt.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
-	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
-		t.Fatalf("answer %+v, want UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
+	for _, tt := range []struct {
+		version int16
+		want    *kerr.Error
+	}{{3, kerr.UnknownTopicOrPartition}, {6, kerr.UnknownTopicID}} {
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(kmsg.TxnOffsetCommit.Int16(), tt.version)
+		cl := newClient(t, b, kgo.MaxVersions(vs))
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", "g", 1, 0, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = "no-such-topic", [16]byte{1}
+		rt.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Version != tt.version || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != tt.want.Code {
+			t.Fatalf("v%d answer %+v, want %s", resp.Version, resp.Topics, tt.want.Message)
+		}
 	}
 }
 
