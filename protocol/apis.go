@@ -15,7 +15,7 @@ type VersionRange struct{ Min, Max int16 }
 var supported = map[int16]VersionRange{
 	int16(kmsg.Produce):                {3, 13},
 	int16(kmsg.Fetch):                  {4, 16},
-	int16(kmsg.ListOffsets):            {1, 8},
+	int16(kmsg.ListOffsets):            {1, 11},
 	int16(kmsg.Metadata):               {0, 13},
 	int16(kmsg.ApiVersions):            {0, 4},
 	int16(kmsg.CreateTopics):           {0, 7},
