@@ -526,6 +526,21 @@ func diffCorpus() []diffStep {
 			return req
 		}, minVersion: 1},
 
+		// ApiVersions v5 (KIP-1242): the cluster and node the client
+		// expects; a wrong one, and only one of the two.
+		{name: "api-versions-wrong-cluster", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "kbroker-compat", "1"
+			req.ClusterID, req.NodeID = strp("no-such-cluster"), 0
+			return req
+		}, minVersion: 5},
+		{name: "api-versions-cluster-without-node", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "kbroker-compat", "1"
+			req.ClusterID = strp("no-such-cluster")
+			return req
+		}, minVersion: 5},
+
 		// Deletes.
 		{name: "delete-topics-unknown", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrDeleteTopicsRequest()

@@ -10,7 +10,68 @@ package compat
 
 // apiVersionsExplained are the differences of TestKafkaDiffApiVersions, by
 // the line it prints.
-var apiVersionsExplained = map[string]string{}
+var apiVersionsExplained = map[string]string{
+	// Lower minimums: Kafka 4.0 removed these versions (KIP-896); kbroker
+	// keeps them on purpose, so that clients of the Kafka 3.x era (and
+	// librdkafka, sarama, kafka-python builds that still send them) keep
+	// working, as they do against Kafka 3.9.
+	"Produce(0): Kafka v0-13, kbroker v3-13":             "v3-v6 kept (KIP-896 removed v0-v2); v0-v2 carry message formats 0/1, which kbroker never accepted",
+	"OffsetCommit(8): Kafka v2-10, kbroker v0-10":        oldVersionsKept,
+	"OffsetFetch(9): Kafka v1-10, kbroker v0-10":         oldVersionsKept,
+	"CreateTopics(19): Kafka v2-7, kbroker v0-7":         oldVersionsKept,
+	"DeleteTopics(20): Kafka v1-6, kbroker v0-6":         oldVersionsKept,
+	"OffsetForLeaderEpoch(23): Kafka v2-4, kbroker v0-4": oldVersionsKept,
+	"DescribeConfigs(32): Kafka v1-4, kbroker v0-4":      oldVersionsKept,
+	// KIP-932 v0 was the early-access share-group protocol of Kafka 4.0;
+	// 4.1 made v1 the first version. kbroker still answers 4.0 clients.
+	"ShareGroupHeartbeat(76): Kafka v1-1, kbroker v0-1": shareV0Kept,
+	"ShareGroupDescribe(77): Kafka v1-1, kbroker v0-1":  shareV0Kept,
+	"ShareFetch(78): Kafka v1-2, kbroker v0-2":          shareV0Kept,
+	"ShareAcknowledge(79): Kafka v1-2, kbroker v0-2":    shareV0Kept,
+
+	// Newer versions kbroker does not serve yet.
+	"Fetch(1): Kafka v4-18, kbroker v4-16": "Fetch v17-18 add the follower's directory id (KIP-853) and the high watermark it knows: replication fields, " +
+		"for the cluster work (issue 11); the fetch path (broker/api/fetch.go, broker/replica/fetch_read.go) belongs to helper hardnet",
+	"DescribeLogDirs(35): Kafka v1-5, kbroker v0-4": "v5 adds IsCordoned (cordoned log dirs), not in kbroker yet; broker/api/describe_log_dirs.go belongs to helper hardcoord; v0 kept (KIP-896)",
+
+	// Missing features, with the issue that adds them.
+	"DescribeACLs(29): Kafka v1-3, kbroker does not advertise it":               "ACLs: issue 14",
+	"CreateACLs(30): Kafka v1-3, kbroker does not advertise it":                 "ACLs: issue 14",
+	"DeleteACLs(31): Kafka v1-3, kbroker does not advertise it":                 "ACLs: issue 14",
+	"CreateDelegationToken(38): Kafka v1-3, kbroker does not advertise it":      "delegation tokens: issue 14",
+	"RenewDelegationToken(39): Kafka v1-2, kbroker does not advertise it":       "delegation tokens: issue 14",
+	"ExpireDelegationToken(40): Kafka v1-2, kbroker does not advertise it":      "delegation tokens: issue 14",
+	"DescribeDelegationToken(41): Kafka v1-3, kbroker does not advertise it":    "delegation tokens: issue 14",
+	"DescribeClientQuotas(48): Kafka v0-1, kbroker does not advertise it":       "client quotas: issue 14",
+	"AlterClientQuotas(49): Kafka v0-1, kbroker does not advertise it":          "client quotas: issue 14",
+	"AlterReplicaLogDirs(34): Kafka v1-2, kbroker does not advertise it":        "moving replicas between log dirs: with the cluster's reassignment, issue 11",
+	"AlterPartitionAssignments(45): Kafka v0-1, kbroker does not advertise it":  "reassignment: helper exact's branch (issue 16), then issue 11",
+	"ListPartitionReassignments(46): Kafka v0-0, kbroker does not advertise it": "reassignment: helper exact's branch (issue 16), then issue 11",
+	"UpdateFeatures(57): Kafka v0-2, kbroker does not advertise it":             "helper exact's branch (issue 16)",
+	"DescribeQuorum(55): Kafka v0-2, kbroker does not advertise it":             "kbroker has no KRaft quorum: issue 11",
+	"AddRaftVoter(80): Kafka v0-1, kbroker does not advertise it":               "kbroker has no KRaft quorum: issue 11",
+	"RemoveRaftVoter(81): Kafka v0-0, kbroker does not advertise it":            "kbroker has no KRaft quorum: issue 11",
+	"UnregisterBroker(64): Kafka v0-0, kbroker does not advertise it":           "KRaft broker registration: issue 11",
+	"UnregisterController(94): Kafka v0-0, kbroker does not advertise it":       "KRaft controller registration: issue 11",
+	// The share coordinator's state RPCs are between brokers (KIP-932);
+	// kbroker keeps share-group state in memory (coordinator/share).
+	"InitializeShareGroupState(83): Kafka v0-0, kbroker does not advertise it":  shareStateRPC,
+	"ReadShareGroupState(84): Kafka v0-0, kbroker does not advertise it":        shareStateRPC,
+	"WriteShareGroupState(85): Kafka v0-1, kbroker does not advertise it":       shareStateRPC,
+	"DeleteShareGroupState(86): Kafka v0-0, kbroker does not advertise it":      shareStateRPC,
+	"ReadShareGroupStateSummary(87): Kafka v0-1, kbroker does not advertise it": shareStateRPC,
+	// KIP-1071 Streams groups.
+	"StreamsGroupHeartbeat(88): Kafka v0-1, kbroker does not advertise it":                 streamsGroups,
+	"StreamsGroupDescribe(89): Kafka v0-1, kbroker does not advertise it":                  streamsGroups,
+	"StreamsGroupTopologyDescriptionUpdate(93): Kafka v0-0, kbroker does not advertise it": streamsGroups,
+}
+
+const (
+	oldVersionsKept = "versions Kafka 4.0 removed (KIP-896) kept for clients of the Kafka 3.x era, as Kafka 3.9 accepts them"
+	shareV0Kept     = "KIP-932 v0 (Kafka 4.0 early access) kept for 4.0 clients"
+	shareStateRPC   = "share-group state RPCs go between brokers and the share coordinator; kbroker keeps share state in memory, no __share_group_state yet"
+	streamsGroups   = "the KIP-1071 Streams rebalance protocol is not in kbroker; Kafka Streams uses the classic protocol against it, as against Kafka 3.x"
+)
 
 // corpusExplanation is one accepted difference of TestKafkaDiffCorpus:
 // the line diffFields prints, at each of steps ("<step>/v<version>").

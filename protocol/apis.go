@@ -17,7 +17,7 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.Fetch):                  {4, 16},
 	int16(kmsg.ListOffsets):            {1, 11},
 	int16(kmsg.Metadata):               {0, 13},
-	int16(kmsg.ApiVersions):            {0, 4},
+	int16(kmsg.ApiVersions):            {0, 5},
 	int16(kmsg.CreateTopics):           {0, 7},
 	int16(kmsg.DeleteTopics):           {0, 6},
 	int16(kmsg.InitProducerID):         {0, 5},
