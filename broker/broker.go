@@ -20,6 +20,7 @@ import (
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Broker is one kbroker node. Start it with Start, stop it with Close.
@@ -48,7 +49,11 @@ type Broker struct {
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
 // already locked by another process is an error (storage.ErrLocked).
-func New(cfg config.Config) (*Broker, error) {
+func New(cfg config.Config) (*Broker, error) { return newBroker(cfg, nil) }
+
+// newBroker is New with the log dirs on fs (nil: the operating system's
+// files); tests inject disk faults through it.
+func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -65,14 +70,24 @@ func New(cfg config.Config) (*Broker, error) {
 			b.closeStorage()
 		}
 	}()
-	if err := b.rm.OpenDirs(); err != nil {
+	if err := b.rm.OpenDirs(fs); err != nil {
 		return nil, err
 	}
-	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir)
+	// The metadata lives in the first log dir; the others are named so that
+	// a lost metadata file next to existing data refuses to start
+	// (controller.ErrMetadataMissing) instead of making every log unowned.
+	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir, cfg.LogDirs[1:]...)
 	if err != nil {
 		return nil, err
 	}
 	b.store = store
+	// Every log dir names its node and cluster (Kafka's meta.properties); a
+	// dir of another node or cluster is refused before any log is served.
+	for _, d := range b.rm.Dirs() {
+		if _, err := storage.EnsureMetaProperties(d.Path(), cfg.NodeID, store.ClusterID()); err != nil {
+			return nil, err
+		}
+	}
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,
@@ -80,6 +95,7 @@ func New(cfg config.Config) (*Broker, error) {
 		Logger:                b.log,
 		Handler:               b.api,
 		NewAuthenticator:      b.api.NewAuthenticator,
+		Limits:                &cfg.NetworkLimits,
 	})
 	if err := b.api.BootstrapScram(); err != nil {
 		return nil, err

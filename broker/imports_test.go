@@ -24,7 +24,8 @@ var importRules = []struct {
 	{"controller", []string{"broker"}},
 	{"coordinator", []string{"broker", "storage"}},
 	{"broker/config", []string{"broker/network", "broker/api", "broker/coordhost", "broker/replica", "storage", "coordinator"}},
-	{"broker/network", []string{"broker/api", "broker/coordhost", "broker/replica", "storage", "coordinator"}},
+	{"broker/network", []string{"broker/api", "broker/coordhost", "broker/replica", "storage", "coordinator", "controller"}},
+	{"broker/replica/isr", []string{"broker", "storage", "controller", "coordinator", "std:net"}},
 	{"broker/replica", []string{"broker/api", "broker/coordhost", "broker/network", "coordinator"}},
 	{"broker/coordhost", []string{"broker/api", "broker/network"}},
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -50,12 +51,18 @@ type Store interface {
 	ScramCredential(user, mechanism string) (ScramCredential, bool)
 	ScramCredentials() map[string]map[string]ScramCredential
 	AlterScramCredentials(changes []ScramChange) error
+	// Group configs and finalized features (cluster_settings.go).
+	GroupConfigs() map[string]map[string]string
+	UpdateGroupConfigs(group string, configs map[string]string) error
+	FinalizedFeatures() (levels map[string]int16, epoch int64, set bool)
+	UpdateFinalizedFeatures(levels map[string]int16) error
 	Close() error
 }
 
 // FileStore is a Store kept in one JSON file, rewritten atomically
 // (temp file, fsync, rename) on every change.
 type FileStore struct {
+	fs   vfs.FS
 	path string
 	mu   struct {
 		sync.Mutex
@@ -69,6 +76,12 @@ type fileState struct {
 	NextProducerID int64            `json:"next_producer_id"`
 	// Scram maps user -> mechanism (SCRAM-SHA-256, SCRAM-SHA-512) -> credential.
 	Scram map[string]map[string]ScramCredential `json:"scram_credentials,omitempty"`
+	// GroupConfigs maps group id -> group config overrides (ConfigResource GROUP).
+	GroupConfigs map[string]map[string]string `json:"group_configs,omitempty"`
+	// Features are the finalized feature levels once UpdateFeatures has set
+	// them (nil: the broker's defaults); FeaturesEpoch counts the updates.
+	Features      map[string]int16 `json:"finalized_features,omitempty"`
+	FeaturesEpoch int64            `json:"finalized_features_epoch,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.
@@ -94,11 +107,17 @@ var ErrMetadataMissing = errors.New("metadata file missing next to existing data
 // a log dir is a broker's data (storage.DataInLogDir: controller knows no
 // log layout); nil skips the check.
 func OpenFileStore(dir, clusterID string, findData func(dir string) ([]string, error), dataDirs ...string) (*FileStore, error) {
-	s := &FileStore{path: filepath.Join(dir, MetadataFile)}
-	b, err := os.ReadFile(s.path)
+	return openFileStore(vfs.Default, dir, clusterID, findData, dataDirs...)
+}
+
+// openFileStore is OpenFileStore on the file system fsys (tests simulate
+// crashes with an in-memory one).
+func openFileStore(fsys vfs.FS, dir, clusterID string, findData func(dir string) ([]string, error), dataDirs ...string) (*FileStore, error) {
+	s := &FileStore{fs: fsys, path: filepath.Join(dir, MetadataFile)}
+	b, err := vfs.ReadFile(fsys, s.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := checkNoData(dir, dataDirs, findData); err != nil {
+		if err := checkNoData(fsys, dir, dataDirs, findData); err != nil {
 			return nil, err
 		}
 		if clusterID == "" {
@@ -117,7 +136,7 @@ func OpenFileStore(dir, clusterID string, findData func(dir string) ([]string, e
 		if s.mu.state.Topics == nil {
 			s.mu.state.Topics = map[string]Topic{}
 		}
-		if err := restrictMode(s.path); err != nil {
+		if err := restrictMode(fsys, s.path); err != nil {
 			return nil, err
 		}
 	}
@@ -126,7 +145,7 @@ func OpenFileStore(dir, clusterID string, findData func(dir string) ([]string, e
 
 // checkNoData returns an ErrMetadataMissing error if dir or any of
 // dataDirs holds a broker's data, naming what it found.
-func checkNoData(dir string, dataDirs []string, findData func(string) ([]string, error)) error {
+func checkNoData(fsys vfs.FS, dir string, dataDirs []string, findData func(string) ([]string, error)) error {
 	if findData == nil {
 		return nil
 	}
@@ -145,7 +164,7 @@ func checkNoData(dir string, dataDirs []string, findData func(string) ([]string,
 			found = append(found, filepath.Join(d, n))
 		}
 		if other := filepath.Join(d, MetadataFile); d != dir && elsewhere == "" {
-			if _, err := os.Stat(other); err == nil {
+			if _, err := fsys.Stat(other); err == nil {
 				elsewhere = other
 			}
 		}
@@ -170,8 +189,12 @@ func checkNoData(dir string, dataDirs []string, findData func(string) ([]string,
 		ErrMetadataMissing, path, list, hint)
 }
 
-// restrictMode makes path readable by its owner only if it is not already.
-func restrictMode(path string) error {
+// restrictMode makes path readable by its owner only if it is not already
+// (on the operating system's files; an in-memory file system has no modes).
+func restrictMode(fsys vfs.FS, path string) error {
+	if fsys != vfs.Default {
+		return nil
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("metadata file: %w", err)
@@ -321,33 +344,11 @@ func (s *FileStore) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("encoding metadata: %w", err)
 	}
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, metadataFileMode)
-	if err != nil {
+	// A temp file left by a crash would keep its old mode through
+	// O_TRUNC: remove it, so the new one is created 0600.
+	_ = s.fs.Remove(s.path + ".tmp")
+	if err := vfs.WriteFileAtomic(s.fs, s.path, b, metadataFileMode); err != nil {
 		return fmt.Errorf("writing metadata: %w", err)
-	}
-	// A temp file left by a crash keeps its old mode through O_TRUNC.
-	if err := f.Chmod(metadataFileMode); err != nil {
-		f.Close()
-		return fmt.Errorf("writing metadata: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("writing metadata: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("syncing metadata: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing metadata: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("replacing metadata: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -64,6 +64,11 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
 	int16(kmsg.DescribeTopicPartitions): {0, 0},
 	int16(kmsg.ListConfigResources):     {0, 1},
+	// Features (KIP-584) and partition reassignment (KIP-455; one node:
+	// only the replicas a partition has).
+	int16(kmsg.UpdateFeatures):             {0, 2},
+	int16(kmsg.AlterPartitionAssignments):  {0, 1},
+	int16(kmsg.ListPartitionReassignments): {0, 0},
 
 	// SASL (broker/network/sasl) and SCRAM credentials.
 	int16(kmsg.SASLHandshake):                {0, 1},

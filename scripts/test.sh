@@ -53,6 +53,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	step "installing ${missing[*]}"
 	apt_install "${missing[@]}"
 fi
+# --- ZooKeeper for integration/ (cluster mode) -----------------------------
+# The integration tests start their own ZooKeeper from Debian's package with
+# java and a config of their own (loopback port, own data dir), so only the
+# package is needed; its service is not used. CI=true makes its absence a
+# test failure rather than a skip.
+if ! has_deb zookeeper; then
+	step "installing zookeeper"
+	apt_install zookeeper
+fi
+step "zookeeper: $(dpkg-query -W -f='${Version}' zookeeper); $(java -version 2>&1 | head -n1)"
+# ---------------------------------------------------------------------------
+
 step "kcat: $(command -v kcat); node $(node --version); npm $(npm --version)"
 /usr/bin/python3 -c 'import kafka, confluent_kafka; print("python: kafka-python", kafka.__version__, "/ confluent-kafka", confluent_kafka.version()[0])'
 
@@ -96,7 +108,7 @@ fi
 results="$PWD/compat/results.json"
 rm -f "$results"
 step "go test ./compat/ (real clients against real kbroker processes, franz-go's own suite)"
-KBROKER_COMPAT_RESULTS="$results" CGO_ENABLED=1 go test -count=1 -timeout 20m ./compat/ || failed+=("compat tests")
+KBROKER_COMPAT_RESULTS="$results" CGO_ENABLED=1 go test -count=1 -timeout 45m ./compat/ || failed+=("compat tests")
 
 step "COMPATIBILITY.md"
 if [ -f "$results" ]; then

@@ -97,7 +97,7 @@ func (b *API) handleAlterUserSCRAMCredentials(_ *network.RequestContext, req *km
 			continue
 		}
 		upserts[u.Name] = controller.ScramChange{User: u.Name, Mechanism: m.Name,
-			Credential: m.CredentialFromSalted(u.Salt, u.SaltedPassword, u.Iterations)}
+			Credential: controller.ScramCredential(m.CredentialFromSalted(u.Salt, u.SaltedPassword, u.Iterations))}
 		upOrder = append(upOrder, u.Name)
 	}
 
@@ -166,7 +166,7 @@ func (b *API) BootstrapScram() error {
 		if err != nil {
 			return fmt.Errorf("config %s: user %s: %w", config.KeyScramBootstrap, u.Name, err)
 		}
-		changes = append(changes, controller.ScramChange{User: u.Name, Mechanism: u.Mechanism, Credential: cred})
+		changes = append(changes, controller.ScramChange{User: u.Name, Mechanism: u.Mechanism, Credential: controller.ScramCredential(cred)})
 	}
 	if len(changes) == 0 {
 		return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/coordinator/group"
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
@@ -44,6 +45,8 @@ type API struct {
 	addrs func() []net.Addr
 	// scramMu serialises AlterUserScramCredentials (validate, then store).
 	scramMu sync.Mutex
+	// featuresMu serialises UpdateFeatures (read levels, check, store).
+	featuresMu sync.Mutex
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener
@@ -85,6 +88,7 @@ type Coordinators interface {
 	NextProducerID() (int64, error)
 	TopicsChanged()
 	Shares() *coordhost.ShareHost
+	GroupConfigs() *groupconfig.Store
 	ApplyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []coordhost.ShareAcks) []int16
 }
 

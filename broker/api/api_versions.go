@@ -28,12 +28,12 @@ func (b *API) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersions
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = apiKeys()
 	if req.Version >= 3 {
-		// transaction.version 2 (KIP-890 part 2) is finalized: clients may
-		// rely on Produce v12+ and TxnOffsetCommit v5+ adding partitions to
-		// the transaction, and on EndTxn v5+ bumping the epoch.
-		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
-		resp.FinalizedFeaturesEpoch = 1
-		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MaxVersionLevel: 2, MinVersionLevel: 2}}
+		// Supported and finalized features (update_features.go): by
+		// default transaction.version 2 (KIP-890 part 2: clients may rely on
+		// Produce v12+ and TxnOffsetCommit v5+ adding partitions to the
+		// transaction, and on EndTxn v5+ bumping the epoch) and
+		// group.version 1 (KIP-848).
+		b.fillFeatures(resp)
 	}
 	if req.Version >= 3 && (req.ClientSoftwareName == "" || req.ClientSoftwareVersion == "") {
 		// Kafka validates these strings from v3 and answers INVALID_REQUEST.

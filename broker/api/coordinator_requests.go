@@ -15,6 +15,9 @@ import (
 // handleGroupRequest hands a group API request to the coordinator and waits
 // for its answer (a JoinGroup may wait for the whole rebalance).
 func (b *API) handleGroupRequest(ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
+	if hb, ok := req.(*kmsg.ConsumerGroupHeartbeatRequest); ok && !b.consumerProtocolEnabled() {
+		return consumerProtocolDisabled(hb) // update_features.go
+	}
 	tok := make(coordhost.Token, 1)
 	err := b.co.GroupRequest(coordinatorClient(ctx), req, tok)
 	return b.awaitReply(ctx, req, tok, err)

@@ -3,10 +3,14 @@ package api
 // CreateTopics v0–v7. v1 ValidateOnly and ErrorMessage; v5 flexible and the
 // created topic's partitions, replication factor and configs in the answer;
 // v7 topic id. A single node accepts replication factor 1 and replica
-// assignments that name only itself.
+// assignments that name only itself. A manual assignment may list its
+// partitions in any order (clients built on maps do); Kafka's controller
+// (ReplicationControlManager) checks only that they are 0..n-1, each once,
+// with replica lists of one size, and so does validateAssignment.
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network"
@@ -52,13 +56,8 @@ func (b *API) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsReque
 		if partitions != -1 || rf != -1 {
 			return kerr.InvalidRequest, "both numPartitions or replicationFactor and replicasAssignments were set; both cannot be used at the same time"
 		}
-		for i, ra := range rt.ReplicaAssignment {
-			if ra.Partition != int32(i) {
-				return kerr.InvalidReplicaAssignment, "partitions in the replica assignment must be consecutive from 0"
-			}
-			if len(ra.Replicas) != 1 || ra.Replicas[0] != b.cfg.NodeID {
-				return kerr.InvalidReplicaAssignment, fmt.Sprintf("replica assignment for partition %d names brokers other than %d", ra.Partition, b.cfg.NodeID)
-			}
+		if kerrv, msg := b.validateAssignment(rt.ReplicaAssignment); kerrv != nil {
+			return kerrv, msg
 		}
 		partitions, rf = int32(len(rt.ReplicaAssignment)), 1
 	}
@@ -94,4 +93,53 @@ func (b *API) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsReque
 		st.Configs = append(st.Configs, c)
 	}
 	return nil, ""
+}
+
+// validateAssignment checks a manual replica assignment as Kafka's
+// ReplicationControlManager.createTopic does, with its
+// INVALID_REPLICA_ASSIGNMENT messages: no partition twice, each replica list
+// valid (validateReplicas), and the partition ids exactly 0..n-1 in any order.
+func (b *API) validateAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment) (*kerr.Error, string) {
+	seen := make(map[int32]bool, len(as))
+	rf := -1
+	for _, ra := range as {
+		if seen[ra.Partition] {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Found multiple manual partition assignments for partition %d", ra.Partition)
+		}
+		seen[ra.Partition] = true
+		if msg := b.validateReplicas(ra.Replicas, rf); msg != "" {
+			return kerr.InvalidReplicaAssignment, msg
+		}
+		rf = len(ra.Replicas)
+	}
+	for i := range int32(len(as)) {
+		if !seen[i] {
+			return kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence"
+		}
+	}
+	return nil, ""
+}
+
+// validateReplicas is Kafka's validateManualPartitionAssignment for one
+// replica list on a single node: not empty, only registered brokers (this
+// one), none twice — checked in ascending id order, so the message names the
+// smallest offender, as Kafka's does — and, when rf >= 0, rf replicas. It
+// returns Kafka's message, or "" when the list is valid.
+func (b *API) validateReplicas(replicas []int32, rf int) string {
+	if len(replicas) == 0 {
+		return "The manual partition assignment includes an empty replica list."
+	}
+	sorted := slices.Sorted(slices.Values(replicas))
+	for i, id := range sorted {
+		if id != b.cfg.NodeID {
+			return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if i > 0 && sorted[i-1] == id {
+			return fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
+		}
+	}
+	if rf >= 0 && len(replicas) != rf {
+		return fmt.Sprintf("The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+	}
+	return ""
 }

@@ -56,7 +56,7 @@ func (b *API) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTopicP
 		return kerr.OffsetOutOfRange
 	}
 	if off > p.Log.LogStartOffset() {
-		if err := p.Log.SetLogStartOffset(off); err != nil {
+		if err := p.SetLogStartOffset(off); err != nil {
 			b.log.Error("delete records failed", "topic", topicName, "partition", rp.Partition, "offset", off, "err", err)
 			return kerr.KafkaStorageError
 		}

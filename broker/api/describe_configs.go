@@ -3,7 +3,11 @@ package api
 // DescribeConfigs v0–v4 (read-only here). v1 config sources and synonyms;
 // v3 config types and documentation; v4 flexible. Topic resources report
 // every topic config with its effective value; broker resources report the
-// broker properties kbroker honours.
+// broker properties kbroker honours; group resources the group configs
+// (share_group_configs.go). Every config carries Kafka's type, and its one
+// line of documentation when IncludeDocumentation is set: for topic configs
+// from config.TopicConfigs, for broker properties from the props table
+// (config.BrokerConfigDoc), for group configs from groupconfig.Defs.
 
 import (
 	"sort"
@@ -121,6 +125,11 @@ func (b *API) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, want func(
 			c.Source = kmsg.ConfigSourceStaticBrokerConfig
 		}
 		c.IsDefault = !set
+		typ, doc, _ := config.BrokerConfigDoc(k)
+		c.ConfigType = typ
+		if req.IncludeDocumentation {
+			c.Documentation = &doc
+		}
 		if req.IncludeSynonyms {
 			vv := v
 			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: k, Value: &vv, Source: c.Source}}

@@ -6,7 +6,8 @@ package api
 // dir's volume (statfs). Null Topics means every partition; requested
 // partitions this broker does not have are left out, as Kafka does.
 // OffsetLag is always 0 (the high watermark follows the log end on a single
-// node) and there are no future replicas.
+// node) and there are no future replicas. A dir taken offline by a failed
+// write or fsync is reported with KAFKA_STORAGE_ERROR and no partitions.
 
 import (
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -40,6 +42,13 @@ func (b *API) handleDescribeLogDirs(_ *network.RequestContext, req *kmsg.Describ
 		rd.Dir = d.Path()
 		if abs, err := filepath.Abs(rd.Dir); err == nil {
 			rd.Dir = abs
+		}
+		if d.Offline() != nil {
+			// As Kafka: an offline dir is listed with KAFKA_STORAGE_ERROR
+			// and no partitions or sizes (-1).
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
 		}
 		var fs syscall.Statfs_t
 		if err := syscall.Statfs(d.Path(), &fs); err == nil {

@@ -6,98 +6,113 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// handler answers one decoded request of the key it is registered for.
+type handler func(b *API, ctx *network.RequestContext, req kmsg.Request) kmsg.Response
+
+// on registers f under the key of its request type T, so that the key and
+// the type a handler asserts cannot disagree.
+func on[T kmsg.Request](f func(b *API, ctx *network.RequestContext, req T) kmsg.Response) (int16, handler) {
+	var zero T // a nil pointer: Key does not dereference it
+	return zero.Key(), func(b *API, ctx *network.RequestContext, req kmsg.Request) kmsg.Response {
+		return f(b, ctx, req.(T))
+	}
+}
+
+// anyOf registers one handler taking kmsg.Request for several request types.
+func anyOf(f func(b *API, ctx *network.RequestContext, req kmsg.Request) kmsg.Response, reqs ...kmsg.Request) map[int16]handler {
+	out := map[int16]handler{}
+	for _, r := range reqs {
+		out[r.Key()] = f
+	}
+	return out
+}
+
+// handlers is the dispatch table: one handler per API key. Invariant
+// (dispatch_test.go): its keys are exactly the keys ApiVersions advertises
+// (protocol.SupportedKeys), so no advertised request goes unanswered and no
+// handler is unreachable.
+var handlers = buildHandlers()
+
+func buildHandlers() map[int16]handler {
+	h := map[int16]handler{}
+	add := func(k int16, f handler) { h[k] = f }
+	add(on((*API).handleApiVersions))
+	add(on((*API).handleMetadata))
+	add(on((*API).handleProduce))
+	add(on((*API).handleFetch))
+	add(on((*API).handleListOffsets))
+	add(on((*API).handleCreateTopics))
+	add(on((*API).handleDeleteTopics))
+	add(on((*API).handleInitProducerID))
+	add(on((*API).handleDescribeConfigs))
+	add(on((*API).handleDescribeCluster))
+	add(on((*API).handleDeleteRecords))
+	add(on((*API).handleOffsetForLeaderEpoch))
+	add(on((*API).handleAlterConfigs))
+	add(on((*API).handleDescribeLogDirs))
+	add(on((*API).handleCreatePartitions))
+	add(on((*API).handleElectLeaders))
+	add(on((*API).handleListConfigResources)) // list_config_resources.go
+	add(on((*API).handleIncrementalAlterConfigs))
+	add(on((*API).handleDescribeTopicPartitions))
+	add(on((*API).handleUpdateFeatures))            // update_features.go
+	add(on((*API).handleAlterPartitionAssignments)) // partition_reassignments.go
+	add(on((*API).handleListPartitionReassignments))
+	add(on((*API).handleFindCoordinator))
+	add(on((*API).handleOffsetCommit))
+	add(on((*API).handleOffsetFetch))
+	add(on((*API).handleTxnOffsetCommit))
+	add(on((*API).handleWriteTxnMarkers)) // write_txn_markers.go
+	add(on((*API).handleDescribeProducers))
+	add(on((*API).handleListGroupsWithShare))   // coordinator_requests.go: adds share groups
+	add(on((*API).handleDeleteGroupsWithShare)) // coordinator_requests.go: deletes share groups
+	for k, f := range anyOf((*API).handleTxnRequest,
+		(*kmsg.AddPartitionsToTxnRequest)(nil), (*kmsg.AddOffsetsToTxnRequest)(nil), (*kmsg.EndTxnRequest)(nil),
+		(*kmsg.DescribeTransactionsRequest)(nil), (*kmsg.ListTransactionsRequest)(nil)) {
+		add(k, f)
+	}
+	for k, f := range anyOf((*API).handleGroupRequest,
+		(*kmsg.JoinGroupRequest)(nil), (*kmsg.SyncGroupRequest)(nil), (*kmsg.HeartbeatRequest)(nil),
+		(*kmsg.LeaveGroupRequest)(nil), (*kmsg.DescribeGroupsRequest)(nil), (*kmsg.OffsetDeleteRequest)(nil),
+		(*kmsg.ConsumerGroupHeartbeatRequest)(nil), (*kmsg.ConsumerGroupDescribeRequest)(nil)) {
+		add(k, f)
+	}
+	// KIP-932 share groups (share_*.go).
+	add(on((*API).handleShareGroupHeartbeat))
+	add(on((*API).handleShareGroupDescribe))
+	add(on((*API).handleShareFetch))
+	add(on((*API).handleShareAcknowledge))
+	add(on((*API).handleDescribeShareGroupOffsets))
+	add(on((*API).handleAlterShareGroupOffsets))
+	add(on((*API).handleDeleteShareGroupOffsets))
+	// SASL (sasl.go; authentication itself is network/sasl) and SCRAM credentials.
+	add(on((*API).handleSASLHandshake))
+	add(on((*API).handleSASLAuthenticate))
+	add(on((*API).handleDescribeUserSCRAMCredentials))
+	add(on((*API).handleAlterUserSCRAMCredentials))
+	return h
+}
+
 // Handle answers one request; a nil response means none is sent (acks=0).
+// The network layer never hands over a key outside the advertised table;
+// a version outside it arrives with a nil Body only for ApiVersions.
 func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Response {
 	if req.Body == nil {
 		return b.apiVersionsUnsupported()
 	}
-	switch r := req.Body.(type) {
-	case *kmsg.ApiVersionsRequest:
-		return b.handleApiVersions(ctx, r)
-	case *kmsg.MetadataRequest:
-		return b.handleMetadata(ctx, r)
-	case *kmsg.ProduceRequest:
-		return b.handleProduce(ctx, r)
-	case *kmsg.FetchRequest:
-		return b.handleFetch(ctx, r)
-	case *kmsg.ListOffsetsRequest:
-		return b.handleListOffsets(ctx, r)
-	case *kmsg.CreateTopicsRequest:
-		return b.handleCreateTopics(ctx, r)
-	case *kmsg.DeleteTopicsRequest:
-		return b.handleDeleteTopics(ctx, r)
-	case *kmsg.InitProducerIDRequest:
-		return b.handleInitProducerID(ctx, r)
-	case *kmsg.DescribeConfigsRequest:
-		return b.handleDescribeConfigs(ctx, r)
-	case *kmsg.DescribeClusterRequest:
-		return b.handleDescribeCluster(ctx, r)
-	case *kmsg.DeleteRecordsRequest:
-		return b.handleDeleteRecords(ctx, r)
-	case *kmsg.OffsetForLeaderEpochRequest:
-		return b.handleOffsetForLeaderEpoch(ctx, r)
-	case *kmsg.AlterConfigsRequest:
-		return b.handleAlterConfigs(ctx, r)
-	case *kmsg.DescribeLogDirsRequest:
-		return b.handleDescribeLogDirs(ctx, r)
-	case *kmsg.CreatePartitionsRequest:
-		return b.handleCreatePartitions(ctx, r)
-	case *kmsg.ElectLeadersRequest:
-		return b.handleElectLeaders(ctx, r)
-	case *kmsg.ListConfigResourcesRequest:
-		return b.handleListConfigResources(ctx, r)
-	case *kmsg.IncrementalAlterConfigsRequest:
-		return b.handleIncrementalAlterConfigs(ctx, r)
-	case *kmsg.DescribeTopicPartitionsRequest:
-		return b.handleDescribeTopicPartitions(ctx, r)
-	case *kmsg.FindCoordinatorRequest:
-		return b.handleFindCoordinator(ctx, r)
-	case *kmsg.OffsetCommitRequest:
-		return b.handleOffsetCommit(ctx, r)
-	case *kmsg.OffsetFetchRequest:
-		return b.handleOffsetFetch(ctx, r)
-	case *kmsg.TxnOffsetCommitRequest:
-		return b.handleTxnOffsetCommit(ctx, r)
-	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest,
-		*kmsg.DescribeTransactionsRequest, *kmsg.ListTransactionsRequest:
-		return b.handleTxnRequest(ctx, r)
-	case *kmsg.WriteTxnMarkersRequest:
-		return b.handleWriteTxnMarkers(ctx, r)
-	case *kmsg.DescribeProducersRequest:
-		return b.handleDescribeProducers(ctx, r)
-	case *kmsg.ListGroupsRequest:
-		return b.handleListGroupsWithShare(ctx, r) // coordinator_requests.go: adds share groups
-	case *kmsg.DeleteGroupsRequest:
-		return b.handleDeleteGroupsWithShare(ctx, r) // coordinator_requests.go: deletes share groups
-	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
-		*kmsg.DescribeGroupsRequest, *kmsg.OffsetDeleteRequest,
-		*kmsg.ConsumerGroupHeartbeatRequest, *kmsg.ConsumerGroupDescribeRequest:
-		return b.handleGroupRequest(ctx, r)
-	// KIP-932 share groups (share_*.go).
-	case *kmsg.ShareGroupHeartbeatRequest:
-		return b.handleShareGroupHeartbeat(ctx, r)
-	case *kmsg.ShareGroupDescribeRequest:
-		return b.handleShareGroupDescribe(ctx, r)
-	case *kmsg.ShareFetchRequest:
-		return b.handleShareFetch(ctx, r)
-	case *kmsg.ShareAcknowledgeRequest:
-		return b.handleShareAcknowledge(ctx, r)
-	case *kmsg.DescribeShareGroupOffsetsRequest:
-		return b.handleDescribeShareGroupOffsets(ctx, r)
-	case *kmsg.AlterShareGroupOffsetsRequest:
-		return b.handleAlterShareGroupOffsets(ctx, r)
-	case *kmsg.DeleteShareGroupOffsetsRequest:
-		return b.handleDeleteShareGroupOffsets(ctx, r)
-	// SASL (sasl.go; authentication itself is network/sasl) and SCRAM credentials.
-	case *kmsg.SASLHandshakeRequest:
-		return b.handleSASLHandshake(ctx, r)
-	case *kmsg.SASLAuthenticateRequest:
-		return b.handleSASLAuthenticate(ctx, r)
-	case *kmsg.DescribeUserSCRAMCredentialsRequest:
-		return b.handleDescribeUserSCRAMCredentials(ctx, r)
-	case *kmsg.AlterUserSCRAMCredentialsRequest:
-		return b.handleAlterUserSCRAMCredentials(ctx, r)
+	if h, ok := handlers[req.Body.Key()]; ok {
+		return h(b, ctx, req.Body)
 	}
-	b.log.Error("no handler for supported api", "api", kmsg.NameForKey(req.Header.APIKey))
+	b.log.Error("closing connection: no handler for api", "api", kmsg.NameForKey(req.Header.APIKey))
+	ctx.CloseConn = true
 	return nil
+}
+
+// HandledKeys returns the API keys that have a handler.
+func HandledKeys() []int16 {
+	keys := make([]int16, 0, len(handlers))
+	for k := range handlers {
+		keys = append(keys, k)
+	}
+	return keys
 }

@@ -9,6 +9,9 @@ package api
 // Limits: MaxBytes bounds the whole response and PartitionMaxBytes each
 // partition, except that the first batch of the first partition with data is
 // returned whole even when larger (KIP-74), so a consumer always progresses.
+// The broker's fetch.max.bytes caps MaxBytes whatever the client asks, as
+// Kafka's KafkaApis does, so no client can make one response hold more
+// (but the first batch).
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -17,6 +20,13 @@ import (
 
 func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if limit := b.cfg.FetchMaxBytes; limit > 0 {
+		// Kafka answers min(MaxBytes, fetch.max.bytes); a MaxBytes ≤ 0 (which
+		// the replica reads as no limit) gets the one batch Kafka would give.
+		req.MaxBytes = max(min(req.MaxBytes, limit), 1)
+		// As Kafka: a MinBytes the cap can never satisfy would always wait MaxWait.
+		req.MinBytes = min(req.MinBytes, req.MaxBytes)
+	}
 	b.rm.Fetch(req, resp)
 	return resp
 }

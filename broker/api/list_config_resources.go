@@ -13,10 +13,8 @@ package api
 import (
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
-	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -53,13 +51,7 @@ func (b *API) handleListConfigResources(_ *network.RequestContext, req *kmsg.Lis
 		}
 		switch t {
 		case kmsg.ConfigResourceTypeGroupConfig:
-			var groups []string
-			if err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) { groups = c.ConfiguredGroups() }); err != nil {
-				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-				resp.ConfigResources = nil
-				return resp
-			}
-			for _, g := range groups {
+			for _, g := range b.co.GroupConfigs().Groups() {
 				add(g, t)
 			}
 		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:

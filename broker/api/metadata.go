@@ -7,6 +7,11 @@ package api
 // operations; v12 allows lookup by topic id with a null name; v13 a
 // top-level ErrorCode (KIP-1102), which Kafka sets only to ask a client to
 // rebootstrap and kbroker never does.
+//
+// Auto-creation (auto.create.topics.enable, and from v4 the request's
+// AllowAutoTopicCreation) answers a topic it creates with
+// LEADER_NOT_AVAILABLE and no partitions, as Kafka does: clients retry, and
+// the next request sees the partitions.
 
 import (
 	"net"
@@ -107,15 +112,26 @@ func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequ
 			case !autoCreate || replica.IsInternal(name):
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
+				// Kafka answers the topic it has just created with
+				// LEADER_NOT_AVAILABLE and no partitions (its metadata
+				// cache learns of the topic later); the client retries
+				// and the next request sees the partitions. Someone
+				// else's creation that won the race is answered in full.
 				var kerrv *kerr.Error
 				t, kerrv, _ = b.rm.CreateTopic(name, -1, -1, nil, false)
-				if kerrv == kerr.TopicAlreadyExists {
-					t, kerrv = b.rm.TopicByName(name), nil
-				}
-				if kerrv != nil || t == nil {
-					mt.ErrorCode = kerr.LeaderNotAvailable.Code
-				} else {
+				switch {
+				case kerrv == kerr.TopicAlreadyExists:
+					t = b.rm.TopicByName(name)
+					if t == nil {
+						mt.ErrorCode = kerr.LeaderNotAvailable.Code
+					}
+				case kerrv == nil && t != nil:
 					created = true
+					t = nil
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code
+				default:
+					t = nil
+					mt.ErrorCode = kerr.LeaderNotAvailable.Code
 				}
 			}
 			if t == nil {
@@ -143,6 +159,13 @@ func (b *API) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.Me
 		mp.Replicas = []int32{b.cfg.NodeID}
 		mp.ISR = []int32{b.cfg.NodeID}
 		mp.OfflineReplicas = []int32{}
+		if p.Offline() != nil {
+			// Kafka's answer for a partition whose only replica sits on an
+			// offline log dir: no leader, the replica listed offline.
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+			mp.OfflineReplicas = []int32{b.cfg.NodeID}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

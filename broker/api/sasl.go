@@ -13,9 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// scramCredential looks a user's credential up in the metadata store.
+func (b *API) scramCredential(user, mechanism string) (sasl.Credential, bool) {
+	c, ok := b.store.ScramCredential(user, mechanism)
+	return sasl.Credential(c), ok
+}
+
 // NewAuthenticator starts the authentication of a connection on listener l.
 func (b *API) NewAuthenticator(l config.Listener) *sasl.Authenticator {
-	return sasl.NewAuthenticator(b.cfg.SASL.MechanismsFor(l.Name), b.cfg.SASL.PlainUsers[l.Name], b.store.ScramCredential,
+	return sasl.NewAuthenticator(b.cfg.SASL.MechanismsFor(l.Name), b.cfg.SASL.PlainUsers[l.Name], b.scramCredential,
 		func(req protocol.Request) kmsg.Response {
 			if req.Body == nil {
 				return b.apiVersionsUnsupported()

@@ -1,99 +1,110 @@
 package api
 
-// GROUP config resources (ConfigResource type 32, KIP-848/KIP-932) for
-// IncrementalAlterConfigs and DescribeConfigs: the share.* group configs
-// coordinator/share honours (share.auto.offset.reset,
-// share.record.lock.duration.ms, share.delivery.count.limit,
-// share.isolation.level, share.session.timeout.ms,
-// share.heartbeat.interval.ms). A group need not exist to be configured.
-// Only SET and DELETE apply (no group config is a list); unknown names
-// and bad values are INVALID_CONFIG. Overrides live in memory with the
-// share coordinator: a restart forgets them (Kafka keeps them in the
-// cluster metadata).
+// GROUP config resources (ConfigResource type 32; KIP-848 and KIP-932) for
+// IncrementalAlterConfigs and DescribeConfigs: the group configs of
+// coordinator/groupconfig — consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms, which the KIP-848 coordinator gives the
+// group's members, and the share.* configs of share groups. A group need not
+// exist to be configured. Only SET and DELETE apply (no group config is a
+// list). The resulting set is checked as Kafka's GroupConfig.validate does
+// (known names, types, the broker's group.consumer.* and group.share.*
+// bounds, session timeout above heartbeat interval), with its
+// INVALID_CONFIG messages. Overrides are kept in the metadata store
+// (controller.Store.UpdateGroupConfigs), so they survive a restart as in
+// Kafka, where they are cluster metadata.
 
 import (
+	"errors"
 	"fmt"
-	"time"
 
-	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// errGroupOp carries a request error found while applying the operations.
+type errGroupOp struct {
+	kerr *kerr.Error
+	msg  string
+}
+
+func (e *errGroupOp) Error() string { return e.msg }
 
 // alterGroupConfigs applies IncrementalAlterConfigs operations to a group.
 func (b *API) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
 	if rr.ResourceName == "" {
 		return kerr.InvalidRequest, "Group name must not be empty"
 	}
-	var kerrv *kerr.Error
-	var msg string
-	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
-		cur := c.GroupConfigOverrides(rr.ResourceName)
+	err := b.co.GroupConfigs().Alter(rr.ResourceName, validateOnly, func(cur map[string]string) error {
 		for _, op := range rr.Configs {
-			if !share.IsGroupConfig(op.Name) {
-				kerrv, msg = kerr.InvalidConfig, fmt.Sprintf("Unknown group config name: %s", op.Name)
-				return
+			if _, ok := groupconfig.Lookup(op.Name); !ok {
+				return &groupconfig.InvalidError{Msg: fmt.Sprintf("Unknown group config name: %s", op.Name)}
 			}
 			switch op.Op {
 			case kmsg.IncrementalAlterConfigOpSet:
-				if err := c.ValidateGroupConfig(op.Name, *op.Value); err != nil {
-					kerrv, msg = kerr.InvalidConfig, err.Error()
-					return
-				}
 				cur[op.Name] = *op.Value
 			case kmsg.IncrementalAlterConfigOpDelete:
 				delete(cur, op.Name)
 			default:
-				kerrv, msg = kerr.InvalidRequest, fmt.Sprintf("Config value append is not allowed for config key: %s", op.Name)
-				return
+				verb := "append"
+				if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
+					verb = "subtract"
+				}
+				return &errGroupOp{kerr.InvalidRequest, fmt.Sprintf("Config value %s is not allowed for config key: %s", verb, op.Name)}
 			}
 		}
-		if !validateOnly {
-			c.SetGroupConfigs(rr.ResourceName, cur)
-		}
+		return nil
 	})
-	if err != nil {
-		return kerr.CoordinatorNotAvailable, ""
+	var inv *groupconfig.InvalidError
+	var opErr *errGroupOp
+	switch {
+	case err == nil:
+		return nil, ""
+	case errors.As(err, &inv):
+		return kerr.InvalidConfig, inv.Msg
+	case errors.As(err, &opErr):
+		return opErr.kerr, opErr.msg
 	}
-	return kerrv, msg
+	b.log.Error("storing group configs", "group", rr.ResourceName, "err", err)
+	return kerr.UnknownServerError, "Failed to store the group configs."
 }
 
 // describeGroupConfigs reports every group config of a group with its
-// effective value: the group's override (GROUP_CONFIG) or the
-// broker default.
+// effective value: the group's override (GROUP_CONFIG) or the broker's
+// default (DEFAULT_CONFIG), with its type and, when asked, documentation.
 func (b *API) describeGroupConfigs(req *kmsg.DescribeConfigsRequest, name string, want func(string) bool, sr *kmsg.DescribeConfigsResponseResource) *kerr.Error {
 	if name == "" {
 		return kerr.InvalidRequest
 	}
-	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
-		overrides := c.GroupConfigOverrides(name)
-		for _, n := range share.GroupConfigNames() {
-			if !want(n) {
-				continue
-			}
-			v := c.GroupConfig(name, n)
-			cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
-			cfg.Name = n
-			cfg.Value = &v
-			cfg.ConfigType = kmsg.ConfigTypeString
-			if n != share.ConfigAutoOffsetReset && n != share.ConfigIsolationLevel {
-				cfg.ConfigType = kmsg.ConfigTypeInt
-			}
-			if _, ok := overrides[n]; ok {
-				cfg.Source = kmsg.ConfigSourceGroupConfig
-			} else {
-				cfg.Source = kmsg.ConfigSourceDefaultConfig
-				cfg.IsDefault = true
-			}
-			if req.IncludeSynonyms {
-				vv := v
-				cfg.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: n, Value: &vv, Source: cfg.Source}}
-			}
-			sr.Configs = append(sr.Configs, cfg)
+	store := b.co.GroupConfigs()
+	overrides := store.Overrides(name)
+	for _, d := range groupconfig.Defs() {
+		if !want(d.Name) {
+			continue
 		}
-	})
-	if err != nil {
-		return kerr.CoordinatorNotAvailable
+		v, ok := overrides[d.Name]
+		if !ok {
+			v = store.Broker().Default(d.Name)
+		}
+		cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
+		cfg.Name = d.Name
+		cfg.Value = &v
+		cfg.ConfigType = kmsg.ConfigType(d.Type)
+		if ok {
+			cfg.Source = kmsg.ConfigSourceGroupConfig
+		} else {
+			cfg.Source = kmsg.ConfigSourceDefaultConfig
+			cfg.IsDefault = true
+		}
+		if req.IncludeDocumentation {
+			doc := d.Doc
+			cfg.Documentation = &doc
+		}
+		if req.IncludeSynonyms {
+			vv := v
+			cfg.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: d.Name, Value: &vv, Source: cfg.Source}}
+		}
+		sr.Configs = append(sr.Configs, cfg)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config is the broker's configuration. Every field maps to a Kafka property
@@ -42,6 +44,19 @@ type Config struct {
 	ClusterID                string
 	// FetchSessionCacheSlots bounds the incremental fetch sessions (0: none).
 	FetchSessionCacheSlots int32
+
+	// Log dir safety (storage.DirConfig). FileDeleteDelayMs is
+	// file.delete.delay.ms: a deleted partition's directory stays, renamed
+	// "-delete", this long. LogFlushOffsetCheckpointIntervalMs is
+	// log.flush.offset.checkpoint.interval.ms: how often recovery points are
+	// checkpointed, bounding what a crash re-scans. Kafka's 0 is kept as 1
+	// (storage reads 0 as "default").
+	FileDeleteDelayMs                  int64
+	LogFlushOffsetCheckpointIntervalMs int64
+	// LogSegmentOpenFilesMax is log.segment.open.files.max (a kbroker
+	// property, not Kafka's): how many descriptors of inactive segments
+	// each log dir keeps open (storage.DirConfig.SegmentOpenFilesMax).
+	LogSegmentOpenFilesMax int32
 
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
@@ -75,6 +90,11 @@ type Config struct {
 	GroupConsumerHeartbeatIntervalMs int32
 	GroupConsumerSessionTimeoutMs    int32
 	GroupConsumerAssignors           string
+	// Bounds of the consumer.* group configs (KIP-848).
+	GroupConsumerMinSessionTimeoutMs    int32
+	GroupConsumerMaxSessionTimeoutMs    int32
+	GroupConsumerMinHeartbeatIntervalMs int32
+	GroupConsumerMaxHeartbeatIntervalMs int32
 	// KIP-932 share groups (coordinator/share).
 	GroupShareHeartbeatIntervalMs     int32
 	GroupShareSessionTimeoutMs        int32
@@ -84,6 +104,14 @@ type Config struct {
 	GroupShareMaxRecordLockDurationMs int32
 	GroupSharePartitionMaxRecordLocks int32
 	GroupShareMaxSize                 int32
+	// Bounds of the share.* session and heartbeat group configs.
+	GroupShareMinSessionTimeoutMs    int32
+	GroupShareMaxSessionTimeoutMs    int32
+	GroupShareMinHeartbeatIntervalMs int32
+	GroupShareMaxHeartbeatIntervalMs int32
+
+	// Limits of the network edge and of fetch responses (network.go).
+	NetworkLimits
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
@@ -116,9 +144,13 @@ func hostPort(h string, p int32) string {
 // DefaultLogDir is where a broker started without log.dirs keeps its data.
 func DefaultLogDir() string { return filepath.Join(os.TempDir(), "kbroker-logs") }
 
-// prop maps one Kafka property to a Config field.
+// prop maps one Kafka property to a Config field, with what DescribeConfigs
+// reports about it: Kafka's type (ConfigDef.Type) and one line of
+// documentation.
 type prop struct {
 	def   string
+	typ   kmsg.ConfigType
+	doc   string
 	apply func(c *Config, v string) error
 }
 
@@ -162,42 +194,42 @@ func PropertyNames() []string {
 
 // props is the table of every Kafka property the broker honours, with Kafka's defaults.
 var props = map[string]prop{
-	"node.id":   {"0", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
-	"broker.id": {"", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
-	"listeners": {"PLAINTEXT://127.0.0.1:9092", func(c *Config, v string) (err error) {
+	"node.id":   {"0", kmsg.ConfigTypeInt, "The node id of this server.", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
+	"broker.id": {"", kmsg.ConfigTypeInt, "The broker id of this server (an alias of node.id).", intProp(func(c *Config, v int64) { c.NodeID = int32(v) }, -1, math.MaxInt32)},
+	"listeners": {"PLAINTEXT://127.0.0.1:9092", kmsg.ConfigTypeList, "Comma-separated listener URIs (NAME://host:port) the broker binds.", func(c *Config, v string) (err error) {
 		c.Listeners, err = parseListeners(v)
 		return err
 	}},
-	"advertised.listeners": {"", func(c *Config, v string) (err error) {
+	"advertised.listeners": {"", kmsg.ConfigTypeList, "Listener URIs given to clients, when they differ from listeners.", func(c *Config, v string) (err error) {
 		c.AdvertisedListeners, err = parseListeners(v)
 		return err
 	}},
-	"log.dirs": {"", func(c *Config, v string) error {
+	"log.dirs": {"", kmsg.ConfigTypeList, "Comma-separated directories that hold the log data.", func(c *Config, v string) error {
 		c.LogDirs = SplitList(v)
 		return nil
 	}},
-	"log.dir": {"", func(c *Config, v string) error {
+	"log.dir": {"", kmsg.ConfigTypeList, "The directory that holds the log data, when log.dirs is not set.", func(c *Config, v string) error {
 		if len(c.LogDirs) == 0 {
 			c.LogDirs = SplitList(v)
 		}
 		return nil
 	}},
-	"num.partitions":              {"1", intProp(func(c *Config, v int64) { c.NumPartitions = int32(v) }, 1, math.MaxInt32)},
-	"default.replication.factor":  {"1", intProp(func(c *Config, v int64) { c.DefaultReplicationFactor = int16(v) }, 1, math.MaxInt16)},
-	"auto.create.topics.enable":   {"true", boolProp(func(c *Config, v bool) { c.AutoCreateTopics = v })},
-	"log.segment.bytes":           {"1073741824", intProp(func(c *Config, v int64) { c.LogSegmentBytes = v }, 14, math.MaxInt32)},
-	"log.roll.hours":              {"168", intProp(func(c *Config, v int64) { c.LogRollMs = v * 3600_000 }, 1, math.MaxInt32)},
-	"log.roll.ms":                 {"", intProp(func(c *Config, v int64) { c.LogRollMs = v }, 1, math.MaxInt64)},
-	"log.index.interval.bytes":    {"4096", intProp(func(c *Config, v int64) { c.LogIndexIntervalBytes = int32(v) }, 0, math.MaxInt32)},
-	"message.max.bytes":           {"1048588", intProp(func(c *Config, v int64) { c.MessageMaxBytes = int32(v) }, 0, math.MaxInt32)},
-	"socket.request.max.bytes":    {"104857600", intProp(func(c *Config, v int64) { c.SocketRequestMaxBytes = int32(v) }, 1, math.MaxInt32)},
-	"log.flush.interval.messages": {"9223372036854775807", intProp(func(c *Config, v int64) { c.LogFlushIntervalMessages = v }, 1, math.MaxInt64)},
-	"log.flush.interval.ms":       {"", intProp(func(c *Config, v int64) { c.LogFlushIntervalMs = v }, 0, math.MaxInt64)},
-	"log.retention.hours":         {"168", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 3600_000 }, -1, math.MaxInt32)},
-	"log.retention.minutes":       {"", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 60_000 }, -1, math.MaxInt32)},
-	"log.retention.ms":            {"", intProp(func(c *Config, v int64) { c.LogRetentionMs = v }, -1, math.MaxInt64)},
-	"log.retention.bytes":         {"-1", intProp(func(c *Config, v int64) { c.LogRetentionBytes = v }, -1, math.MaxInt64)},
-	"log.cleanup.policy": {"delete", func(c *Config, v string) error {
+	"num.partitions":              {"1", kmsg.ConfigTypeInt, "The default number of partitions of an automatically created topic.", intProp(func(c *Config, v int64) { c.NumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"default.replication.factor":  {"1", kmsg.ConfigTypeInt, "The default replication factor of an automatically created topic.", intProp(func(c *Config, v int64) { c.DefaultReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"auto.create.topics.enable":   {"true", kmsg.ConfigTypeBoolean, "Whether a topic is created when a client first asks for it in Metadata.", boolProp(func(c *Config, v bool) { c.AutoCreateTopics = v })},
+	"log.segment.bytes":           {"1073741824", kmsg.ConfigTypeInt, "The maximum size of a single log segment file.", intProp(func(c *Config, v int64) { c.LogSegmentBytes = v }, 14, math.MaxInt32)},
+	"log.roll.hours":              {"168", kmsg.ConfigTypeInt, "The maximum time in hours before a new log segment is rolled.", intProp(func(c *Config, v int64) { c.LogRollMs = v * 3600_000 }, 1, math.MaxInt32)},
+	"log.roll.ms":                 {"", kmsg.ConfigTypeLong, "The maximum time in ms before a new log segment is rolled; overrides log.roll.hours.", intProp(func(c *Config, v int64) { c.LogRollMs = v }, 1, math.MaxInt64)},
+	"log.index.interval.bytes":    {"4096", kmsg.ConfigTypeInt, "The interval in bytes at which an entry is added to the offset index.", intProp(func(c *Config, v int64) { c.LogIndexIntervalBytes = int32(v) }, 0, math.MaxInt32)},
+	"message.max.bytes":           {"1048588", kmsg.ConfigTypeInt, "The largest record batch size the broker accepts.", intProp(func(c *Config, v int64) { c.MessageMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"socket.request.max.bytes":    {"104857600", kmsg.ConfigTypeInt, "The maximum number of bytes in a request.", intProp(func(c *Config, v int64) { c.SocketRequestMaxBytes = int32(v) }, 1, math.MaxInt32)},
+	"log.flush.interval.messages": {"9223372036854775807", kmsg.ConfigTypeLong, "The number of messages appended to a partition before its log is fsynced.", intProp(func(c *Config, v int64) { c.LogFlushIntervalMessages = v }, 1, math.MaxInt64)},
+	"log.flush.interval.ms":       {"", kmsg.ConfigTypeLong, "The maximum time in ms a message stays in memory before the log is fsynced.", intProp(func(c *Config, v int64) { c.LogFlushIntervalMs = v }, 0, math.MaxInt64)},
+	"log.retention.hours":         {"168", kmsg.ConfigTypeInt, "The number of hours a log segment is kept before deletion.", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 3600_000 }, -1, math.MaxInt32)},
+	"log.retention.minutes":       {"", kmsg.ConfigTypeInt, "The number of minutes a log segment is kept; overrides log.retention.hours.", intProp(func(c *Config, v int64) { c.LogRetentionMs = v * 60_000 }, -1, math.MaxInt32)},
+	"log.retention.ms":            {"", kmsg.ConfigTypeLong, "The number of ms a log segment is kept; overrides log.retention.minutes.", intProp(func(c *Config, v int64) { c.LogRetentionMs = v }, -1, math.MaxInt64)},
+	"log.retention.bytes":         {"-1", kmsg.ConfigTypeLong, "The maximum size of a partition's log before old segments are deleted.", intProp(func(c *Config, v int64) { c.LogRetentionBytes = v }, -1, math.MaxInt64)},
+	"log.cleanup.policy": {"delete", kmsg.ConfigTypeList, "The default cleanup policy of segments past retention: delete, compact or both.", func(c *Config, v string) error {
 		for _, p := range SplitList(v) {
 			if p != "delete" && p != "compact" {
 				return fmt.Errorf("unknown cleanup policy %q", p)
@@ -206,8 +238,8 @@ var props = map[string]prop{
 		c.LogCleanupPolicy = v
 		return nil
 	}},
-	"min.insync.replicas": {"1", intProp(func(c *Config, v int64) { c.MinInsyncReplicas = int32(v) }, 1, math.MaxInt32)},
-	"compression.type": {"producer", func(c *Config, v string) error {
+	"min.insync.replicas": {"1", kmsg.ConfigTypeInt, "The minimum number of in-sync replicas that must acknowledge an acks=all write.", intProp(func(c *Config, v int64) { c.MinInsyncReplicas = int32(v) }, 1, math.MaxInt32)},
+	"compression.type": {"producer", kmsg.ConfigTypeString, "The final compression type of a topic: producer keeps the producer's codec.", func(c *Config, v string) error {
 		switch v {
 		case "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
 			c.CompressionType = v
@@ -215,22 +247,30 @@ var props = map[string]prop{
 		}
 		return fmt.Errorf("unknown compression type %q", v)
 	}},
-	"offsets.topic.num.partitions":         {"50", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
-	"offsets.topic.replication.factor":     {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
-	"offsets.topic.segment.bytes":          {"104857600", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
-	"group.min.session.timeout.ms":         {"6000", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
-	"group.max.session.timeout.ms":         {"1800000", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
-	"group.initial.rebalance.delay.ms":     {"3000", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
-	"group.max.size":                       {"2147483647", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
-	"offsets.retention.minutes":            {"10080", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
-	"offsets.retention.check.interval.ms":  {"600000", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
-	"offset.metadata.max.bytes":            {"4096", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
-	"log.retention.check.interval.ms":      {"300000", intProp(func(c *Config, v int64) { c.LogRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
-	"log.cleaner.enable":                   {"true", boolProp(func(c *Config, v bool) { c.LogCleanerEnable = v })},
-	"log.cleaner.backoff.ms":               {"15000", intProp(func(c *Config, v int64) { c.LogCleanerBackoffMs = v }, 0, math.MaxInt64)},
-	"group.consumer.heartbeat.interval.ms": {"5000", intProp(func(c *Config, v int64) { c.GroupConsumerHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
-	"group.consumer.session.timeout.ms":    {"45000", intProp(func(c *Config, v int64) { c.GroupConsumerSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
-	"group.consumer.assignors": {"uniform,range", func(c *Config, v string) error {
+	"offsets.topic.num.partitions":             {"50", kmsg.ConfigTypeInt, "The number of partitions of the offsets topic.", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.replication.factor":         {"3", kmsg.ConfigTypeShort, "The replication factor of the offsets topic.", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"offsets.topic.segment.bytes":              {"104857600", kmsg.ConfigTypeInt, "The segment size of the offsets topic.", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
+	"group.min.session.timeout.ms":             {"6000", kmsg.ConfigTypeInt, "The minimum session timeout a classic group member may ask for.", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.session.timeout.ms":             {"1800000", kmsg.ConfigTypeInt, "The maximum session timeout a classic group member may ask for.", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
+	"group.initial.rebalance.delay.ms":         {"3000", kmsg.ConfigTypeInt, "How long a new classic group waits for more members before the first rebalance.", intProp(func(c *Config, v int64) { c.GroupInitialRebalanceDelayMs = int32(v) }, 0, math.MaxInt32)},
+	"group.max.size":                           {"2147483647", kmsg.ConfigTypeInt, "The maximum number of members of a classic group.", intProp(func(c *Config, v int64) { c.GroupMaxSize = int32(v) }, 1, math.MaxInt32)},
+	"offsets.retention.minutes":                {"10080", kmsg.ConfigTypeInt, "How long committed offsets of an empty group are kept.", intProp(func(c *Config, v int64) { c.OffsetsRetentionMs = v * 60_000 }, 1, math.MaxInt32)},
+	"offsets.retention.check.interval.ms":      {"600000", kmsg.ConfigTypeLong, "How often expired committed offsets are removed.", intProp(func(c *Config, v int64) { c.OffsetsRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"offset.metadata.max.bytes":                {"4096", kmsg.ConfigTypeInt, "The maximum size of the metadata of an offset commit.", intProp(func(c *Config, v int64) { c.OffsetMetadataMaxBytes = int32(v) }, 0, math.MaxInt32)},
+	"log.retention.check.interval.ms":          {"300000", kmsg.ConfigTypeLong, "How often the log retention is checked.", intProp(func(c *Config, v int64) { c.LogRetentionCheckIntervalMs = v }, 1, math.MaxInt64)},
+	"log.cleaner.enable":                       {"true", kmsg.ConfigTypeBoolean, "Whether the log cleaner compacts topics with cleanup.policy=compact.", boolProp(func(c *Config, v bool) { c.LogCleanerEnable = v })},
+	"log.cleaner.backoff.ms":                   {"15000", kmsg.ConfigTypeLong, "How long the log cleaner sleeps when there is nothing to clean.", intProp(func(c *Config, v int64) { c.LogCleanerBackoffMs = v }, 0, math.MaxInt64)},
+	"group.consumer.heartbeat.interval.ms":     {"5000", kmsg.ConfigTypeInt, "The heartbeat interval given to members of consumer groups (KIP-848).", intProp(func(c *Config, v int64) { c.GroupConsumerHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.session.timeout.ms":        {"45000", kmsg.ConfigTypeInt, "The session timeout of members of consumer groups (KIP-848).", intProp(func(c *Config, v int64) { c.GroupConsumerSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.min.session.timeout.ms":    {"45000", kmsg.ConfigTypeInt, "The minimum session timeout of consumer groups, bounding consumer.session.timeout.ms.", intProp(func(c *Config, v int64) { c.GroupConsumerMinSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.max.session.timeout.ms":    {"60000", kmsg.ConfigTypeInt, "The maximum session timeout of consumer groups, bounding consumer.session.timeout.ms.", intProp(func(c *Config, v int64) { c.GroupConsumerMaxSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.min.heartbeat.interval.ms": {"5000", kmsg.ConfigTypeInt, "The minimum heartbeat interval of consumer groups, bounding consumer.heartbeat.interval.ms.", intProp(func(c *Config, v int64) { c.GroupConsumerMinHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.max.heartbeat.interval.ms": {"15000", kmsg.ConfigTypeInt, "The maximum heartbeat interval of consumer groups, bounding consumer.heartbeat.interval.ms.", intProp(func(c *Config, v int64) { c.GroupConsumerMaxHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.min.session.timeout.ms":       {"45000", kmsg.ConfigTypeInt, "The minimum session timeout of share groups, bounding share.session.timeout.ms.", intProp(func(c *Config, v int64) { c.GroupShareMinSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.max.session.timeout.ms":       {"60000", kmsg.ConfigTypeInt, "The maximum session timeout of share groups, bounding share.session.timeout.ms.", intProp(func(c *Config, v int64) { c.GroupShareMaxSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.min.heartbeat.interval.ms":    {"5000", kmsg.ConfigTypeInt, "The minimum heartbeat interval of share groups, bounding share.heartbeat.interval.ms.", intProp(func(c *Config, v int64) { c.GroupShareMinHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.max.heartbeat.interval.ms":    {"15000", kmsg.ConfigTypeInt, "The maximum heartbeat interval of share groups, bounding share.heartbeat.interval.ms.", intProp(func(c *Config, v int64) { c.GroupShareMaxHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.consumer.assignors": {"uniform,range", kmsg.ConfigTypeList, "The server-side assignors of consumer groups; the first is the default.", func(c *Config, v string) error {
 		for _, a := range SplitList(v) {
 			if a != "uniform" && a != "range" {
 				return fmt.Errorf("unknown assignor %q (uniform, range)", a)
@@ -239,40 +279,51 @@ var props = map[string]prop{
 		c.GroupConsumerAssignors = v
 		return nil
 	}},
-	"group.share.heartbeat.interval.ms":                           {"5000", intProp(func(c *Config, v int64) { c.GroupShareHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
-	"group.share.session.timeout.ms":                              {"45000", intProp(func(c *Config, v int64) { c.GroupShareSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
-	"group.share.delivery.count.limit":                            {"5", intProp(func(c *Config, v int64) { c.GroupShareDeliveryCountLimit = int32(v) }, 2, 10)},
-	"group.share.record.lock.duration.ms":                         {"30000", intProp(func(c *Config, v int64) { c.GroupShareRecordLockDurationMs = int32(v) }, 1000, 3600000)},
-	"group.share.min.record.lock.duration.ms":                     {"15000", intProp(func(c *Config, v int64) { c.GroupShareMinRecordLockDurationMs = int32(v) }, 1000, 30000)},
-	"group.share.max.record.lock.duration.ms":                     {"60000", intProp(func(c *Config, v int64) { c.GroupShareMaxRecordLockDurationMs = int32(v) }, 30000, 3600000)},
-	"group.share.partition.max.record.locks":                      {"2000", intProp(func(c *Config, v int64) { c.GroupSharePartitionMaxRecordLocks = int32(v) }, 100, 10000)},
-	"group.share.max.size":                                        {"200", intProp(func(c *Config, v int64) { c.GroupShareMaxSize = int32(v) }, 1, 1000)},
-	"max.incremental.fetch.session.cache.slots":                   {"1000", intProp(func(c *Config, v int64) { c.FetchSessionCacheSlots = int32(v) }, 0, math.MaxInt32)},
-	"producer.id.expiration.ms":                                   {"86400000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
-	"producer.id.expiration.check.interval.ms":                    {"600000", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},
-	"transaction.state.log.num.partitions":                        {"50", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},
-	"transaction.state.log.replication.factor":                    {"3", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
-	"transaction.state.log.min.isr":                               {"2", intProp(func(c *Config, v int64) {}, 1, math.MaxInt32)},
-	"transaction.state.log.segment.bytes":                         {"104857600", intProp(func(c *Config, v int64) { c.TransactionStateLogSegmentBytes = v }, 1, math.MaxInt32)},
-	"transaction.max.timeout.ms":                                  {"900000", intProp(func(c *Config, v int64) { c.TransactionMaxTimeoutMs = int32(v) }, 1, math.MaxInt32)},
-	"transactional.id.expiration.ms":                              {"604800000", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},
-	"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"10000", intProp(func(c *Config, v int64) { c.TransactionAbortTimedOutCleanupIntervalMs = v }, 1, math.MaxInt32)},
-	"cluster.id": {"", func(c *Config, v string) error {
+	"group.share.heartbeat.interval.ms":                           {"5000", kmsg.ConfigTypeInt, "The heartbeat interval given to members of share groups.", intProp(func(c *Config, v int64) { c.GroupShareHeartbeatIntervalMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.session.timeout.ms":                              {"45000", kmsg.ConfigTypeInt, "The session timeout of members of share groups.", intProp(func(c *Config, v int64) { c.GroupShareSessionTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"group.share.delivery.count.limit":                            {"5", kmsg.ConfigTypeInt, "The number of delivery attempts of a record to a share group before it is archived.", intProp(func(c *Config, v int64) { c.GroupShareDeliveryCountLimit = int32(v) }, 2, 10)},
+	"group.share.record.lock.duration.ms":                         {"30000", kmsg.ConfigTypeInt, "The acquisition lock duration of a record delivered to a share group.", intProp(func(c *Config, v int64) { c.GroupShareRecordLockDurationMs = int32(v) }, 1000, 3600000)},
+	"group.share.min.record.lock.duration.ms":                     {"15000", kmsg.ConfigTypeInt, "The minimum of share.record.lock.duration.ms.", intProp(func(c *Config, v int64) { c.GroupShareMinRecordLockDurationMs = int32(v) }, 1000, 30000)},
+	"group.share.max.record.lock.duration.ms":                     {"60000", kmsg.ConfigTypeInt, "The maximum of share.record.lock.duration.ms.", intProp(func(c *Config, v int64) { c.GroupShareMaxRecordLockDurationMs = int32(v) }, 30000, 3600000)},
+	"group.share.partition.max.record.locks":                      {"2000", kmsg.ConfigTypeInt, "The maximum number of records in flight in one share-partition.", intProp(func(c *Config, v int64) { c.GroupSharePartitionMaxRecordLocks = int32(v) }, 100, 10000)},
+	"group.share.max.size":                                        {"200", kmsg.ConfigTypeInt, "The maximum number of members of a share group.", intProp(func(c *Config, v int64) { c.GroupShareMaxSize = int32(v) }, 1, 1000)},
+	"max.incremental.fetch.session.cache.slots":                   {"1000", kmsg.ConfigTypeInt, "The maximum number of incremental fetch sessions the broker keeps.", intProp(func(c *Config, v int64) { c.FetchSessionCacheSlots = int32(v) }, 0, math.MaxInt32)},
+	"producer.id.expiration.ms":                                   {"86400000", kmsg.ConfigTypeInt, "How long a producer id's state is kept after its last write.", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
+	"producer.id.expiration.check.interval.ms":                    {"600000", kmsg.ConfigTypeInt, "How often expired producer ids are removed.", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},
+	"transaction.state.log.num.partitions":                        {"50", kmsg.ConfigTypeInt, "The number of partitions of the transaction topic.", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},
+	"transaction.state.log.replication.factor":                    {"3", kmsg.ConfigTypeShort, "The replication factor of the transaction topic.", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
+	"transaction.state.log.min.isr":                               {"2", kmsg.ConfigTypeInt, "min.insync.replicas of the transaction topic.", intProp(func(c *Config, v int64) {}, 1, math.MaxInt32)},
+	"transaction.state.log.segment.bytes":                         {"104857600", kmsg.ConfigTypeInt, "The segment size of the transaction topic.", intProp(func(c *Config, v int64) { c.TransactionStateLogSegmentBytes = v }, 1, math.MaxInt32)},
+	"transaction.max.timeout.ms":                                  {"900000", kmsg.ConfigTypeInt, "The maximum transaction timeout a producer may ask for.", intProp(func(c *Config, v int64) { c.TransactionMaxTimeoutMs = int32(v) }, 1, math.MaxInt32)},
+	"transactional.id.expiration.ms":                              {"604800000", kmsg.ConfigTypeInt, "How long a transactional id is kept without a transaction status update.", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"10000", kmsg.ConfigTypeInt, "How often timed-out transactions are aborted.", intProp(func(c *Config, v int64) { c.TransactionAbortTimedOutCleanupIntervalMs = v }, 1, math.MaxInt32)},
+	// Log dir safety: the delay of deletions, the recovery-point checkpoints.
+	"file.delete.delay.ms":                    {"60000", kmsg.ConfigTypeLong, "The time to wait before deleting a file from the file system.", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
+	"log.flush.offset.checkpoint.interval.ms": {"60000", kmsg.ConfigTypeInt, "How often the recovery points of the logs are checkpointed.", intProp(func(c *Config, v int64) { c.LogFlushOffsetCheckpointIntervalMs = max(v, 1) }, 0, math.MaxInt32)},
+	"log.segment.open.files.max":              {"1000", kmsg.ConfigTypeInt, "The most segment files kbroker keeps open at once (kbroker's own property).", intProp(func(c *Config, v int64) { c.LogSegmentOpenFilesMax = int32(v) }, 1, math.MaxInt32)},
+	"cluster.id": {"", kmsg.ConfigTypeString, "The cluster id written to meta.properties when the log dirs are new.", func(c *Config, v string) error {
 		c.ClusterID = v
 		return nil
 	}},
-	"listener.security.protocol.map": {defaultSecurityProtocolMap, func(c *Config, v string) (err error) {
+	"listener.security.protocol.map": {defaultSecurityProtocolMap, kmsg.ConfigTypeString, "Maps listener names to security protocols (NAME:PROTOCOL, comma-separated).", func(c *Config, v string) (err error) {
 		c.SecurityProtocolMap, err = parseSecurityProtocolMap(v)
 		return err
 	}},
-	"sasl.enabled.mechanisms": {defaultSASLMechanisms, func(c *Config, v string) (err error) {
+	"sasl.enabled.mechanisms": {defaultSASLMechanisms, kmsg.ConfigTypeList, "The SASL mechanisms the broker accepts.", func(c *Config, v string) (err error) {
 		c.SASL.EnabledMechanisms, err = parseSASLMechanisms(v)
 		return err
 	}},
-	"inter.broker.listener.name": {"", func(c *Config, v string) error {
+	"inter.broker.listener.name": {"", kmsg.ConfigTypeString, "The listener brokers use among themselves.", func(c *Config, v string) error {
 		c.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(v))
 		return nil
 	}},
+}
+
+// BrokerConfigDoc returns a broker property's type and documentation, as
+// DescribeConfigs v3+ reports them; ok is false for a name not in the table.
+func BrokerConfigDoc(key string) (typ kmsg.ConfigType, doc string, ok bool) {
+	p, ok := props[key]
+	return p.typ, p.doc, ok
 }
 
 // BrokerConfigValue is the value DescribeConfigs reports for a broker property.

@@ -27,6 +27,10 @@ func (h *Host) consumerGroupConfig() consumer.Config {
 	cfg.HeartbeatIntervalMs = h.cfg.GroupConsumerHeartbeatIntervalMs
 	cfg.SessionTimeoutMs = h.cfg.GroupConsumerSessionTimeoutMs
 	cfg.Assignors = consumer.ParseAssignors(h.cfg.GroupConsumerAssignors)
+	cfg.GroupTimeouts = func(group string) (int32, int32) {
+		v := h.groupCfgs.Values(group)
+		return v.ConsumerSessionTimeoutMs, v.ConsumerHeartbeatIntervalMs
+	}
 	return cfg
 }
 

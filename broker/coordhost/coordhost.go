@@ -9,11 +9,13 @@ package coordhost
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/kbroker/kbroker/protocol/records"
 )
 
@@ -36,6 +38,11 @@ type Host struct {
 	groups groups
 	txns   txns
 	shares ShareHost
+	// groupCfgs are the group configs of every group (group_configs.go).
+	groupCfgs *groupconfig.Store
+
+	// timerPanics counts panics recovered in coordinator timers (recoverTimer).
+	timerPanics atomic.Int64
 }
 
 // Replicas is what the hosts need from the partitions (replica.Manager): the
@@ -59,7 +66,7 @@ type Replicas interface {
 // NewHost returns a host whose coordinators are not loaded yet; closing is
 // closed when the broker shuts down (parked requests then return).
 func NewHost(cfg config.Config, rm Replicas, closing <-chan struct{}) *Host {
-	h := &Host{cfg: cfg, log: cfg.Logger, now: cfg.Now, rm: rm, closing: closing}
+	h := &Host{cfg: cfg, log: cfg.Logger, now: cfg.Now, rm: rm, closing: closing, groupCfgs: groupconfig.NewStore(groupConfigBroker(cfg))}
 	h.pids.b = h
 	h.groups.b = h
 	h.txns.b = h
@@ -71,6 +78,7 @@ func NewHost(cfg config.Config, rm Replicas, closing <-chan struct{}) *Host {
 // store is where producer id blocks are reserved.
 func (h *Host) Load(store controller.Store) error {
 	h.store = store
+	h.attachGroupConfigs(store)
 	if err := h.loadGroups(); err != nil {
 		return err
 	}

@@ -1,14 +1,21 @@
 package coordhost
 
 // Plumbing shared by the hosts of the pure coordinators (groups.go,
-// txns.go): reply tokens and timers. A handler waits for its token in
-// api (awaitReply).
+// txns.go, share_groups.go): reply tokens, timers, and the recovery of a
+// panic in a timer. A handler waits for its token in api (awaitReply).
 
 import (
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// reloadRetry is how soon a host whose coordinator was dropped (a failed
+// write of its internal topic, a recovered panic) tries to load it again
+// when no request does so first.
+const reloadRetry = time.Second
 
 // Token is the reply slot of one request handed to a coordinator; it
 // receives exactly one response, possibly from a later call.
@@ -48,3 +55,28 @@ func rearm(timer **time.Timer, now, next time.Time, f func()) {
 	}
 	(*timer).Reset(d)
 }
+
+// recoverTimer is deferred at the top of every coordinator timer function
+// (time.AfterFunc runs it on its own goroutine, where a panic would end the
+// process). It recovers a panic, counts it (TimerPanics), logs it once with
+// the timer's name, the value and the stack, and then runs reset, which puts
+// the host back into a known state (the group and transaction hosts drop
+// their coordinator, which the next call or the reload timer replays from
+// its internal topic). The host's lock is free again by then: every locked
+// section releases it with defer.
+func (h *Host) recoverTimer(timer string, reset func()) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	n := h.timerPanics.Add(1)
+	h.log.Error("panic in a coordinator timer recovered; the broker keeps running",
+		"timer", timer, "panic", fmt.Sprint(r), "panics_so_far", n, "stack", string(debug.Stack()))
+	if reset != nil {
+		reset()
+	}
+}
+
+// TimerPanics is how many panics coordinator timers recovered from since
+// the broker started.
+func (h *Host) TimerPanics() int64 { return h.timerPanics.Load() }

@@ -44,8 +44,15 @@ type groups struct {
 		// pendingTxn holds transactional offset commits by producer id until
 		// their transaction's marker is written (Kafka's pending offsets).
 		pendingTxn map[int64][]pendingOffset
-		timer      *time.Timer
-		closed     bool
+		// parked are the requests the classic coordinator holds without an
+		// answer yet (a JoinGroup waiting for its rebalance, a follower's
+		// SyncGroup waiting for the leader's), by token. When the
+		// coordinator is dropped they are answered COORDINATOR_NOT_AVAILABLE
+		// (dropLocked): the new coordinator does not know them, and their
+		// connections would wait until shutdown.
+		parked map[Token]kmsg.Request
+		timer  *time.Timer
+		closed bool
 	}
 }
 
@@ -74,6 +81,13 @@ func (h *Host) loadGroups() error {
 func (g *groups) ensure() (*group.Coordinator, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.ensureLocked()
+}
+
+// ensureLocked is ensure with g.mu held. Callers that go on to use the
+// coordinator keep holding g.mu: a failed write in another call may drop it
+// as soon as the lock is free.
+func (g *groups) ensureLocked() (*group.Coordinator, error) {
 	if g.mu.closed {
 		return nil, errors.New("broker is shutting down")
 	}
@@ -186,16 +200,14 @@ type coords struct {
 	consumer *consumer.Coordinator
 }
 
-// call runs f against the coordinators under their lock, persists the records it
-// returns, then delivers the replies.
+// call runs f against the coordinators under their lock (loading them
+// first if needed), persists the records it returns, then delivers the
+// replies. A failed write drops the coordinators (dropLocked).
 func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
-	if _, err := g.ensure(); err != nil {
-		return err
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.mu.closed {
-		return errors.New("broker is shutting down")
+	if _, err := g.ensureLocked(); err != nil {
+		return err
 	}
 	replies, recs := f(coords{g.mu.c, g.mu.cc}, g.b.now())
 	// The replies go out once the records are acknowledged: on a single
@@ -206,16 +218,53 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 			for _, r := range replies {
 				failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
 			}
-			g.mu.c, g.mu.cc = nil, nil // the next call replays the log, which lacks the failed records
 		}
 		for _, r := range replies {
-			deliver(r.Token, r.Resp)
+			g.deliverLocked(r.Token, r.Resp)
 		}
-		if g.mu.c != nil {
-			g.rearmLocked()
+		if err != nil {
+			g.dropLocked() // the next call replays the log, which lacks the failed records
 		}
+		g.rearmLocked()
 	})
 	return nil
+}
+
+// deliverLocked hands resp to the request waiting on tok and forgets the
+// request if it was parked.
+func (g *groups) deliverLocked(tok any, resp kmsg.Response) {
+	if t, ok := tok.(Token); ok {
+		delete(g.mu.parked, t)
+	}
+	deliver(tok, resp)
+}
+
+// parkLocked remembers req, whose answer the coordinator holds back, until
+// it is delivered or the coordinator is dropped.
+func (g *groups) parkLocked(tok Token, req kmsg.Request) {
+	if g.mu.parked == nil {
+		g.mu.parked = map[Token]kmsg.Request{}
+	}
+	g.mu.parked[tok] = req
+}
+
+// dropLocked drops both coordinators after a failed write of
+// __consumer_offsets (or a recovered panic): their in-memory state may be
+// ahead of the log. The next call, or the reload timer armed by
+// rearmLocked, replays the log. Requests they held back are answered
+// COORDINATOR_NOT_AVAILABLE now, so their clients find the coordinator
+// again and retry, as they do when a Kafka coordinator moves.
+func (g *groups) dropLocked() {
+	g.mu.c, g.mu.cc = nil, nil
+	for tok, req := range g.mu.parked {
+		resp := req.ResponseKind()
+		failResponse(resp, kerr.CoordinatorNotAvailable.Code)
+		if jr, ok := resp.(*kmsg.JoinGroupResponse); ok {
+			jr.MemberID = req.(*kmsg.JoinGroupRequest).MemberID
+		}
+		deliver(tok, resp)
+	}
+	g.mu.parked = nil
 }
 
 // persistLocked appends records to their groups' partitions and calls done
@@ -312,26 +361,49 @@ func (g *groups) hasPendingTxnOffsetLocked(groupID, topic string, partition int3
 	return false
 }
 
-// rearmLocked schedules the next Tick at the coordinator's next deadline.
+// rearmLocked schedules the next Tick at the coordinators' next deadline,
+// or within reloadRetry when they were dropped (the tick's call loads them
+// again).
 func (g *groups) rearmLocked() {
-	rearm(&g.mu.timer, g.b.now(), earliest(g.mu.c.NextDeadline(), g.mu.cc.NextDeadline()), g.tick)
+	now := g.b.now()
+	switch {
+	case g.mu.closed:
+	case g.mu.c == nil:
+		rearm(&g.mu.timer, now, now.Add(reloadRetry), g.tick)
+	default:
+		rearm(&g.mu.timer, now, earliest(g.mu.c.NextDeadline(), g.mu.cc.NextDeadline()), g.tick)
+	}
 }
 
 func (g *groups) tick() {
+	defer g.b.recoverTimer("group coordinator tick", func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.dropLocked()
+		g.rearmLocked()
+	})
 	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		replies, recs := cs.classic.Tick(now)
 		return replies, append(recs, fromConsumer(cs.consumer.Tick(now))...)
 	})
 	if err != nil {
-		g.b.log.Debug("group tick skipped", "err", err)
+		// The coordinators could not be loaded: try again later.
+		g.b.log.Warn("group coordinator tick skipped; retrying", "err", err)
+		g.mu.Lock()
+		g.rearmLocked()
+		g.mu.Unlock()
 	}
 }
 
-// failResponse sets code on a group response whose write failed.
+// failResponse sets code on a group response whose write failed (or whose
+// coordinator was dropped while the request waited). It covers every
+// response the group coordinators may answer from a call that writes.
 func failResponse(resp kmsg.Response, code int16) {
+	msg := "the group coordinator could not write its state to " + offsetsTopic + "; retry"
 	switch r := resp.(type) {
 	case *kmsg.JoinGroupResponse:
-		r.ErrorCode = code
+		r.ErrorCode, r.Generation = code, -1
+		r.Protocol, r.LeaderID, r.Members = nil, "", nil
 	case *kmsg.SyncGroupResponse:
 		r.ErrorCode = code
 	case *kmsg.HeartbeatResponse:
@@ -350,6 +422,25 @@ func failResponse(resp kmsg.Response, code int16) {
 		}
 	case *kmsg.OffsetDeleteResponse:
 		r.ErrorCode = code
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		// As Kafka: only the error; the member keeps its last assignment
+		// and heartbeats again.
+		*r = kmsg.ConsumerGroupHeartbeatResponse{Version: r.Version, ErrorCode: code, ErrorMessage: &msg}
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for i := range r.Groups {
+			r.Groups[i].ErrorCode, r.Groups[i].ErrorMessage = code, &msg
+		}
+	case *kmsg.DescribeGroupsResponse:
+		for i := range r.Groups {
+			r.Groups[i].ErrorCode = code
+		}
+	case *kmsg.ListGroupsResponse:
+		r.ErrorCode = code
+	case *kmsg.OffsetFetchResponse:
+		r.ErrorCode = code
+		for i := range r.Groups {
+			r.Groups[i].ErrorCode = code
+		}
 	}
 }
 
@@ -357,13 +448,27 @@ func failResponse(resp kmsg.Response, code int16) {
 // the answer arrives on tok (a JoinGroup's when its rebalance completes).
 func (h *Host) GroupRequest(client group.Client, req kmsg.Request, tok Token) error {
 	var handleErr error
-	err := h.groups.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+	g := &h.groups
+	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
 		handleErr = err
+		if err == nil && !answers(r, tok) {
+			g.parkLocked(tok, req) // under g.mu: call runs f with it held
+		}
 		return r, recs
 	})
 	if err == nil {
 		err = handleErr
 	}
 	return err
+}
+
+// answers reports whether replies hold the answer for tok.
+func answers(replies []group.Reply, tok Token) bool {
+	for _, r := range replies {
+		if t, ok := r.Token.(Token); ok && t == tok {
+			return true
+		}
+	}
+	return false
 }

@@ -63,10 +63,9 @@ func (h *Host) shareConfig() share.Config {
 	set(&c.SessionTimeoutMs, h.cfg.GroupShareSessionTimeoutMs)
 	set(&c.DeliveryCountLimit, h.cfg.GroupShareDeliveryCountLimit)
 	set(&c.RecordLockDurationMs, h.cfg.GroupShareRecordLockDurationMs)
-	set(&c.MinRecordLockDurationMs, h.cfg.GroupShareMinRecordLockDurationMs)
-	set(&c.MaxRecordLockDurationMs, h.cfg.GroupShareMaxRecordLockDurationMs)
 	set(&c.PartitionMaxRecordLocks, h.cfg.GroupSharePartitionMaxRecordLocks)
 	set(&c.MaxGroupSize, h.cfg.GroupShareMaxSize)
+	c.GroupConfigs = h.groupCfgs.Values
 	return c
 }
 
@@ -138,6 +137,9 @@ func (h *ShareHost) NextRotationLocked() uint64 {
 func (h *ShareHost) WakeLocked() <-chan struct{} { return h.mu.wake }
 
 func (h *ShareHost) tick() {
+	// Share-group state lives only in the coordinator (not yet persisted),
+	// so after a panic it is kept as it is rather than dropped.
+	defer h.b.recoverTimer("share group coordinator tick", nil)
 	err := h.Call(func(c *share.Coordinator, now time.Time) { c.Tick(now) })
 	if err != nil && !errors.Is(err, errShareClosed) {
 		h.b.log.Debug("share group tick skipped", "err", err)

@@ -115,9 +115,12 @@ func (x *txns) ensureLocked() error {
 		}
 	}
 	x.mu.c, x.mu.topic = c, t
+	// Loaded returns the markers of every prepared transaction, so markers
+	// kept for a retry by the coordinator dropped before are not needed.
+	x.mu.unwritten = nil
 	markers := c.Loaded(b.now())
 	b.log.Info("loaded transaction coordinator", "records", n, "markers_to_finish", len(markers))
-	x.writeMarkersLocked(markers)
+	x.writeMarkersLocked(markers) // may drop the coordinator again
 	x.rearmLocked()
 	return nil
 }
@@ -129,6 +132,15 @@ func (x *txns) close() {
 	if x.mu.timer != nil {
 		x.mu.timer.Stop()
 	}
+}
+
+// dropLocked drops the coordinator after a failed write of
+// __transaction_state (or a recovered panic): its in-memory state may be
+// ahead of the log. The next call, or the reload timer armed by
+// rearmLocked, replays the log; Loaded then returns the markers of the
+// transactions that were prepared, so none is left half-written.
+func (x *txns) dropLocked() {
+	x.mu.c = nil
 }
 
 // errTxnStateWrite wraps a failed append to __transaction_state: the call's
@@ -158,15 +170,15 @@ func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []tx
 				failTxnResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
 			}
 			markers = nil
-			x.mu.c = nil
+			x.dropLocked()
 		}
 		for _, r := range replies {
 			deliver(r.Token, r.Resp)
 		}
 		if x.mu.c != nil {
-			x.writeMarkersLocked(markers)
-			x.rearmLocked()
+			x.writeMarkersLocked(markers) // may drop the coordinator
 		}
+		x.rearmLocked()
 	})
 	return persistErr
 }
@@ -228,7 +240,7 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 		x.persistLocked(recs, func(err error) {
 			if err != nil {
 				x.b.log.Error("writing transaction completion failed; reloading the coordinator", "transactional_id", m.TxnID, "err", err)
-				x.mu.c = nil
+				x.dropLocked()
 				failed = true
 			}
 		})
@@ -238,23 +250,44 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 	}
 }
 
+// rearmLocked schedules the next tick: at the coordinator's next deadline,
+// within markerRetry while markers wait for a retry, and within reloadRetry
+// when the coordinator was dropped (the tick's call loads it again).
 func (x *txns) rearmLocked() {
+	now := x.b.now()
+	if x.mu.closed {
+		return
+	}
+	if x.mu.c == nil {
+		rearm(&x.mu.timer, now, now.Add(reloadRetry), x.tick)
+		return
+	}
 	next := x.mu.c.NextDeadline()
 	if len(x.mu.unwritten) > 0 {
-		next = earliest(next, x.b.now().Add(markerRetry))
+		next = earliest(next, now.Add(markerRetry))
 	}
-	rearm(&x.mu.timer, x.b.now(), next, x.tick)
+	rearm(&x.mu.timer, now, next, x.tick)
 }
 
 func (x *txns) tick() {
+	defer x.b.recoverTimer("transaction coordinator tick", func() {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		x.dropLocked()
+		x.rearmLocked()
+	})
 	err := x.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		retry := x.mu.unwritten
 		x.mu.unwritten = nil
 		recs, markers := c.Tick(now)
 		return nil, recs, append(retry, markers...)
 	})
-	if err != nil {
-		x.b.log.Debug("transaction tick skipped", "err", err)
+	if err != nil && !errors.Is(err, errTxnStateWrite) {
+		// The coordinator could not be loaded: try again later.
+		x.b.log.Warn("transaction coordinator tick skipped; retrying", "err", err)
+		x.mu.Lock()
+		x.rearmLocked()
+		x.mu.Unlock()
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network/sasl"
@@ -59,6 +61,9 @@ type Config struct {
 	// NewAuthenticator starts the SASL exchange of a new connection on a
 	// SASL_PLAINTEXT listener.
 	NewAuthenticator func(l config.Listener) *sasl.Authenticator
+	// Limits are queued.max.request.bytes, the connection limits and
+	// connections.max.idle.ms (limits.go); nil means none.
+	Limits *config.NetworkLimits
 }
 
 // Server owns the listeners and connections. Start it with Start, stop it
@@ -74,6 +79,21 @@ type Server struct {
 	conns     map[*conn]struct{}
 	wg        sync.WaitGroup // accept loops and connections
 	closeOnce sync.Once
+	// perIP counts the open connections of each remote address (limits.go).
+	perIP map[string]int32
+
+	// pool is queued.max.request.bytes for request frames, shared by every
+	// connection; decodePool bounds as much again for decoded requests
+	// (decode_budget.go).
+	pool       *protocol.MemoryPool
+	decodePool *protocol.MemoryPool
+	// limits are the connection limits and the idle timeout (limits.go).
+	limits connLimits
+	// panics counts handler panics recovered (HandlerPanics).
+	panics atomic.Int64
+	// logs rate-limits and deduplicates the log lines hostile clients can
+	// cause (rejected connections, unsupported APIs).
+	logs edgeLogs
 }
 
 // NewServer returns a server that has not bound its listeners yet.
@@ -81,8 +101,25 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), conns: map[*conn]struct{}{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, closing: make(chan struct{}), conns: map[*conn]struct{}{}, perIP: map[string]int32{}}
+	s.limits = newConnLimits(cfg.Limits)
+	s.pool = protocol.NewMemoryPool(s.limits.queuedMaxBytes)
+	s.decodePool = protocol.NewMemoryPool(s.limits.queuedMaxBytes)
+	s.logs.now = time.Now
+	return s
 }
+
+// HandlerPanics is the number of handler panics recovered since start (each
+// answered with an error or a closed connection): a counter for metrics.
+func (s *Server) HandlerPanics() int64 { return s.panics.Load() }
+
+// QueuedRequestBytes is the bytes of request frames read and not yet
+// answered, the part of queued.max.request.bytes in use.
+func (s *Server) QueuedRequestBytes() int64 { return s.pool.Used() }
+
+// DecodedRequestBytes is the memory held by decoded requests not yet
+// answered (and, while a frame is decoded, its reservation).
+func (s *Server) DecodedRequestBytes() int64 { return s.decodePool.Used() }
 
 // Start binds every listener and serves connections until Close. It returns
 // once the listeners accept connections; on an error the listeners already
@@ -146,6 +183,7 @@ func (s *Server) acceptLoop(ln net.Listener, l config.Listener) {
 			return
 		}
 		c := newConn(s, nc, l)
+		ip := hostOf(c.addr)
 		s.mu.Lock()
 		select {
 		case <-s.closing:
@@ -154,7 +192,14 @@ func (s *Server) acceptLoop(ln net.Listener, l config.Listener) {
 			return
 		default:
 		}
+		if reason := s.admitLocked(ip); reason != "" {
+			s.mu.Unlock()
+			nc.Close()
+			s.logs.rejected(s.log, ip, reason)
+			continue
+		}
 		s.conns[c] = struct{}{}
+		s.perIP[ip]++
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -162,6 +207,9 @@ func (s *Server) acceptLoop(ln net.Listener, l config.Listener) {
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)
+			if s.perIP[ip]--; s.perIP[ip] <= 0 {
+				delete(s.perIP, ip)
+			}
 			s.mu.Unlock()
 		}()
 	}

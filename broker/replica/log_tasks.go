@@ -17,6 +17,8 @@ package replica
 
 import (
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -34,10 +36,10 @@ type logTasks struct {
 func (m *Manager) startLogTasks() {
 	m.tasks.stop = make(chan struct{})
 	m.tasks.wg.Add(1)
-	go m.loop(time.Duration(m.cfg.LogRetentionCheckIntervalMs)*time.Millisecond, func() { m.runRetention() })
+	go m.loop("retention", time.Duration(m.cfg.LogRetentionCheckIntervalMs)*time.Millisecond, func() { m.runRetention() })
 	if m.cfg.LogCleanerEnable {
 		m.tasks.wg.Add(1)
-		go m.loop(time.Duration(m.cfg.LogCleanerBackoffMs)*time.Millisecond, func() { m.runCleaner() })
+		go m.loop("cleaner", time.Duration(m.cfg.LogCleanerBackoffMs)*time.Millisecond, func() { m.runCleaner() })
 	}
 }
 
@@ -53,8 +55,10 @@ func (m *Manager) stopLogTasks() {
 
 // loop runs pass once per interval, the interval counted from the end of the
 // previous pass, until stopped. A pass that leaves work (a log still dirty
-// after compaction) is not re-run early: the next interval picks it up.
-func (m *Manager) loop(interval time.Duration, pass func()) {
+// after compaction) is not re-run early: the next interval picks it up. A
+// panic in a pass is recovered (guard): the task goes on at the next
+// interval.
+func (m *Manager) loop(task string, interval time.Duration, pass func()) {
 	defer m.tasks.wg.Done()
 	interval = max(interval, time.Millisecond)
 	timer := time.NewTimer(interval)
@@ -65,10 +69,35 @@ func (m *Manager) loop(interval time.Duration, pass func()) {
 			return
 		case <-timer.C:
 		}
-		pass()
+		m.guard(task, nil, pass)
 		timer.Reset(interval)
 	}
 }
+
+// guard runs f, one background pass or one partition's share of it; a
+// panic in f is recovered, counted (TaskPanics) and logged once with the
+// task, the partition (p, if not nil), the value and the stack. A
+// background goroutine has no caller to recover for it: unrecovered, one
+// bad log would end the process, and with it every other partition.
+func (m *Manager) guard(task string, p *Partition, f func()) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		n := m.taskPanics.Add(1)
+		attrs := []any{"task", task, "panic", fmt.Sprint(r), "panics_so_far", n, "stack", string(debug.Stack())}
+		if p != nil {
+			attrs = append(attrs, "topic", p.Topic.Meta.Name, "partition", p.Index)
+		}
+		m.log.Error("panic in a background log task recovered; the broker keeps running", attrs...)
+	}()
+	f()
+}
+
+// TaskPanics is how many panics the background log tasks recovered from
+// since the broker started.
+func (m *Manager) TaskPanics() int64 { return m.taskPanics.Load() }
 
 // AllPartitions snapshots every partition with its topic.
 func (m *Manager) AllPartitions() []*Partition {
@@ -87,18 +116,22 @@ func (m *Manager) runRetention() int {
 	deleted := 0
 	dirty := map[*storage.Dir]bool{}
 	for _, p := range m.AllPartitions() {
-		s := p.Topic.Settings()
-		if !s.CleanupDelete {
-			continue
-		}
-		n, err := p.Log.ApplyRetention(m.now(), s.retentionMs, s.retentionBytes)
-		if err != nil && !errors.Is(err, storage.ErrClosed) {
-			m.log.Error("retention failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
-		}
-		if n > 0 {
-			deleted += n
-			dirty[p.Dir] = true
-		}
+		m.guard("retention", p, func() {
+			s := p.Topic.Settings()
+			if s.CleanupDelete {
+				n, err := p.Log.ApplyRetention(m.now(), s.retentionMs, s.retentionBytes)
+				if err != nil && !errors.Is(err, storage.ErrClosed) {
+					m.log.Error("retention failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+				}
+				if n > 0 {
+					deleted += n
+					dirty[p.Dir] = true
+				}
+			}
+			// Every partition, whatever its policy: DeleteRecords may
+			// have moved the log start too.
+			p.trimAborted()
+		})
 	}
 	m.CheckpointDirs(dirty)
 	return deleted
@@ -114,17 +147,20 @@ func (m *Manager) runCleaner() int {
 		if !s.cleanupCompact {
 			continue
 		}
-		// The LSO is read before Clean scans the log: every transaction
-		// with data below it has its marker in the log Clean sees.
-		st, err := p.Log.Clean(m.now(), p.LastStableOffset(), m.cleanerConfig(p, s))
-		if err != nil && !errors.Is(err, storage.ErrClosed) {
-			m.log.Error("compaction failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
-		}
-		p.forgetAborted(st.EmptiedAborts)
-		if st.Segments > 0 {
-			cleaned += st.Segments
-			dirty[p.Dir] = true
-		}
+		m.guard("cleaner", p, func() {
+			// The LSO is read before Clean scans the log: every transaction
+			// with data below it has its marker in the log Clean sees.
+			st, err := p.Log.Clean(m.now(), p.LastStableOffset(), m.cleanerConfig(p, s))
+			if err != nil && !errors.Is(err, storage.ErrClosed) {
+				m.log.Error("compaction failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+			}
+			p.forgetAborted(st.EmptiedAborts)
+			p.trimAborted()
+			if st.Segments > 0 {
+				cleaned += st.Segments
+				dirty[p.Dir] = true
+			}
+		})
 	}
 	m.CheckpointDirs(dirty)
 	return cleaned

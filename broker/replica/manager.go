@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Manager owns this broker's partitions, as Kafka's ReplicaManager: the
@@ -41,6 +43,8 @@ type Manager struct {
 
 	// tasks are the retention and cleaner goroutines (log_tasks.go).
 	tasks logTasks
+	// taskPanics counts panics recovered in the log tasks (guard).
+	taskPanics atomic.Int64
 	// fetchSessions are the incremental fetch sessions (fetch_session.go).
 	fetchSessions *fetchSessionCache
 }
@@ -55,11 +59,19 @@ func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
 	return m
 }
 
-// OpenDirs opens (and locks) every log dir of cfg.LogDirs. On an error the
-// dirs already open stay open until CloseStorage.
-func (m *Manager) OpenDirs() error {
+// OpenDirs opens (and locks) every log dir of cfg.LogDirs on fs (nil: the
+// operating system's files; tests pass a vfs.WithErrors to inject faults).
+// On an error the dirs already open stay open until CloseStorage.
+func (m *Manager) OpenDirs(fs vfs.FS) error {
 	for _, d := range m.cfg.LogDirs {
-		dir, err := storage.OpenDir(d, m.logConfigFor, m.log)
+		dir, err := storage.OpenDirConfig(d, storage.DirConfig{
+			ConfigFor:                       m.logConfigFor,
+			Logger:                          m.log,
+			FileDeleteDelayMs:               m.cfg.FileDeleteDelayMs,
+			FlushOffsetCheckpointIntervalMs: m.cfg.LogFlushOffsetCheckpointIntervalMs,
+			SegmentOpenFilesMax:             int(m.cfg.LogSegmentOpenFilesMax),
+			FS:                              fs,
+		})
 		if err != nil {
 			return fmt.Errorf("opening log dir %s: %w", d, err)
 		}
@@ -68,9 +80,9 @@ func (m *Manager) OpenDirs() error {
 	return nil
 }
 
-// Load opens a partition for every topic in store and removes the logs of
-// topics that no longer exist. store is the metadata the manager follows
-// from now on.
+// Load opens a partition for every topic in store and sets aside, renamed
+// "-stray" and never deleted, the logs no topic in store owns. store is the
+// metadata the manager follows from now on.
 func (m *Manager) Load(store controller.Store) error {
 	m.store = store
 	return m.loadTopics()

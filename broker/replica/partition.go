@@ -85,6 +85,9 @@ func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env
 	if err := p.rebuildState(from); err != nil {
 		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.Meta.Name, index, err)
 	}
+	// A snapshot may list aborted transactions that retention or
+	// DeleteRecords removed after it was taken.
+	p.mu.txns.truncateAbortedBelow(log.LogStartOffset())
 	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
 	return p, nil
 }
@@ -129,6 +132,27 @@ func (p *Partition) rebuildState(off int64) error {
 
 // LastStableOffset is the LSO: below it no transaction is open.
 func (p *Partition) LastStableOffset() int64 { return p.lso.Load() }
+
+// trimAborted forgets the aborted transactions whose abort marker is below
+// the log start offset: no fetch can reach their data any more. Retention,
+// DeleteRecords (SetLogStartOffset) and the cleaner call it after a pass, so
+// the list is bounded by the log that remains, not by the partition's
+// history.
+func (p *Partition) trimAborted() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.txns.truncateAbortedBelow(p.Log.LogStartOffset())
+}
+
+// SetLogStartOffset moves the log start offset up to off (DeleteRecords)
+// and forgets the aborted transactions wholly below it.
+func (p *Partition) SetLogStartOffset(off int64) error {
+	if err := p.Log.SetLogStartOffset(off); err != nil {
+		return err
+	}
+	p.trimAborted()
+	return nil
+}
 
 // AbortedBetween lists aborted transactions with data in [from, to), for read_committed fetches.
 func (p *Partition) AbortedBetween(from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
@@ -209,6 +233,19 @@ func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 	p.lso.Store(p.mu.txns.lastStable(hw))
 	close(p.mu.arrived)
 	p.mu.arrived = make(chan struct{})
+}
+
+// Offline returns the error that took the partition's log (or its whole
+// log dir) offline, or nil. An offline partition refuses every append
+// (storage.ErrLogDirOffline, KAFKA_STORAGE_ERROR to clients) until the broker
+// restarts; its HW stays where the last clean append left it. Metadata shows
+// it without a leader, as Kafka shows a partition whose only replica is on
+// an offline dir.
+func (p *Partition) Offline() error {
+	if err := p.Log.Offline(); err != nil {
+		return err
+	}
+	return p.Dir.Offline()
 }
 
 // HighWatermark is the HW: consumers read below it.

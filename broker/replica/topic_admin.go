@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/kbroker/kbroker/broker/config"
-	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -87,32 +86,35 @@ func (m *Manager) CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validat
 	if validateOnly {
 		return nil, ""
 	}
-	if err := m.store.AddPartitions(rt.Topic, rt.Count); err != nil {
-		m.log.Error("adding partitions failed", "topic", rt.Topic, "err", err)
-		return kerr.KafkaStorageError, err.Error()
-	}
+	// All or nothing, as topic creation: the new partitions' logs first,
+	// then the metadata; on any failure the logs made here are removed and
+	// the topic keeps its count.
 	meta := t.Meta
 	meta.Partitions = rt.Count
 	nt := &Topic{Meta: meta, conf: t.conf, Partitions: append(make([]*Partition, 0, rt.Count), t.Partitions...)}
+	var created []*Partition
 	for i := cur; i < rt.Count; i++ {
-		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
-		dir := m.leastLoadedDir()
-		log := dir.Log(tp)
-		var err error
-		if log == nil {
-			log, err = dir.Create(tp, m.logConfig(meta.Configs))
-		}
-		var p *Partition
+		p, isNew, err := m.openPartition(nt, i)
 		if err == nil {
-			p, err = newPartition(nt, i, log, dir, m.partitionEnv())
+			nt.Partitions = append(nt.Partitions, p)
+			if isNew {
+				created = append(created, p)
+			}
+			continue
 		}
-		if err != nil {
-			// The store already has the new count: the missing logs are
-			// created when the broker next opens its topics.
-			m.log.Error("creating partition failed", "topic", meta.Name, "partition", i, "err", err)
-			return kerr.KafkaStorageError, err.Error()
+		m.log.Error("adding partitions failed; none was added", "topic", meta.Name, "partition", i, "err", err)
+		for _, p := range nt.Partitions[cur:] {
+			p.close()
 		}
-		nt.Partitions = append(nt.Partitions, p)
+		m.removeLogs(created)
+		kerrv, msg := creationError(err)
+		return kerrv, fmt.Sprintf("partitions of '%s' were not added: %s", rt.Topic, msg)
+	}
+	if err := m.store.AddPartitions(rt.Topic, rt.Count); err != nil {
+		m.log.Error("adding partitions failed: recording them in the metadata failed; their logs are removed", "topic", rt.Topic, "err", err)
+		m.removeLogs(nt.Partitions[cur:])
+		kerrv, msg := creationError(err)
+		return kerrv, fmt.Sprintf("partitions of '%s' were not added: %s", rt.Topic, msg)
 	}
 	m.mu.topics[meta.Name] = nt
 	m.mu.byID[meta.ID] = nt

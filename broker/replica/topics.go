@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
@@ -77,7 +79,7 @@ func (m *Manager) logConfig(overrides map[string]string) storage.Config {
 }
 
 // loadTopics opens a partition for every topic in the metadata store,
-// creating missing logs, and removes logs of topics that no longer exist.
+// creating missing logs, and marks stray the logs of topics it does not know.
 func (m *Manager) loadTopics() error {
 	known := map[storage.TopicPartition]bool{}
 	for _, meta := range m.store.Topics() {
@@ -93,49 +95,98 @@ func (m *Manager) loadTopics() error {
 	}
 	for _, d := range m.dirs {
 		for tp := range d.Logs() {
-			if !known[tp] {
-				m.log.Warn("removing log of a deleted topic", "topic", tp.Topic, "partition", tp.Partition)
-				if err := d.Remove(tp); err != nil {
-					return fmt.Errorf("removing stray log %s-%d: %w", tp.Topic, tp.Partition, err)
-				}
+			if known[tp] {
+				continue
 			}
+			// The metadata does not know this log: it may have been lost,
+			// replaced or pointed elsewhere. Data is never deleted on a guess.
+			name, err := d.MarkStray(tp)
+			if err != nil {
+				return fmt.Errorf("setting aside the log of unknown partition %s: %w", tp, err)
+			}
+			m.log.Warn("no topic in the metadata owns this log: kept, not served, renamed stray",
+				"topic", tp.Topic, "partition", tp.Partition, "dir", filepath.Join(d.Path(), name))
+		}
+		if strays := d.StrayLogs(); len(strays) > 0 {
+			m.log.Warn("log dir holds stray logs (kept, not served); inspect them, then delete them or restore their topic",
+				"log_dir", d.Path(), "stray_dirs", strays)
 		}
 	}
 	return nil
 }
 
-// openTopic finds or creates the logs of every partition of meta.
+// openTopic finds or creates the logs of every partition of meta and opens
+// its partitions. It is all or nothing: if one partition cannot be opened
+// or its log created, the partitions opened so far are closed, the logs
+// this call created are removed again (renamed "-delete"), and the error
+// names the partition.
 func (m *Manager) openTopic(meta controller.Topic) (*Topic, error) {
 	t := &Topic{Meta: meta, conf: newTopicConf(m.cfg, meta.Configs)}
+	var created []*Partition
 	for i := int32(0); i < meta.Partitions; i++ {
-		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
-		var (
-			log *storage.Log
-			dir *storage.Dir
-		)
-		for _, d := range m.dirs {
-			if l := d.Log(tp); l != nil {
-				log, dir = l, d
-				break
-			}
-		}
-		if log == nil {
-			dir = m.leastLoadedDir()
-			var err error
-			if log, err = dir.Create(tp, m.logConfig(meta.Configs)); err != nil {
-				for _, p := range t.Partitions {
-					p.close()
-				}
-				return nil, fmt.Errorf("creating log for %s-%d: %w", meta.Name, i, err)
-			}
-		}
-		p, err := newPartition(t, i, log, dir, m.partitionEnv())
+		p, isNew, err := m.openPartition(t, i)
 		if err != nil {
+			for _, p := range t.Partitions {
+				p.close()
+			}
+			m.removeLogs(created)
 			return nil, err
 		}
 		t.Partitions = append(t.Partitions, p)
+		if isNew {
+			created = append(created, p)
+		}
 	}
 	return t, nil
+}
+
+// openPartition opens partition i of t over its log, creating the log in
+// the least loaded dir if no dir has it (isNew). A log created here is
+// removed again if the partition cannot be opened over it.
+func (m *Manager) openPartition(t *Topic, i int32) (p *Partition, isNew bool, err error) {
+	tp := storage.TopicPartition{Topic: t.Meta.Name, Partition: i}
+	var (
+		log *storage.Log
+		dir *storage.Dir
+	)
+	for _, d := range m.dirs {
+		if l := d.Log(tp); l != nil {
+			log, dir = l, d
+			break
+		}
+	}
+	if log == nil {
+		dir = m.leastLoadedDir()
+		if log, err = dir.Create(tp, m.logConfig(t.Meta.Configs)); err != nil {
+			return nil, false, fmt.Errorf("creating log for %s: %w", tp, err)
+		}
+		isNew = true
+	}
+	if p, err = newPartition(t, i, log, dir, m.partitionEnv()); err != nil {
+		if isNew {
+			m.removeLog(dir, tp)
+		}
+		return nil, false, fmt.Errorf("opening %s: %w", tp, err)
+	}
+	return p, isNew, nil
+}
+
+// removeLogs closes partitions that were created for a topic or partition
+// count that could not be completed, and removes their logs.
+func (m *Manager) removeLogs(ps []*Partition) {
+	for _, p := range ps {
+		p.close()
+		m.removeLog(p.Dir, storage.TopicPartition{Topic: p.Topic.Meta.Name, Partition: p.Index})
+	}
+}
+
+// removeLog removes a log created by a creation that failed. Should that
+// fail too, the directory is left for the next start to find and keep as
+// "-stray": nothing is lost and the broker still starts.
+func (m *Manager) removeLog(d *storage.Dir, tp storage.TopicPartition) {
+	if err := d.Remove(tp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		m.log.Error("removing the log of a failed creation; it will be kept as stray at the next start", "partition", tp.String(), "err", err)
+	}
 }
 
 // leastLoadedDir is the log dir with the fewest partitions, where new ones go.
@@ -206,22 +257,27 @@ func (m *Manager) CreateTopic(name string, partitions int32, rf int16, configs m
 	}
 	t, err := m.addTopicLocked(controller.Topic{Name: name, ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: configs})
 	if err != nil {
-		return nil, kerr.KafkaStorageError, err.Error()
+		kerrv, msg := creationError(err)
+		return nil, kerrv, fmt.Sprintf("topic '%s' was not created: %s", name, msg)
 	}
 	return t, nil, ""
 }
 
-// addTopicLocked records a validated topic in the metadata store and opens
-// its partitions. m.mu must be held.
+// addTopicLocked creates the logs and partitions of a validated topic, then
+// records it in the metadata store. It is all or nothing: on any failure
+// the logs created are removed again and the store is not changed. The
+// store is written last, so that it never names a partition without a log
+// (a crash in between leaves empty logs that the next start keeps as
+// "-stray"). m.mu must be held.
 func (m *Manager) addTopicLocked(meta controller.Topic) (*Topic, error) {
-	if err := m.store.CreateTopic(meta); err != nil {
-		m.log.Error("create topic failed", "topic", meta.Name, "err", err)
-		return nil, err
-	}
 	t, err := m.openTopic(meta)
 	if err != nil {
-		m.log.Error("create topic failed", "topic", meta.Name, "err", err)
-		_ = m.store.DeleteTopic(meta.Name)
+		m.log.Error("create topic failed; nothing of it was kept", "topic", meta.Name, "err", err)
+		return nil, err
+	}
+	if err := m.store.CreateTopic(meta); err != nil {
+		m.log.Error("create topic failed: recording it in the metadata failed; its logs are removed", "topic", meta.Name, "err", err)
+		m.removeLogs(t.Partitions)
 		return nil, err
 	}
 	m.mu.topics[meta.Name] = t
@@ -286,6 +342,24 @@ func (m *Manager) writeHighWatermarks() error {
 		errs = append(errs, d.WriteHighWatermarks(hw))
 	}
 	return errors.Join(errs...)
+}
+
+// creationError maps why a topic or partitions could not be created to the
+// Kafka error and the message its creator gets. Running out of file
+// descriptors is not a disk failure: it is UNKNOWN_SERVER_ERROR (not
+// retriable, so the client shows the message) naming the limit to raise.
+// A failed disk (offline dir, full disk, I/O error) is KAFKA_STORAGE_ERROR,
+// as Kafka answers for a storage exception.
+func creationError(err error) (*kerr.Error, string) {
+	switch {
+	case errors.Is(err, storage.ErrTooManyOpenFiles):
+		return kerr.UnknownServerError, err.Error()
+	case errors.Is(err, storage.ErrLogDirOffline), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT),
+		errors.Is(err, syscall.EIO), errors.Is(err, syscall.EROFS):
+		return kerr.KafkaStorageError, err.Error()
+	default:
+		return kerr.UnknownServerError, err.Error()
+	}
 }
 
 func fmtUUID(id [16]byte) string {

@@ -74,7 +74,8 @@ func (t *partitionTxns) abortedBetween(from, to int64) []kmsg.FetchResponseTopic
 	return out
 }
 
-// truncateAbortedBelow forgets aborted transactions wholly below the log start.
+// truncateAbortedBelow forgets aborted transactions wholly below the log
+// start: those whose marker (and so all their data) is below logStart.
 func (t *partitionTxns) truncateAbortedBelow(logStart int64) {
 	i := sort.Search(len(t.aborted), func(i int) bool { return t.aborted[i].lastOffset >= logStart })
 	t.aborted = append(t.aborted[:0], t.aborted[i:]...)

@@ -189,23 +189,20 @@ func (b Broker) Validate(overrides map[string]string) error {
 	}
 	e := b.Effective(overrides)
 	for _, c := range []struct {
-		v        int32
-		name     string
-		lo, hi   int32
-		loN, hiN string
+		v      int32
+		name   string
+		lo, hi int32
 	}{
-		{e.ConsumerHeartbeatIntervalMs, ConsumerHeartbeatIntervalMs, b.ConsumerMinHeartbeatIntervalMs, b.ConsumerMaxHeartbeatIntervalMs, "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"},
-		{e.ConsumerSessionTimeoutMs, ConsumerSessionTimeoutMs, b.ConsumerMinSessionTimeoutMs, b.ConsumerMaxSessionTimeoutMs, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"},
-		{e.ShareHeartbeatIntervalMs, ShareHeartbeatIntervalMs, b.ShareMinHeartbeatIntervalMs, b.ShareMaxHeartbeatIntervalMs, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"},
-		{e.ShareSessionTimeoutMs, ShareSessionTimeoutMs, b.ShareMinSessionTimeoutMs, b.ShareMaxSessionTimeoutMs, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"},
-		{e.ShareRecordLockDurationMs, ShareRecordLockDurationMs, b.ShareMinRecordLockDurationMs, b.ShareMaxRecordLockDurationMs, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"},
-		{e.ShareDeliveryCountLimit, ShareDeliveryCountLimit, 2, 10, "2", "10"},
+		{e.ConsumerHeartbeatIntervalMs, ConsumerHeartbeatIntervalMs, b.ConsumerMinHeartbeatIntervalMs, b.ConsumerMaxHeartbeatIntervalMs},
+		{e.ConsumerSessionTimeoutMs, ConsumerSessionTimeoutMs, b.ConsumerMinSessionTimeoutMs, b.ConsumerMaxSessionTimeoutMs},
+		{e.ShareHeartbeatIntervalMs, ShareHeartbeatIntervalMs, b.ShareMinHeartbeatIntervalMs, b.ShareMaxHeartbeatIntervalMs},
+		{e.ShareSessionTimeoutMs, ShareSessionTimeoutMs, b.ShareMinSessionTimeoutMs, b.ShareMaxSessionTimeoutMs},
+		{e.ShareRecordLockDurationMs, ShareRecordLockDurationMs, b.ShareMinRecordLockDurationMs, b.ShareMaxRecordLockDurationMs},
+		{e.ShareDeliveryCountLimit, ShareDeliveryCountLimit, 2, 10},
 	} {
-		if c.v < c.lo {
-			return fmt.Errorf("%s must be greater than or equal to %s", c.name, c.loN)
-		}
-		if c.v > c.hi {
-			return fmt.Errorf("%s must be less than or equal to %s", c.name, c.hiN)
+		// Kafka 4.4.0's message (4.0 named the bounding property instead).
+		if c.v < c.lo || c.v > c.hi {
+			return fmt.Errorf("%s must be in the range %d to %d inclusive.", c.name, c.lo, c.hi)
 		}
 	}
 	if e.ConsumerSessionTimeoutMs <= e.ConsumerHeartbeatIntervalMs {

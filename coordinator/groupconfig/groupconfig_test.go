@@ -17,12 +17,12 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"consumer.bogus": "1"}, "Unknown group config name: consumer.bogus"},
 		{map[string]string{ConsumerSessionTimeoutMs: "abc"}, "Not a number of type INT"},
 		{map[string]string{ConsumerSessionTimeoutMs: "0"}, "Value must be at least 1"},
-		{map[string]string{ConsumerSessionTimeoutMs: "10000"}, "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"},
-		{map[string]string{ConsumerSessionTimeoutMs: "70000"}, "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"},
-		{map[string]string{ConsumerHeartbeatIntervalMs: "16000"}, "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"},
-		{map[string]string{ShareRecordLockDurationMs: "1000"}, "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms"},
+		{map[string]string{ConsumerSessionTimeoutMs: "10000"}, "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{map[string]string{ConsumerSessionTimeoutMs: "70000"}, "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{map[string]string{ConsumerHeartbeatIntervalMs: "16000"}, "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
+		{map[string]string{ShareRecordLockDurationMs: "1000"}, "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
 		{map[string]string{ShareAutoOffsetReset: "none"}, "String must be one of: latest, earliest"},
-		{map[string]string{ShareDeliveryCountLimit: "11"}, "share.delivery.count.limit must be less than or equal to 10"},
+		{map[string]string{ShareDeliveryCountLimit: "11"}, "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
 	} {
 		err := b.Validate(tc.overrides)
 		switch {

@@ -41,6 +41,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -56,10 +57,6 @@ type Config struct {
 	// RecordLockDurationMs is group.share.record.lock.duration.ms, the
 	// acquisition lock of a delivered record.
 	RecordLockDurationMs int32
-	// MinRecordLockDurationMs and MaxRecordLockDurationMs bound the group
-	// config share.record.lock.duration.ms.
-	MinRecordLockDurationMs int32
-	MaxRecordLockDurationMs int32
 	// PartitionMaxRecordLocks is group.share.partition.max.record.locks:
 	// the in-flight window of a share-partition (offsets from the SPSO to
 	// the highest acquired one) never grows beyond it.
@@ -68,6 +65,10 @@ type Config struct {
 	MaxGroupSize int32
 	// MaxFetchRecords is what a ShareFetch without MaxRecords (v0) acquires at most.
 	MaxFetchRecords int32
+	// GroupConfigs returns a group's effective group configs (the share.*
+	// overrides over the broker defaults, groupconfig.Store.Values). Nil
+	// means the settings above for every group.
+	GroupConfigs func(group string) groupconfig.Values
 }
 
 // DefaultConfig is Kafka 4.2's defaults.
@@ -77,8 +78,6 @@ func DefaultConfig() Config {
 		SessionTimeoutMs:        45000,
 		DeliveryCountLimit:      5,
 		RecordLockDurationMs:    30000,
-		MinRecordLockDurationMs: 15000,
-		MaxRecordLockDurationMs: 60000,
 		PartitionMaxRecordLocks: 2000,
 		MaxGroupSize:            200,
 		MaxFetchRecords:         500,
@@ -96,8 +95,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("share delivery count limit %d out of range", c.DeliveryCountLimit)
 	case c.RecordLockDurationMs <= 0:
 		return errors.New("share record lock duration must be positive")
-	case c.MinRecordLockDurationMs > c.MaxRecordLockDurationMs:
-		return errors.New("share min record lock duration exceeds the max")
 	case c.PartitionMaxRecordLocks <= 0:
 		return errors.New("share partition max record locks must be positive")
 	case c.MaxGroupSize <= 0:
@@ -137,10 +134,7 @@ type Coordinator struct {
 	cfg    Config
 	topics TopicsFunc
 
-	groups map[string]*group
-	// configs holds the share.* group config overrides by group id; they
-	// outlive the group, as Kafka's group configs live in the metadata.
-	configs  map[string]map[string]string
+	groups   map[string]*group
 	sessions map[sessionKey]*session
 	// changes counts events that may let a parked fetch acquire records.
 	changes uint64
@@ -158,7 +152,6 @@ func New(cfg Config, topics TopicsFunc) (*Coordinator, error) {
 		cfg:      cfg,
 		topics:   topics,
 		groups:   map[string]*group{},
-		configs:  map[string]map[string]string{},
 		sessions: map[sessionKey]*session{},
 	}, nil
 }

@@ -120,7 +120,7 @@ func (c *Coordinator) partitionFor(group string, tp TopicPartition, logStart, hw
 	p := g.parts[tp]
 	if p == nil {
 		start := hw
-		if c.GroupConfig(group, ConfigAutoOffsetReset) == "earliest" {
+		if c.startsEarliest(group) {
 			start = logStart
 		}
 		p = &partition{start: start}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -90,7 +92,7 @@ func TestNewTopicReassigns(t *testing.T) {
 
 func TestSessionTimeoutReleasesRecords(t *testing.T) {
 	h := newHarness(t, nil)
-	h.c.SetGroupConfigs("g", map[string]string{ConfigAutoOffsetReset: "earliest", ConfigRecordLockDuration: "60000"})
+	h.setGroupConfigs("g", map[string]string{groupconfig.ShareAutoOffsetReset: "earliest", groupconfig.ShareRecordLockDurationMs: "60000"})
 	h.heartbeat("g", "m1", 0, "a")
 	r2 := h.heartbeat("g", "m2", 0, "a")
 	h.c.OpenSession("g", "m1", []TopicPartition{tpA0})
@@ -173,24 +175,11 @@ func TestOffsetsAdminAndDelete(t *testing.T) {
 
 func TestGroupConfigs(t *testing.T) {
 	h := newHarness(t, nil)
-	for _, bad := range [][2]string{
-		{ConfigAutoOffsetReset, "middle"},
-		{ConfigRecordLockDuration, "1000"},
-		{ConfigDeliveryCountLimit, "11"},
-		{"consumer.session.timeout.ms", "10000"},
-	} {
-		if err := h.c.ValidateGroupConfig(bad[0], bad[1]); err == nil {
-			t.Errorf("%s=%s accepted", bad[0], bad[1])
-		}
-	}
-	if err := h.c.ValidateGroupConfig(ConfigRecordLockDuration, "15000"); err != nil {
-		t.Fatal(err)
-	}
-	h.c.SetGroupConfigs("g", map[string]string{ConfigRecordLockDuration: "15000"})
+	h.setGroupConfigs("g", map[string]string{groupconfig.ShareRecordLockDurationMs: "15000", groupconfig.ShareIsolationLevel: "read_committed"})
 	if h.c.LockDurationMs("g") != 15000 || h.c.LockDurationMs("other") != 30000 {
 		t.Fatal("lock duration override not applied")
 	}
-	if h.c.GroupConfig("g", ConfigAutoOffsetReset) != "latest" {
-		t.Fatal("default auto offset reset")
+	if !h.c.ReadCommitted("g") || h.c.ReadCommitted("other") || h.c.startsEarliest("g") {
+		t.Fatal("isolation level or auto offset reset wrong")
 	}
 }

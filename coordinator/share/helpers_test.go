@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,6 +22,19 @@ type harness struct {
 	c      *Coordinator
 	now    time.Time
 	topics []TopicInfo
+	// groupCfgs are the group config overrides GroupConfigs reads.
+	groupCfgs   map[string]map[string]string
+	groupBroker groupconfig.Broker
+}
+
+// setGroupConfigs replaces a group's overrides after checking them as the
+// broker does.
+func (h *harness) setGroupConfigs(group string, overrides map[string]string) {
+	h.t.Helper()
+	if err := h.groupBroker.Validate(overrides); err != nil {
+		h.t.Fatal(err)
+	}
+	h.groupCfgs[group] = overrides
 }
 
 func newHarness(t *testing.T, mod func(*Config)) *harness {
@@ -28,7 +43,12 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 	if mod != nil {
 		mod(&cfg)
 	}
-	h := &harness{t: t, now: t0, topics: []TopicInfo{topicA, topicB}}
+	h := &harness{t: t, now: t0, topics: []TopicInfo{topicA, topicB}, groupCfgs: map[string]map[string]string{}}
+	b := groupconfig.DefaultBroker()
+	b.ShareSessionTimeoutMs, b.ShareHeartbeatIntervalMs = cfg.SessionTimeoutMs, cfg.HeartbeatIntervalMs
+	b.ShareRecordLockDurationMs, b.ShareDeliveryCountLimit = cfg.RecordLockDurationMs, cfg.DeliveryCountLimit
+	h.groupBroker = b
+	cfg.GroupConfigs = func(group string) groupconfig.Values { return b.Effective(h.groupCfgs[group]) }
 	c, err := New(cfg, func() []TopicInfo { return h.topics })
 	if err != nil {
 		t.Fatal(err)

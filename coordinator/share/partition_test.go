@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/groupconfig"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func earliest(h *harness, group string) {
-	h.c.SetGroupConfigs(group, map[string]string{ConfigAutoOffsetReset: "earliest"})
+	h.setGroupConfigs(group, map[string]string{groupconfig.ShareAutoOffsetReset: "earliest"})
 }
 
 func TestAutoOffsetReset(t *testing.T) {
@@ -114,7 +116,7 @@ func TestAcknowledgeValidation(t *testing.T) {
 func TestLockExpiryAndRenew(t *testing.T) {
 	h := newHarness(t, nil)
 	earliest(h, "g")
-	h.c.SetGroupConfigs("g", map[string]string{ConfigAutoOffsetReset: "earliest", ConfigRecordLockDuration: "15000"})
+	h.setGroupConfigs("g", map[string]string{groupconfig.ShareAutoOffsetReset: "earliest", groupconfig.ShareRecordLockDurationMs: "15000"})
 	h.acquire("g", "m1", tpA0, 4, 100)
 	if next := h.c.NextDeadline(); !next.Equal(t0.Add(15 * time.Second)) {
 		t.Fatalf("next deadline %v, want lock expiry", next)

@@ -33,7 +33,6 @@ import (
 	"slices"
 
 	"github.com/kbroker/kbroker/broker/config"
-	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -111,7 +110,7 @@ type Output struct {
 // apiVersions answers an ApiVersions request (a nil Body: an unsupported
 // version) before the handshake.
 func NewAuthenticator(mechanisms []string, plainUsers map[string]string,
-	scram func(user, mechanism string) (controller.ScramCredential, bool),
+	scram func(user, mechanism string) (Credential, bool),
 	apiVersions func(req protocol.Request) kmsg.Response) *Authenticator {
 	return &Authenticator{
 		mechanisms: mechanisms,
@@ -119,7 +118,7 @@ func NewAuthenticator(mechanisms []string, plainUsers map[string]string,
 			if name == config.MechPlain {
 				return &plainServer{users: plainUsers}
 			}
-			return newScramServer(scramMechByName(name), func(user string) (controller.ScramCredential, bool) {
+			return newScramServer(scramMechByName(name), func(user string) (Credential, bool) {
 				return scram(user, name)
 			})
 		},

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/kbroker/kbroker/broker/config"
-	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,7 +16,7 @@ import (
 
 // rfc7677Credential is the SCRAM-SHA-256 credential of RFC 7677's example:
 // user "user", password "pencil".
-func rfc7677Credential(t *testing.T) controller.ScramCredential {
+func rfc7677Credential(t *testing.T) Credential {
 	t.Helper()
 	m := scramMechByName(config.MechScramSHA256)
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
@@ -30,7 +29,7 @@ func rfc7677Credential(t *testing.T) controller.ScramCredential {
 
 func rfc7677Server(t *testing.T) *scramServer {
 	cred := rfc7677Credential(t)
-	s := newScramServer(scramMechByName(config.MechScramSHA256), func(u string) (controller.ScramCredential, bool) {
+	s := newScramServer(scramMechByName(config.MechScramSHA256), func(u string) (Credential, bool) {
 		return cred, u == "user"
 	})
 	s.nonce = func() string { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0" }
@@ -116,7 +115,7 @@ func TestScramServerWithFranzClient(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				srv := newScramServer(&m, func(u string) (controller.ScramCredential, bool) { return cred, u == "a,b=c" })
+				srv := newScramServer(&m, func(u string) (Credential, bool) { return cred, u == "a,b=c" })
 				var serverDone bool
 				for !serverDone {
 					var out []byte
@@ -270,7 +269,7 @@ func TestAuthenticatorSequence(t *testing.T) {
 		a := testAuthenticator(users)
 		a.mechanisms = []string{config.MechScramSHA256}
 		a.newMech = func(string) saslMechServer {
-			return newScramServer(scramMechByName(config.MechScramSHA256), func(string) (controller.ScramCredential, bool) { return controller.ScramCredential{}, false })
+			return newScramServer(scramMechByName(config.MechScramSHA256), func(string) (Credential, bool) { return Credential{}, false })
 		}
 		a.Handle(authTestFrame(handshake(config.MechScramSHA256, 1), 1))
 		out := a.Handle(authTestFrame(authReq("n,,n=alice,r=abc"), 2))
@@ -322,7 +321,7 @@ func TestScramOldLibrdkafkaNonce(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := scramMechByName(config.MechScramSHA256)
-	s := newScramServer(m, func(string) (controller.ScramCredential, bool) { return cred, true })
+	s := newScramServer(m, func(string) (Credential, bool) { return cred, true })
 	const cnonce = "abc"
 	serverFirst, _, err := s.step([]byte("n,,n=u,r=" + cnonce))
 	if err != nil {

@@ -35,7 +35,6 @@ import (
 	"strings"
 
 	"github.com/kbroker/kbroker/broker/config"
-	"github.com/kbroker/kbroker/controller"
 )
 
 // ScramMech is one SCRAM mechanism: its name, Kafka's number for it in
@@ -83,11 +82,22 @@ func (m *ScramMech) sum(b []byte) []byte {
 	return h.Sum(nil)
 }
 
+// Credential is a user's SCRAM credential as the server keeps it (RFC 5802):
+// never the password, only the salt, iteration count, StoredKey and
+// ServerKey. It has the fields of controller.ScramCredential, which stores
+// it, so the two convert into each other; this package knows no store.
+type Credential struct {
+	Salt       []byte
+	StoredKey  []byte
+	ServerKey  []byte
+	Iterations int32
+}
+
 // CredentialFromSalted derives what the server keeps from a salted password:
 // StoredKey = H(HMAC(SaltedPassword, "Client Key")) and
 // ServerKey = HMAC(SaltedPassword, "Server Key").
-func (m *ScramMech) CredentialFromSalted(salt, salted []byte, iterations int32) controller.ScramCredential {
-	return controller.ScramCredential{
+func (m *ScramMech) CredentialFromSalted(salt, salted []byte, iterations int32) Credential {
+	return Credential{
 		Salt:       append([]byte(nil), salt...),
 		StoredKey:  m.sum(m.hmac(salted, "Client Key")),
 		ServerKey:  m.hmac(salted, "Server Key"),
@@ -102,10 +112,10 @@ func (m *ScramMech) saltedPassword(password string, salt []byte, iterations int3
 
 // BootstrapCredential computes the stored credential of a
 // sasl.scram.bootstrap.users entry; a missing salt is random.
-func BootstrapCredential(u config.ScramBootstrapUser) (controller.ScramCredential, error) {
+func BootstrapCredential(u config.ScramBootstrapUser) (Credential, error) {
 	m := scramMechByName(u.Mechanism)
 	if m == nil {
-		return controller.ScramCredential{}, fmt.Errorf("unknown SCRAM mechanism %q", u.Mechanism)
+		return Credential{}, fmt.Errorf("unknown SCRAM mechanism %q", u.Mechanism)
 	}
 	salt := u.Salt
 	if salt == nil {
@@ -116,7 +126,7 @@ func BootstrapCredential(u config.ScramBootstrapUser) (controller.ScramCredentia
 	if u.Password != "" || salted == nil {
 		var err error
 		if salted, err = m.saltedPassword(u.Password, salt, u.Iterations); err != nil {
-			return controller.ScramCredential{}, err
+			return Credential{}, err
 		}
 	}
 	return m.CredentialFromSalted(salt, salted, u.Iterations), nil
@@ -134,20 +144,20 @@ func (e *saslClientError) Error() string { return e.msg }
 // step takes each client message and returns the server's answer.
 type scramServer struct {
 	mech   *ScramMech
-	lookup func(user string) (controller.ScramCredential, bool)
+	lookup func(user string) (Credential, bool)
 	// nonce returns the server's part of the nonce.
 	nonce func() string
 
 	step2           bool
 	clientNonce     string
 	user            string
-	cred            controller.ScramCredential
+	cred            Credential
 	clientFirstBare string
 	serverFirst     string
 	fullNonce       string
 }
 
-func newScramServer(m *ScramMech, lookup func(string) (controller.ScramCredential, bool)) *scramServer {
+func newScramServer(m *ScramMech, lookup func(string) (Credential, bool)) *scramServer {
 	return &scramServer{mech: m, lookup: lookup, nonce: randomNonce}
 }
 

@@ -1,0 +1,137 @@
+package zkclient
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/kbroker/kbroker/controller/zkdata"
+)
+
+// EnsurePersistentPaths creates the top-level znodes every Kafka broker
+// makes sure of at start-up (zkdata.PersistentPaths).
+func (c *Client) EnsurePersistentPaths() error {
+	for _, p := range zkdata.PersistentPaths {
+		if err := c.EnsurePath(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Registration is a broker's ephemeral /brokers/ids/<id>, kept across
+// session expiries: every new session registers it again, with a new
+// broker epoch.
+type Registration struct {
+	c   *Client
+	reg zkdata.BrokerRegistration
+	now func() time.Time
+
+	mu struct {
+		sync.Mutex
+		epoch   int64
+		lastErr error
+		count   int
+	}
+}
+
+// RegisterBroker writes reg (timestamped now) to /brokers/ids/<id> as an
+// ephemeral znode and re-registers after every session expiry. It fails if
+// the id is registered by another live session (another broker with the
+// same broker.id, or this broker's previous session not yet expired).
+func (c *Client) RegisterBroker(reg zkdata.BrokerRegistration) (*Registration, error) {
+	r := &Registration{c: c, reg: reg, now: time.Now}
+	if err := c.EnsurePersistentPaths(); err != nil {
+		return nil, err
+	}
+	if err := r.register(); err != nil {
+		return nil, err
+	}
+	c.OnNewSession(func() {
+		if err := r.register(); err != nil {
+			c.log.Error("re-registering broker after session expiry", "broker", reg.ID, "err", err)
+		}
+	})
+	return r, nil
+}
+
+// register creates the znode, accepting one this same session already
+// created (a retry after a lost response), and records the broker epoch:
+// the znode's creation zxid.
+func (r *Registration) register() error {
+	reg := r.reg
+	reg.Timestamp = r.now().UnixMilli()
+	data, err := reg.Encode()
+	if err != nil {
+		return err
+	}
+	path := zkdata.BrokerPath(reg.ID)
+	var epoch int64
+	for attempt := 0; ; attempt++ {
+		_, err = r.c.Create(path, data, zk.FlagEphemeral)
+		if err == nil || errors.Is(err, zk.ErrNodeExists) {
+			_, stat, gerr := r.c.Get(path)
+			switch {
+			case errors.Is(gerr, zk.ErrNoNode) && attempt < 3:
+				continue // the old session's znode just went
+			case gerr != nil:
+				err = gerr
+			case stat.EphemeralOwner != r.c.SessionID():
+				err = fmt.Errorf("broker id %d is registered by another session (0x%x): %w", reg.ID, stat.EphemeralOwner, zk.ErrNodeExists)
+			default:
+				err, epoch = nil, stat.Czxid
+			}
+		}
+		break
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.lastErr = err
+	if err != nil {
+		return fmt.Errorf("registering broker %d: %w", reg.ID, err)
+	}
+	r.mu.epoch = epoch
+	r.mu.count++
+	r.c.log.Info("registered broker", "broker", reg.ID, "epoch", epoch)
+	return nil
+}
+
+// Epoch is the broker epoch of the current registration (the czxid of the
+// znode), which controller requests to this broker must carry.
+func (r *Registration) Epoch() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.epoch
+}
+
+// Count is how many times the broker has registered (1 + re-registrations).
+func (r *Registration) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.count
+}
+
+// Err is the error of the last registration attempt, nil when registered.
+func (r *Registration) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.lastErr
+}
+
+// GenerateBrokerID is Kafka's broker.id.generation: a write to
+// /brokers/seqid whose new data version, plus reserved.broker.max.id, is
+// the id.
+func (c *Client) GenerateBrokerID(reservedMax int32) (int32, error) {
+	stat, err := c.Set(zkdata.BrokerSeqIDPath, nil, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = c.EnsurePath(zkdata.BrokerSeqIDPath); err == nil {
+			stat, err = c.Set(zkdata.BrokerSeqIDPath, nil, -1)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("generating broker id: %w", err)
+	}
+	return stat.Version + reservedMax, nil
+}

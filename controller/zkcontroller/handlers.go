@@ -1,0 +1,238 @@
+package zkcontroller
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkdata"
+)
+
+// handle runs one watch event of the active controller.
+func (c *Controller) handle(ev event) error {
+	switch ev.kind {
+	case evBrokers:
+		live, err := c.readBrokers()
+		if err != nil {
+			return err
+		}
+		old := make(map[int32]controller.LiveBroker, len(c.machine.Ctx.Live))
+		for id, b := range c.machine.Ctx.Live {
+			old[id] = b
+		}
+		out, err := c.machine.OnBrokerChange(live)
+		if err != nil {
+			return err
+		}
+		c.syncChannel(old)
+		return c.perform(out)
+	case evTopics:
+		names, err := c.topicNames()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if _, known := c.machine.Ctx.Topics[n]; known {
+				continue
+			}
+			if err := c.topicChanged(n); err != nil {
+				return err
+			}
+		}
+	case evTopic:
+		if _, known := c.machine.Ctx.Topics[ev.path]; known {
+			return c.topicChanged(ev.path)
+		}
+	case evDelete:
+		names, err := c.deletionQueue()
+		if err != nil {
+			return err
+		}
+		return c.perform(c.machine.OnTopicDeletion(names))
+	case evISR:
+		return c.handleISRChanges()
+	}
+	return nil
+}
+
+func (c *Controller) topicChanged(name string) error {
+	a, err := c.readTopic(name)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	out, err := c.machine.OnTopicChange(name, a)
+	if err != nil {
+		return err
+	}
+	return c.perform(out)
+}
+
+// perform sends a decision's requests and deletes the topics it finished.
+func (c *Controller) perform(out controller.Output) error {
+	for _, p := range out.Problems {
+		c.log.Warn("controller", "problem", p)
+	}
+	for _, s := range out.Sends {
+		c.channel.Send(s.Broker, s.Req)
+	}
+	for _, n := range out.DeletedTopics {
+		if err := c.zk.DeleteRecursive(zkdata.TopicPath(n)); err != nil {
+			return fmt.Errorf("deleting topic %s: %w", n, err)
+		}
+		if err := c.zk.Delete(zkdata.TopicConfigPath(n), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("deleting topic %s config: %w", n, err)
+		}
+		if err := c.zk.Delete(zkdata.DeleteTopicPath(n), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("deleting topic %s marker: %w", n, err)
+		}
+		delete(c.configs, n)
+		c.log.Info("deleted topic", "topic", n)
+	}
+	return nil
+}
+
+// syncChannel gives the channel a queue for every live broker and drops
+// those of brokers no longer live or registered anew (old: the previous
+// live set), so nothing queued for a previous incarnation is delivered.
+func (c *Controller) syncChannel(old map[int32]controller.LiveBroker) {
+	live := c.machine.Ctx.Live
+	for id, was := range old {
+		if now, ok := live[id]; !ok || now.Epoch != was.Epoch {
+			c.channel.RemoveBroker(id)
+		}
+	}
+	for id, b := range live {
+		if ep, ok := b.Registration.Endpoint(c.cfg.Listener); ok {
+			c.channel.AddBroker(id, hostPort(ep.Host, ep.Port))
+		} else {
+			c.log.Warn("broker has no inter-broker endpoint", "broker", id, "listener", c.cfg.Listener)
+		}
+	}
+}
+
+func (c *Controller) readBrokers() (map[int32]controller.LiveBroker, error) {
+	children, _, ch, err := c.zk.ChildrenW(zkdata.BrokerIDsPath)
+	if err != nil {
+		return nil, fmt.Errorf("listing brokers: %w", err)
+	}
+	if !c.isArmed(evBrokers, "") {
+		c.watch(evBrokers, "", ch)
+	}
+	live := map[int32]controller.LiveBroker{}
+	for _, child := range children {
+		id, err := zkdata.ParseBrokerID(child)
+		if err != nil {
+			continue
+		}
+		data, stat, err := c.zk.Get(zkdata.BrokerPath(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading broker %d: %w", id, err)
+		}
+		reg, err := zkdata.DecodeBrokerRegistration(id, data)
+		if err != nil {
+			c.log.Warn("ignoring broker registration", "err", err)
+			continue
+		}
+		live[id] = controller.LiveBroker{Registration: reg, Epoch: stat.Czxid}
+	}
+	return live, nil
+}
+
+func (c *Controller) topicNames() ([]string, error) {
+	names, _, ch, err := c.zk.ChildrenW(zkdata.TopicsPath)
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	if !c.isArmed(evTopics, "") {
+		c.watch(evTopics, "", ch)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// readTopic reads a topic's assignment with a watch (for added partitions)
+// and its config overrides.
+func (c *Controller) readTopic(name string) (zkdata.TopicAssignment, error) {
+	data, _, ch, err := c.zk.GetW(zkdata.TopicPath(name))
+	if err != nil {
+		return zkdata.TopicAssignment{}, err
+	}
+	if !c.isArmed(evTopic, name) {
+		c.watch(evTopic, name, ch)
+	}
+	cfg, err := c.zk.TopicConfig(name)
+	if err != nil {
+		return zkdata.TopicAssignment{}, err
+	}
+	c.configs[name] = cfg
+	return zkdata.DecodeTopicAssignment(name, data)
+}
+
+func (c *Controller) unclean(topic string) bool {
+	if v, ok := c.configs[topic]["unclean.leader.election.enable"]; ok {
+		return v == "true"
+	}
+	return c.cfg.UncleanLeaderElection
+}
+
+func (c *Controller) deletionQueue() ([]string, error) {
+	names, _, ch, err := c.zk.ChildrenW(zkdata.DeleteTopicsPath)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", zkdata.DeleteTopicsPath, err)
+	}
+	if !c.isArmed(evDelete, "") {
+		c.watch(evDelete, "", ch)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// handleISRChanges reads and deletes the pending ISR change notifications
+// and lets the machine re-read those partitions.
+func (c *Controller) handleISRChanges() error {
+	names, _, ch, err := c.zk.ChildrenW(zkdata.IsrChangePath)
+	if err != nil {
+		return fmt.Errorf("listing ISR changes: %w", err)
+	}
+	if !c.isArmed(evISR, "") {
+		c.watch(evISR, "", ch)
+	}
+	sort.Strings(names)
+	seen := map[controller.TopicPartition]bool{}
+	var tps []controller.TopicPartition
+	for _, n := range names {
+		p := zkdata.IsrChangePath + "/" + n
+		data, _, err := c.zk.Get(p)
+		if err == nil {
+			changed, derr := zkdata.DecodeIsrChange(data)
+			if derr != nil {
+				c.log.Warn("ignoring ISR change notification", "znode", n, "err", derr)
+			}
+			for _, tp := range changed {
+				if !seen[tp] {
+					seen[tp] = true
+					tps = append(tps, tp)
+				}
+			}
+		}
+		if err := c.zk.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	out, err := c.machine.OnISRChange(tps)
+	if err != nil {
+		return err
+	}
+	return c.perform(out)
+}

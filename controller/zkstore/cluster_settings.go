@@ -1,0 +1,124 @@
+package zkstore
+
+// Group configs and finalized features in ZooKeeper. Group configs are a
+// config entity like topics and users: /config/groups/<sanitized group>,
+// {"version":1,"config":{...}} (Kafka's ZooKeeper mode predates group
+// configs, so the entity type is kbroker's, named as Kafka names the
+// others). Finalized features are Kafka's /feature znode (KIP-584):
+// {"version":2,"status":1,"features":{"<name>":{"min_version_level":L,
+// "max_version_level":L}}}; the finalized epoch is the znode's version.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/kbroker/kbroker/controller/zkdata"
+)
+
+const (
+	configEntityGroups = "groups"
+	featurePath        = "/feature"
+)
+
+// GroupConfigs implements controller.Store. A group whose znode cannot be
+// read or decoded is left out (and would read as having no overrides).
+func (s *Store) GroupConfigs() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	names, _, err := s.zk.Children(zkdata.ConfigPath + "/" + configEntityGroups)
+	if err != nil {
+		return out
+	}
+	for _, n := range names {
+		data, _, err := s.zk.Get(zkdata.ConfigEntityPath(configEntityGroups, n))
+		if err != nil {
+			continue
+		}
+		cfg, err := zkdata.DecodeConfigEntity(data)
+		group, derr := Desanitize(n)
+		if err != nil || derr != nil || len(cfg) == 0 {
+			continue
+		}
+		out[group] = cfg
+	}
+	return out
+}
+
+// UpdateGroupConfigs implements controller.Store; an empty set deletes the
+// group's znode.
+func (s *Store) UpdateGroupConfigs(group string, configs map[string]string) error {
+	path := zkdata.ConfigEntityPath(configEntityGroups, Sanitize(group))
+	if len(configs) == 0 {
+		if err := s.zk.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("deleting group configs of %s: %w", group, err)
+		}
+		return nil
+	}
+	data, err := zkdata.EncodeConfigEntity(configs)
+	if err != nil {
+		return err
+	}
+	if _, err := s.zk.Set(path, data, -1); errors.Is(err, zk.ErrNoNode) {
+		_, err = s.zk.CreateWithParents(path, data, 0)
+		if err != nil {
+			return fmt.Errorf("writing group configs of %s: %w", group, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("writing group configs of %s: %w", group, err)
+	}
+	return nil
+}
+
+type featureLevels struct {
+	Min int16 `json:"min_version_level"`
+	Max int16 `json:"max_version_level"`
+}
+
+type featureZNode struct {
+	Version  int                      `json:"version"`
+	Status   int                      `json:"status"`
+	Features map[string]featureLevels `json:"features"`
+}
+
+// FinalizedFeatures implements controller.Store.
+func (s *Store) FinalizedFeatures() (map[string]int16, int64, bool) {
+	data, stat, err := s.zk.Get(featurePath)
+	if err != nil || len(data) == 0 {
+		return nil, 0, false
+	}
+	var z featureZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return nil, 0, false
+	}
+	levels := make(map[string]int16, len(z.Features))
+	for n, l := range z.Features {
+		if l.Max > 0 {
+			levels[n] = l.Max
+		}
+	}
+	return levels, int64(stat.Version) + 1, true
+}
+
+// UpdateFinalizedFeatures implements controller.Store.
+func (s *Store) UpdateFinalizedFeatures(levels map[string]int16) error {
+	z := featureZNode{Version: 2, Status: 1, Features: map[string]featureLevels{}}
+	for n, l := range levels {
+		if l > 0 {
+			z.Features[n] = featureLevels{Min: l, Max: l}
+		}
+	}
+	data, err := json.Marshal(z)
+	if err != nil {
+		return err
+	}
+	if _, err := s.zk.Set(featurePath, data, -1); errors.Is(err, zk.ErrNoNode) {
+		_, err = s.zk.CreateWithParents(featurePath, data, 0)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", featurePath, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("writing %s: %w", featurePath, err)
+	}
+	return nil
+}

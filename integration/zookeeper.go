@@ -1,0 +1,308 @@
+// Package integration holds kbroker's multi-process tests: a real
+// ZooKeeper (Debian's zookeeper package, started with java and a config of
+// the test's own), fault injection between clients and ZooKeeper, and the
+// cluster tests built on them.
+package integration
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ZooKeeperClasspathEnv overrides where ZooKeeper's jars are (a Java
+// classpath); the default is Debian's.
+const ZooKeeperClasspathEnv = "KBROKER_ZOOKEEPER_CLASSPATH"
+
+// debianClasspath is Debian's zookeeper package: zookeeper.jar's manifest
+// names its dependencies; slf4j-simple sends its log to stderr, which the
+// harness keeps in the test's directory.
+var debianClasspath = []string{"/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar"}
+
+// ZooKeeper is one standalone ZooKeeper server owned by a test.
+type ZooKeeper struct {
+	// Addr is the client address, 127.0.0.1:<free port>.
+	Addr string
+	// Dir holds zoo.cfg, the data dir and zookeeper.log.
+	Dir string
+	// TickTime is the server's tick; sessions may last 2 to 20 ticks.
+	TickTime time.Duration
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// classpath returns ZooKeeper's jars, or why there are none.
+func classpath() (string, error) {
+	if cp := os.Getenv(ZooKeeperClasspathEnv); cp != "" {
+		return cp, nil
+	}
+	var have []string
+	for _, j := range debianClasspath {
+		if _, err := os.Stat(j); err == nil {
+			have = append(have, j)
+		}
+	}
+	if len(have) == 0 || have[0] != debianClasspath[0] {
+		return "", fmt.Errorf("%s not found (apt-get install zookeeper, or set %s)", debianClasspath[0], ZooKeeperClasspathEnv)
+	}
+	return strings.Join(have, ":"), nil
+}
+
+// requireTool skips the test when a tool is missing, except in CI, where a
+// missing tool is a failure.
+func requireTool(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and a required tool is missing: %v", err)
+	}
+	t.Skipf("skipping: %v", err)
+}
+
+// StartZooKeeper starts a ZooKeeper server on a free loopback port with its
+// own data dir and a small heap, waits until it serves (srvr), and stops
+// it when the test ends.
+func StartZooKeeper(t testing.TB) *ZooKeeper {
+	t.Helper()
+	cp, err := classpath()
+	if err == nil {
+		_, err = exec.LookPath("java")
+	}
+	requireTool(t, err)
+	dir := t.TempDir()
+	z := &ZooKeeper{Dir: dir, TickTime: 250 * time.Millisecond, exited: make(chan struct{})}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	cfg := fmt.Sprintf(`tickTime=%d
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+minSessionTimeout=%d
+maxSessionTimeout=%d
+`, z.TickTime.Milliseconds(), filepath.Join(dir, "data"), port, 2*z.TickTime.Milliseconds(), 40*z.TickTime.Milliseconds())
+	cfgPath := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "zookeeper.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.cmd = exec.Command("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.jmx.log4j.disable=true", "-cp", cp,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	z.cmd.Stdout, z.cmd.Stderr, z.cmd.Dir = logf, logf, dir
+	z.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := z.cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("starting ZooKeeper: %v", err)
+	}
+	go func() {
+		_ = z.cmd.Wait()
+		logf.Close()
+		close(z.exited)
+	}()
+	t.Cleanup(func() {
+		z.Stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "zookeeper.log")); err == nil {
+				t.Logf("zookeeper.log (last 4 KiB):\n%s", tail(b, 4096))
+			}
+		}
+	})
+	// ruok answers imok before the server has loaded its database (its
+	// first clients are then dropped half-closed); srvr says "Mode:" only
+	// once it serves requests.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if out, err := z.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: standalone") {
+			return z
+		}
+		select {
+		case <-z.exited:
+			t.Fatalf("ZooKeeper exited at start-up; see %s", filepath.Join(dir, "zookeeper.log"))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ZooKeeper was not serving within 60s")
+		}
+	}
+}
+
+// Stop terminates the server (SIGTERM, then SIGKILL after 10s) and waits for it.
+func (z *ZooKeeper) Stop() {
+	select {
+	case <-z.exited:
+		return
+	default:
+	}
+	_ = z.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-z.exited:
+	case <-time.After(10 * time.Second):
+		_ = z.cmd.Process.Kill()
+		<-z.exited
+	}
+}
+
+// FourLetter sends one of ZooKeeper's four-letter commands (ruok, srvr,
+// stat, mntr…) and returns the answer.
+func (z *ZooKeeper) FourLetter(cmd string) (string, error) {
+	conn, err := net.DialTimeout("tcp", z.Addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	return strings.TrimSpace(string(b)), err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// Proxy is a loopback TCP proxy to ZooKeeper that a test can cut: while cut
+// it drops every connection and accepts none, so the clients behind it lose
+// ZooKeeper (as a paused or partitioned broker does) and, after the session
+// timeout, their sessions expire.
+type Proxy struct {
+	Addr   string
+	target string
+	ln     net.Listener
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]bool
+}
+
+// StartProxy proxies to target until the test ends.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]bool{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.DialTimeout("tcp", p.target, time.Second)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c], p.conns[up] = true, true
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, bufio.NewReader(src))
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// Cut drops every connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore lets connections through again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
+
+// Close stops the proxy and waits for its goroutines.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.Cut()
+	p.wg.Wait()
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var errNotYet = errors.New("not yet")
