@@ -8,10 +8,6 @@ package compat
 
 // Reasons shared by several entries.
 const (
-	// retentionSynonyms: see the describe-configs-topic entry of
-	// corpusExplained.
-	retentionSynonyms = "Kafka lists no DEFAULT_CONFIG synonym for retention.ms (log.retention.ms has no default of its own); " +
-		"kbroker lists log.retention.ms=604800000. The fix belongs in broker/api/describe_configs.go (helper exact's until merged)."
 	// dynamicBrokerConfigs: AlterConfigs and IncrementalAlterConfigs on
 	// BROKER resources, per broker and as the cluster default.
 	dynamicBrokerConfigs = "kbroker has no dynamic broker configs yet (issue 15): it refuses them with INVALID_REQUEST"
@@ -35,15 +31,7 @@ var consoleToolsExplained = []toolExplanation{
 		kbrokerOnly: []string{"Topic: tools-t\tTopicId: <topic-id>\tPartitionCount: 5\tReplicationFactor: 1\tConfigs: retention.ms=3600000"},
 		why:         minISRDynamicDefault},
 
-	// kafka-configs: topics.
-	{step: "configs-topic-describe", part: "stdout",
-		kafkaOnly:   []string{"  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}"},
-		kbrokerOnly: []string{"  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000, DEFAULT_CONFIG:log.retention.ms=604800000}"},
-		why:         retentionSynonyms},
-	{step: "configs-topic-describe-after-delete", part: "stdout",
-		kafkaOnly:   []string{"  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}"},
-		kbrokerOnly: []string{"  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000, DEFAULT_CONFIG:log.retention.ms=604800000}"},
-		why:         retentionSynonyms},
+	// kafka-configs: brokers.
 	{step: "configs-broker-alter", part: "stdout",
 		kafkaOnly:   []string{"Completed updating config for broker 0."},
 		kbrokerOnly: nil,

@@ -96,14 +96,6 @@ var corpusExplained = append([]corpusExplanation{
 			`kbroker [{"Name":"min.insync.replicas","Source":"DEFAULT_CONFIG","UnknownTags":"\u003cnormalised\u003e","Value":"1"}]`,
 		why: minISRDynamicDefault,
 	},
-	{
-		steps: []string{"describe-configs-topic/v1", "describe-configs-topic/v4"},
-		diff:  ".Resources[0].Configs[retention.ms].ConfigSynonyms: Kafka <nil>, kbroker [map[Name:log.retention.ms Source:DEFAULT_CONFIG UnknownTags:<normalised> Value:604800000]]",
-		why: "Kafka lists a topic config's broker synonyms from the first one named exactly as its broker " +
-			"property (ConfigHelper.configSynonyms drops the others), and log.retention.ms has no default of its own " +
-			"(log.retention.hours=168 does), so retention.ms has none; kbroker lists the effective default under " +
-			"log.retention.ms. The fix is in broker/api/describe_configs.go, which helper exact owns until it is merged.",
-	},
 }, kafkaOnlyTopicConfigs()...)
 
 // minISRDynamicDefault is why Kafka's min.insync.replicas is a dynamic
