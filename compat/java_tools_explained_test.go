@@ -11,10 +11,8 @@ const (
 	// dynamicBrokerConfigs: AlterConfigs and IncrementalAlterConfigs on
 	// BROKER resources, per broker and as the cluster default.
 	dynamicBrokerConfigs = "kbroker has no dynamic broker configs yet (issue 15): it refuses them with INVALID_REQUEST"
-	// consumerGroupConfigs: KIP-848 group configs.
-	consumerGroupConfigs = "consumer.session.timeout.ms and consumer.heartbeat.interval.ms group configs arrive with helper exact's branch (issue 16)"
 	// kraftFeatures: the finalized features of a KRaft cluster.
-	kraftFeatures = "kbroker finalizes transaction.version only; group.version and the UpdateFeatures API arrive with helper exact's branch (issue 16); " +
+	kraftFeatures = "kbroker finalizes transaction.version and group.version; " +
 		"metadata.version, kraft.version and eligible.leader.replicas.version describe a KRaft quorum kbroker does not have (issue 11); " +
 		"share.version and streams.version the share-group state topic and the Streams group protocol kbroker lacks"
 )
@@ -60,24 +58,8 @@ var consoleToolsExplained = []toolExplanation{
 		kafkaOnly:   []string{"  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}"},
 		kbrokerOnly: nil,
 		why:         dynamicBrokerConfigs},
-	{step: "configs-group-alter", part: "stdout",
-		kafkaOnly:   []string{"Completed updating config for group tools-g."},
-		kbrokerOnly: nil,
-		why:         consumerGroupConfigs},
-	{step: "configs-group-alter", part: "stderr",
-		kafkaOnly:   nil,
-		kbrokerOnly: []string{"\tat java.base/java.util.concurrent.CompletableFuture.get(CompletableFuture.java:2096)", "\tat java.base/java.util.concurrent.CompletableFuture.reportGet(CompletableFuture.java:396)", "Caused by: org.apache.kafka.common.errors.InvalidConfigurationException: Unknown group config name: consumer.session.timeout.ms", "Error while executing config command with args '--bootstrap-server <host:port> --entity-type groups --entity-name tools-g --alter --add-config consumer.session.timeout.ms=50000'", "java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.InvalidConfigurationException: Unknown group config name: consumer.session.timeout.ms"},
-		why:         consumerGroupConfigs},
-	{step: "configs-group-alter", part: "exit",
-		kafkaOnly:   []string{"0"},
-		kbrokerOnly: []string{"1"},
-		why:         consumerGroupConfigs},
-	{step: "configs-group-describe", part: "stdout",
-		kafkaOnly:   []string{"  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}", "Dynamic configs for group tools-g are:"},
-		kbrokerOnly: []string{"The group 'tools-g' doesn't exist and doesn't have dynamic config."},
-		why:         consumerGroupConfigs},
 	{step: "features-describe", part: "stdout",
-		kafkaOnly:   []string{"Feature: eligible.leader.replicas.version          SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: <n>", "Feature: group.version                             SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: <n>", "Feature: kraft.version                             SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 0                Epoch: <n>", "Feature: metadata.version                          SupportedMinVersion: 3.3-IV3          SupportedMaxVersion: 4.4-IV2          FinalizedVersionLevel: 4.4-IV2          Epoch: <n>", "Feature: share.version                             SupportedMinVersion: 0                SupportedMaxVersion: 2                FinalizedVersionLevel: 2                Epoch: <n>", "Feature: streams.version                           SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: <n>"},
+		kafkaOnly:   []string{"Feature: eligible.leader.replicas.version          SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: <n>", "Feature: kraft.version                             SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 0                Epoch: <n>", "Feature: metadata.version                          SupportedMinVersion: 3.3-IV3          SupportedMaxVersion: 4.4-IV2          FinalizedVersionLevel: 4.4-IV2          Epoch: <n>", "Feature: share.version                             SupportedMinVersion: 0                SupportedMaxVersion: 2                FinalizedVersionLevel: 2                Epoch: <n>", "Feature: streams.version                           SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: <n>"},
 		kbrokerOnly: nil,
 		why:         kraftFeatures},
 }

@@ -69,6 +69,9 @@ var toolMasks = []toolMask{
 	// Log lines of the tool's own logger (timestamps, thread names) are
 	// not its answer to the user.
 	dropLines(`^\[\d{4}-\d\d-\d\d [\d:,]+\] (TRACE|DEBUG|INFO|WARN|ERROR) `),
+	// The JVM's own warnings (unified logging), e.g. a perf-data file
+	// another JVM started at the same moment holds.
+	dropLines(`^\[\d+\.\d+s\]\[warning\]`),
 	// Stack frames of a printed exception: the JVM's, not the broker's.
 	dropLines(`^\s+at [\w.$]+\(`),
 	dropLines(`^\s+\.\.\. \d+ more$`),
