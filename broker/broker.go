@@ -44,7 +44,9 @@ type Broker struct {
 	// net owns the listeners and connections.
 	net       *network.Server
 	closeOnce sync.Once
-	closeErr  error
+	// cluster is the cluster-mode state (cluster.go), nil on a single node.
+	cluster  *clusterNode
+	closeErr error
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -68,17 +70,28 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	defer func() {
 		if !ok {
 			b.closeStorage()
+			b.closeZK()
 		}
 	}()
+	var store controller.Store
+	if cfg.Cluster.Enabled() {
+		if err := b.openCluster(); err != nil { // cluster.go
+			return nil, err
+		}
+		store = b.cluster.store
+	}
 	if err := b.rm.OpenDirs(fs); err != nil {
 		return nil, err
 	}
-	// The metadata lives in the first log dir; the others are named so that
-	// a lost metadata file next to existing data refuses to start
-	// (controller.ErrMetadataMissing) instead of making every log unowned.
-	store, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir, cfg.LogDirs[1:]...)
-	if err != nil {
-		return nil, err
+	if b.cluster == nil {
+		// The metadata lives in the first log dir; the others are named so that
+		// a lost metadata file next to existing data refuses to start
+		// (controller.ErrMetadataMissing) instead of making every log unowned.
+		fstore, err := controller.OpenFileStore(cfg.LogDirs[0], cfg.ClusterID, storage.DataInLogDir, cfg.LogDirs[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		store = fstore
 	}
 	b.store = store
 	// Every log dir names its node and cluster (Kafka's meta.properties); a
@@ -89,6 +102,9 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 		}
 	}
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
+	if b.cluster != nil {
+		b.api.SetCluster(b.apiCluster())
+	}
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
@@ -106,6 +122,9 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	if err := b.co.Load(store); err != nil {
 		return nil, err
 	}
+	if b.cluster != nil {
+		b.startReplication() // cluster_replicas.go
+	}
 	ok = true
 	return b, nil
 }
@@ -118,6 +137,12 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.rm.Start()
+	if b.cluster != nil {
+		if err := b.startCluster(); err != nil { // cluster.go
+			b.Close()
+			return err
+		}
+	}
 	return nil
 }
 
@@ -130,10 +155,12 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.closing)
 		b.co.CloseShares() // parked ShareFetches return on closing
-		b.net.Close()      // in-flight requests are answered first
+		b.closeController()
+		b.net.Close() // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()
 		b.closeErr = b.closeStorage()
+		b.closeZK()
 		b.log.Info("broker stopped")
 	})
 	return b.closeErr

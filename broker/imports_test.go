@@ -28,6 +28,7 @@ var importRules = []struct {
 	{"broker/replica/isr", []string{"broker", "storage", "controller", "coordinator", "std:net"}},
 	{"broker/replica", []string{"broker/api", "broker/coordhost", "broker/network", "coordinator"}},
 	{"broker/coordhost", []string{"broker/api", "broker/network"}},
+	{"broker/metacache", []string{"broker", "storage", "controller", "coordinator"}},
 }
 
 // TestImportRules fails when a package depends on one its row forbids, or

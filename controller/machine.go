@@ -291,9 +291,20 @@ func (s *step) replicasOffline(id int32, tps []TopicPartition) error {
 	if err != nil {
 		return err
 	}
+	updated := map[TopicPartition]bool{}
 	for _, tp := range done {
+		updated[tp] = true
 		a, _ := c.Assignment(tp)
 		s.batch.LeaderAndISR(c, filter(a.Replicas, func(r int32) bool { return r != id }), tp, false)
+	}
+	// A partition whose ISR no longer held the replica (a controlled
+	// shutdown took it out) keeps its state, but the brokers must still
+	// learn that the replica is offline (Kafka's OfflineReplica transition
+	// propagates these partitions too).
+	for _, tp := range moved {
+		if _, ok := c.States[tp]; ok && !updated[tp] {
+			s.batch.UpdateMetadata(c, c.LiveIDs(), tp)
+		}
 	}
 	return nil
 }

@@ -356,6 +356,26 @@ func TestControlledShutdown(t *testing.T) {
 		"3:LeaderAndIsr t-0(2/1/[2 3]) t-1(2/1/[2 3])",
 		"3:UpdateMetadata brokers=1,2,3 t-0(2/1/[2 3]) t-1(2/1/[2 3])",
 	)
+	// When it then stops, its replicas are offline: the partitions it is
+	// no longer in the ISR of keep their state, but every live broker
+	// learns of the offline replica (UpdateMetadata), as in Kafka.
+	out, err = m.OnBrokerChange(map[int32]LiveBroker{2: broker(2, 102), 3: broker(3, 103)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectSends(t, out.Sends,
+		"2:UpdateMetadata brokers=2,3 t-0(2/1/[2 3]) t-1(2/1/[2 3]) t-2(-1/1/[1])",
+		"3:UpdateMetadata brokers=2,3 t-0(2/1/[2 3]) t-1(2/1/[2 3]) t-2(-1/1/[1])",
+	)
+	for _, s := range out.Sends {
+		for _, ts := range s.Req.(*kmsg.UpdateMetadataRequest).TopicStates {
+			for _, p := range ts.PartitionStates {
+				if !reflect.DeepEqual(p.OfflineReplicas, []int32{1}) {
+					t.Errorf("t-%d offline replicas %v, want [1]", p.Partition, p.OfflineReplicas)
+				}
+			}
+		}
+	}
 	// A partition only the shutting-down broker has in sync stays with it.
 	m, _ = cluster(t, 2)
 	createTopic(t, m, "u", map[int32][]int32{0: {1, 2}})

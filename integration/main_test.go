@@ -10,10 +10,12 @@ import (
 )
 
 // TestMain fails the run if goroutines outlive the tests: every client,
-// controller, proxy and watch forwarder must be stopped by its owner.
+// controller, proxy and watch forwarder must be stopped by its owner. It
+// removes the kbroker binary the process tests build once (brokers.go).
 func TestMain(m *testing.M) {
 	before := runtime.NumGoroutine()
 	code := m.Run()
+	removeKbroker() // brokers.go: the kbroker binary built for the process tests
 	if code == 0 {
 		deadline := time.Now().Add(10 * time.Second)
 		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {

@@ -92,3 +92,32 @@ func SupportedKeys() []int16 {
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
 }
+
+// interBroker are the controller → broker APIs and ControlledShutdown, with
+// the versions Kafka 3.9's ZooKeeper-mode brokers accept. Requests of these
+// keys are decoded always; a ZooKeeper-mode broker advertises them in
+// ApiVersions (Kafka's ApiKeys for ListenerType.ZK_BROKER), a single node
+// neither advertises nor answers them (it closes the connection, as for any
+// key it does not know).
+var interBroker = map[int16]VersionRange{
+	int16(kmsg.LeaderAndISR):       {0, 7},
+	int16(kmsg.StopReplica):        {0, 4},
+	int16(kmsg.UpdateMetadata):     {0, 8},
+	int16(kmsg.ControlledShutdown): {0, 3},
+}
+
+// InterBroker returns the version range of an inter-broker API key.
+func InterBroker(key int16) (VersionRange, bool) {
+	vr, ok := interBroker[key]
+	return vr, ok
+}
+
+// InterBrokerKeys returns the inter-broker keys in ascending order.
+func InterBrokerKeys() []int16 {
+	keys := make([]int16, 0, len(interBroker))
+	for k := range interBroker {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}

@@ -46,6 +46,9 @@ func ParseRequest(frame []byte) (Request, error) {
 	}
 	vr, ok := Supported(h.APIKey)
 	if !ok {
+		vr, ok = InterBroker(h.APIKey)
+	}
+	if !ok {
 		return Request{Header: h}, fmt.Errorf("%w %d (version %d)", ErrUnknownAPIKey, h.APIKey, h.APIVersion)
 	}
 	rest := frame[8:]

@@ -121,6 +121,11 @@ func (l *Log) unflushedSince() time.Time {
 // offset empties the log and restarts it at offset. Leader epochs starting
 // at or after the new log end are dropped. Used by followers (KIP-101).
 func (l *Log) TruncateTo(offset int64) error {
+	return l.truncate(l.truncateToLocked, offset)
+}
+
+// truncate runs cut(offset) with the log's locks held, on an open, online log.
+func (l *Log) truncate(cut func(int64) error, offset int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -131,7 +136,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.mu.offline != nil {
 		return fmt.Errorf("truncate log %s: %w", l.dir, l.mu.offline)
 	}
-	return l.truncateToLocked(offset)
+	return cut(offset)
 }
 
 // TruncateFullyAndStartAt removes every segment and restarts the log,
@@ -139,20 +144,10 @@ func (l *Log) TruncateTo(offset int64) error {
 // the follower's log end (Kafka's truncateFullyAndStartAt). The leader-epoch
 // cache is emptied; the next follower append fills it again.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.mu.closed {
-		return ErrClosed
-	}
-	if l.mu.offline != nil {
-		return fmt.Errorf("truncate log %s: %w", l.dir, l.mu.offline)
-	}
 	if offset < 0 {
 		return fmt.Errorf("truncate log %s fully: negative start offset %d", l.dir, offset)
 	}
-	return l.truncateFullyLocked(offset)
+	return l.truncate(l.truncateFullyLocked, offset)
 }
 
 // truncateBack removes a failed append, [first, end), from the log end. It

@@ -47,6 +47,8 @@ type API struct {
 	scramMu sync.Mutex
 	// featuresMu serialises UpdateFeatures (read levels, check, store).
 	featuresMu sync.Mutex
+	// cluster is set in cluster mode (cluster.go), nil on a single node.
+	cluster *Cluster
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener
@@ -69,6 +71,9 @@ type Partitions interface {
 	CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string)
 	AlterTopicConfigs(name string, validateOnly bool, update func(current map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string)
 	AppendRecords(p *replica.Partition, batch []byte, h records.Header) replica.AppendResult
+	CheckProduce(p *replica.Partition, acks int16) *kerr.Error
+	Produce(p *replica.Partition, batch []byte, h records.Header, acks int16, deadline time.Time) replica.AppendResult
+	OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse
 	Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse)
 	WaitAny(chans []<-chan struct{}, d time.Duration) bool
 }

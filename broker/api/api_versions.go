@@ -9,24 +9,35 @@ package api
 // UNSUPPORTED_VERSION so the client retries at a version we know.
 
 import (
+	"sort"
+
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+// apiKeys are the advertised APIs: in cluster mode also the inter-broker
+// ones, as a ZooKeeper-mode Kafka broker advertises them on every listener.
+func (b *API) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
 	for _, k := range protocol.SupportedKeys() {
 		vr, _ := protocol.Supported(k)
 		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: vr.Min, MaxVersion: vr.Max})
+	}
+	if b.cluster != nil {
+		for _, k := range protocol.InterBrokerKeys() {
+			vr, _ := protocol.InterBroker(k)
+			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: vr.Min, MaxVersion: vr.Max})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
 	}
 	return out
 }
 
 func (b *API) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = b.apiKeys()
 	if req.Version >= 3 {
 		// Supported and finalized features (update_features.go): by
 		// default transaction.version 2 (KIP-890 part 2: clients may rely on
@@ -62,6 +73,6 @@ func (b *API) apiVersionsUnsupported() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = b.apiKeys()
 	return resp
 }

@@ -31,6 +31,8 @@ func (b *API) handleCreatePartitions(_ *network.RequestContext, req *kmsg.Create
 		)
 		if count[rt.Topic] > 1 {
 			kerrv, msg = kerr.InvalidRequest, "Duplicate topic in request."
+		} else if b.cluster != nil {
+			kerrv, msg = b.createPartitionsCluster(rt, req.ValidateOnly) // admin_cluster.go
 		} else {
 			kerrv, msg = b.rm.CreatePartitions(rt, req.ValidateOnly)
 		}

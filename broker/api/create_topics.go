@@ -51,6 +51,9 @@ func (b *API) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsReque
 	if dup {
 		return kerr.InvalidRequest, fmt.Sprintf("create topics request contains topic %s more than once", rt.Topic)
 	}
+	if b.cluster != nil {
+		return b.createOneCluster(req, rt, st) // admin_cluster.go
+	}
 	partitions, rf := rt.NumPartitions, rt.ReplicationFactor
 	if len(rt.ReplicaAssignment) > 0 {
 		if partitions != -1 || rf != -1 {

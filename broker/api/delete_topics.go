@@ -32,6 +32,8 @@ func (b *API) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteTopi
 		st.Topic, st.TopicID = tg.name, tg.id
 		var kerrv *kerr.Error
 		switch {
+		case b.cluster != nil:
+			st.Topic, st.TopicID, kerrv = b.deleteTopicCluster(tg.name, tg.id) // admin_cluster.go
 		case tg.name == nil || *tg.name == "":
 			if t := b.rm.TopicByID(tg.id); t == nil {
 				kerrv = kerr.UnknownTopicID

@@ -11,6 +11,9 @@ import (
 )
 
 func (b *API) handleDescribeCluster(ctx *network.RequestContext, req *kmsg.DescribeClusterRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.handleDescribeClusterCluster(ctx, req) // metadata_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code

@@ -90,7 +90,7 @@ func (b *API) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg
 			rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			rp.Partition = pi
 			rp.LeaderID = b.cfg.NodeID
-			rp.LeaderEpoch = p.LeaderEpoch
+			rp.LeaderEpoch = p.LeaderEpoch()
 			rp.Replicas = []int32{b.cfg.NodeID}
 			rp.ISR = []int32{b.cfg.NodeID}
 			rp.EligibleLeaderReplicas = []int32{}

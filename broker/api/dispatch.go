@@ -29,8 +29,8 @@ func anyOf(f func(b *API, ctx *network.RequestContext, req kmsg.Request) kmsg.Re
 
 // handlers is the dispatch table: one handler per API key. Invariant
 // (dispatch_test.go): its keys are exactly the keys ApiVersions advertises
-// (protocol.SupportedKeys), so no advertised request goes unanswered and no
-// handler is unreachable.
+// (protocol.SupportedKeys, and in cluster mode protocol.InterBrokerKeys),
+// so no advertised request goes unanswered and no handler is unreachable.
 var handlers = buildHandlers()
 
 func buildHandlers() map[int16]handler {
@@ -90,6 +90,12 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleSASLAuthenticate))
 	add(on((*API).handleDescribeUserSCRAMCredentials))
 	add(on((*API).handleAlterUserSCRAMCredentials))
+	// Cluster mode: controller → broker requests and ControlledShutdown
+	// (protocol.InterBroker; a single node closes the connection).
+	add(on((*API).handleLeaderAndISR))
+	add(on((*API).handleStopReplica))
+	add(on((*API).handleUpdateMetadata))
+	add(on((*API).handleControlledShutdown))
 	return h
 }
 
@@ -101,6 +107,9 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.apiVersionsUnsupported()
 	}
 	if h, ok := handlers[req.Body.Key()]; ok {
+		if resp := b.notCoordinator(req.Body); resp != nil {
+			return resp // cluster mode: coordinator_cluster.go
+		}
 		return h(b, ctx, req.Body)
 	}
 	b.log.Error("closing connection: no handler for api", "api", kmsg.NameForKey(req.Header.APIKey))

@@ -18,6 +18,9 @@ import (
 )
 
 func (b *API) handleElectLeaders(_ *network.RequestContext, req *kmsg.ElectLeadersRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.handleElectLeadersCluster(req) // admin_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	if req.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code

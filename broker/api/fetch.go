@@ -28,5 +28,6 @@ func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) k
 		req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	}
 	b.rm.Fetch(req, resp)
+	b.leaderHintsFetch(ctx, resp) // cluster mode: metadata_cluster.go
 	return resp
 }

@@ -11,6 +11,9 @@ import (
 )
 
 func (b *API) handleFindCoordinator(ctx *network.RequestContext, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.handleFindCoordinatorCluster(ctx, req) // metadata_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {

@@ -52,32 +52,32 @@ func (b *API) listOffset(version int16, isolation int8, topicName string, rp kms
 	}
 	if version >= 4 && rp.CurrentLeaderEpoch >= 0 {
 		switch {
-		case rp.CurrentLeaderEpoch < p.LeaderEpoch:
+		case rp.CurrentLeaderEpoch < p.LeaderEpoch():
 			return kerr.FencedLeaderEpoch
-		case rp.CurrentLeaderEpoch > p.LeaderEpoch:
+		case rp.CurrentLeaderEpoch > p.LeaderEpoch():
 			return kerr.UnknownLeaderEpoch
 		}
 	}
 	switch ts := rp.Timestamp; {
 	case ts == listLatest && isolation == 1:
 		sp.Offset = p.LastStableOffset()
-		sp.LeaderEpoch = p.LeaderEpoch
+		sp.LeaderEpoch = p.LeaderEpoch()
 	case ts == listLatest:
 		sp.Offset = p.HighWatermark()
-		sp.LeaderEpoch = p.LeaderEpoch
+		sp.LeaderEpoch = p.LeaderEpoch()
 	case ts == listEarliest || (ts == listEarliestLocal && version >= 8):
 		sp.Offset = p.Log.LogStartOffset()
-		sp.LeaderEpoch = p.LeaderEpoch
+		sp.LeaderEpoch = p.LeaderEpoch()
 	case ts == listMaxTimestamp && version >= 7:
 		off, mts := p.Log.MaxTimestamp()
 		if off >= 0 {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, p.LeaderEpoch
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, p.LeaderEpoch()
 		}
 	case ts == listLatestTiered || ts == listPendingUpload:
 		// Nothing is tiered: no offset, no epoch.
 	case ts >= 0:
 		if off, fts, ok := p.Log.OffsetForTimestamp(ts); ok && off < p.HighWatermark() {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, p.LeaderEpoch
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, p.LeaderEpoch()
 		}
 	default:
 		return kerr.InvalidRequest

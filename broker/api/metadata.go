@@ -62,6 +62,9 @@ func (b *API) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataResponseB
 }
 
 func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.handleMetadataCluster(ctx, req) // metadata_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = b.endpointsFor(ctx)
 	cid := b.store.ClusterID()
@@ -155,7 +158,7 @@ func (b *API) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.Me
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
 		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.LeaderEpoch
+		mp.LeaderEpoch = p.LeaderEpoch()
 		mp.Replicas = []int32{b.cfg.NodeID}
 		mp.ISR = []int32{b.cfg.NodeID}
 		mp.OfflineReplicas = []int32{}

@@ -20,6 +20,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
@@ -31,6 +32,8 @@ import (
 func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	// acks=all waits for replication until the request's timeout (TimeoutMillis).
+	deadline := b.now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -63,11 +66,14 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 				kerrv = kerr.UnknownTopicOrPartition
 			case replica.IsInternal(name):
 				kerrv = kerr.InvalidTopicException // clients may not write internal topics
-			case req.Acks == -1 && p.Topic.Settings().MinInsyncReplicas > 1:
-				kerrv = kerr.NotEnoughReplicas // the ISR is this broker alone
 			default:
+				// Not the leader, or acks=all with too small an ISR (on a
+				// single node the ISR is this broker alone).
+				if kerrv = b.rm.CheckProduce(p, req.Acks); kerrv != nil {
+					break
+				}
 				var res replica.AppendResult
-				res, msg = b.produceTo(ctx, req.Version, req.TransactionID, p, rp.Records)
+				res, msg = b.produceTo(ctx, req, p, rp.Records, deadline)
 				kerrv = res.Err
 				if kerrv == nil {
 					sp.BaseOffset = res.BaseOffset
@@ -85,6 +91,7 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.leaderHintsProduce(ctx, resp) // cluster mode: metadata_cluster.go
 	if req.Acks == 0 {
 		return nil
 	}
@@ -94,7 +101,8 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 // produceTo validates the partition's record set and appends it. It returns
 // the Kafka error and, for bad input, a message for the client; bad input and
 // storage failures are logged once here.
-func (b *API) produceTo(ctx *network.RequestContext, version int16, txnID *string, p *replica.Partition, recs []byte) (replica.AppendResult, string) {
+func (b *API) produceTo(ctx *network.RequestContext, req *kmsg.ProduceRequest, p *replica.Partition, recs []byte, deadline time.Time) (replica.AppendResult, string) {
+	version, txnID := req.Version, req.TransactionID
 	bad := func(e *kerr.Error, msg string) (replica.AppendResult, string) {
 		b.log.Warn("rejected produce", "client", ctx.RemoteAddr, "client_id", ctx.Header.ClientID,
 			"topic", p.Topic.Meta.Name, "partition", p.Index, "error", e.Message, "reason", msg)
@@ -151,7 +159,7 @@ func (b *API) produceTo(ctx *network.RequestContext, version int16, txnID *strin
 		logAppendTime = now
 		records.SetMaxTimestampLogAppendTime(recs, now)
 	}
-	res := b.rm.AppendRecords(p, recs, h)
+	res := b.rm.Produce(p, recs, h, req.Acks, deadline)
 	res.LogAppendTime = logAppendTime
 	return res, ""
 }

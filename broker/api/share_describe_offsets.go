@@ -66,7 +66,7 @@ func (b *API) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShareGr
 				continue
 			}
 			p := t.Partitions[part]
-			sp.LeaderEpoch = p.LeaderEpoch
+			sp.LeaderEpoch = p.LeaderEpoch()
 			if o, ok := c.Offset(rg.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: part}); ok {
 				sp.StartOffset = o.StartOffset
 				sp.Lag = max(0, p.HighWatermark()-o.StartOffset-o.Finished)

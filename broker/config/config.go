@@ -63,6 +63,10 @@ type Config struct {
 	InterBrokerListenerName string
 	SASL                    SASLConfig
 
+	// Cluster is the cluster-mode config (cluster.go); inert without
+	// zookeeper.connect.
+	Cluster ClusterConfig
+
 	// Log retention and compaction tasks (broker/replica/log_tasks.go).
 	LogRetentionCheckIntervalMs int64
 	LogCleanerEnable            bool
@@ -248,7 +252,6 @@ var props = map[string]prop{
 		return fmt.Errorf("unknown compression type %q", v)
 	}},
 	"offsets.topic.num.partitions":             {"50", kmsg.ConfigTypeInt, "The number of partitions of the offsets topic.", intProp(func(c *Config, v int64) { c.OffsetsTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
-	"offsets.topic.replication.factor":         {"3", kmsg.ConfigTypeShort, "The replication factor of the offsets topic.", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
 	"offsets.topic.segment.bytes":              {"104857600", kmsg.ConfigTypeInt, "The segment size of the offsets topic.", intProp(func(c *Config, v int64) { c.OffsetsTopicSegmentBytes = v }, 1, math.MaxInt32)},
 	"group.min.session.timeout.ms":             {"6000", kmsg.ConfigTypeInt, "The minimum session timeout a classic group member may ask for.", intProp(func(c *Config, v int64) { c.GroupMinSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
 	"group.max.session.timeout.ms":             {"1800000", kmsg.ConfigTypeInt, "The maximum session timeout a classic group member may ask for.", intProp(func(c *Config, v int64) { c.GroupMaxSessionTimeoutMs = int32(v) }, 0, math.MaxInt32)},
@@ -291,8 +294,6 @@ var props = map[string]prop{
 	"producer.id.expiration.ms":                                   {"86400000", kmsg.ConfigTypeInt, "How long a producer id's state is kept after its last write.", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
 	"producer.id.expiration.check.interval.ms":                    {"600000", kmsg.ConfigTypeInt, "How often expired producer ids are removed.", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},
 	"transaction.state.log.num.partitions":                        {"50", kmsg.ConfigTypeInt, "The number of partitions of the transaction topic.", intProp(func(c *Config, v int64) { c.TransactionStateLogNumPartitions = int32(v) }, 1, math.MaxInt32)},
-	"transaction.state.log.replication.factor":                    {"3", kmsg.ConfigTypeShort, "The replication factor of the transaction topic.", intProp(func(c *Config, v int64) {}, 1, math.MaxInt16)},
-	"transaction.state.log.min.isr":                               {"2", kmsg.ConfigTypeInt, "min.insync.replicas of the transaction topic.", intProp(func(c *Config, v int64) {}, 1, math.MaxInt32)},
 	"transaction.state.log.segment.bytes":                         {"104857600", kmsg.ConfigTypeInt, "The segment size of the transaction topic.", intProp(func(c *Config, v int64) { c.TransactionStateLogSegmentBytes = v }, 1, math.MaxInt32)},
 	"transaction.max.timeout.ms":                                  {"900000", kmsg.ConfigTypeInt, "The maximum transaction timeout a producer may ask for.", intProp(func(c *Config, v int64) { c.TransactionMaxTimeoutMs = int32(v) }, 1, math.MaxInt32)},
 	"transactional.id.expiration.ms":                              {"604800000", kmsg.ConfigTypeInt, "How long a transactional id is kept without a transaction status update.", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},

@@ -210,9 +210,11 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 		return err
 	}
 	replies, recs := f(coords{g.mu.c, g.mu.cc}, g.b.now())
-	// The replies go out once the records are acknowledged: on a single
-	// node before persistLocked returns, still under g.mu.
-	g.persistLocked(recs, func(err error) {
+	// The replies go out once the records are acknowledged, under g.mu
+	// (ackGate): on a single node before call returns.
+	gate := newAckGate(&g.mu)
+	defer gate.release()
+	g.persistLocked(recs, gate.wrap(func(err error) {
 		if err != nil {
 			g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
 			for _, r := range replies {
@@ -226,7 +228,7 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 			g.dropLocked() // the next call replays the log, which lacks the failed records
 		}
 		g.rearmLocked()
-	})
+	}))
 	return nil
 }
 

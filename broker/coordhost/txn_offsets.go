@@ -88,7 +88,9 @@ func (h *Host) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok Token) {
 		return
 	}
 	part := group.PartitionFor(req.Group, int32(len(g.mu.topic.Partitions)))
-	g.appendTxnOffsetsLocked(part, req.ProducerID, req.ProducerEpoch, recs, func(err error) {
+	gate := newAckGate(&g.mu)
+	defer gate.release()
+	g.appendTxnOffsetsLocked(part, req.ProducerID, req.ProducerEpoch, recs, gate.wrap(func(err error) {
 		if err != nil {
 			h.log.Error("writing transactional offsets failed", "group", req.Group, "err", err)
 			fail(kerr.CoordinatorNotAvailable.Code)
@@ -101,7 +103,7 @@ func (h *Host) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok Token) {
 			g.mu.pendingTxn[req.ProducerID] = append(g.mu.pendingTxn[req.ProducerID], pendingOffset{part: part, group: req.Group, key: r.Key, value: r.Value})
 		}
 		deliver(tok, resp)
-	})
+	}))
 }
 
 // appendTxnOffsetsLocked writes transactional offset commit records as one

@@ -98,7 +98,7 @@ func (x *txns) ensureLocked() error {
 	}
 	n := 0
 	for _, p := range t.Partitions {
-		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch)
+		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch())
 		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
 			if h.IsControl() {
 				return
@@ -162,7 +162,8 @@ func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []tx
 	// txns.mu, so persistErr is set when call returns; the in-process checks
 	// of produce (verifyTxnPartition, addTxnPartition) rely on that.
 	var persistErr error
-	x.persistLocked(recs, func(err error) {
+	gate := newAckGate(&x.mu)
+	x.persistLocked(recs, gate.wrap(func(err error) {
 		if err != nil {
 			persistErr = fmt.Errorf("%w: %v", errTxnStateWrite, err)
 			x.b.log.Error("writing transaction state failed; reloading the coordinator", "err", err)
@@ -179,7 +180,8 @@ func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []tx
 			x.writeMarkersLocked(markers) // may drop the coordinator
 		}
 		x.rearmLocked()
-	})
+	}))
+	gate.release() // on a single node this sets persistErr
 	return persistErr
 }
 

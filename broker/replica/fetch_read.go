@@ -18,7 +18,11 @@ func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 		resp.ErrorCode = code
 		return
 	}
-	m.pollFetch(fc.req, resp)
+	if id := fetchReplicaID(req); id >= 0 && m.cluster() != nil {
+		m.replicaFetch(fc.req, resp, id) // fetch_replica.go
+	} else {
+		m.pollFetch(fc.req, resp)
+	}
 	m.fetchSessions.finish(m.now(), fc, resp)
 }
 
@@ -122,6 +126,9 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 				sp.ErrorCode = kerrv.Code
 				stop = true
 			}
+			if sp.DivergingEpoch.Epoch >= 0 {
+				stop = true // the fetcher must truncate: answer now
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -131,11 +138,16 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 
 // readPartition fills one partition of the answer and returns its record bytes.
 func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
+	// On a single node a replica id changes nothing: there are no followers.
+	replica := fetchReplicaID(req) >= 0 && m.cluster() != nil
+	if kerrv := p.checkFetch(replica); kerrv != nil {
+		return 0, kerrv
+	}
 	if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 {
-		switch {
-		case rp.CurrentLeaderEpoch < p.LeaderEpoch:
+		switch epoch := p.LeaderEpoch(); {
+		case rp.CurrentLeaderEpoch < epoch:
 			return 0, kerr.FencedLeaderEpoch
-		case rp.CurrentLeaderEpoch > p.LeaderEpoch:
+		case rp.CurrentLeaderEpoch > epoch:
 			return 0, kerr.UnknownLeaderEpoch
 		}
 	}
@@ -148,8 +160,16 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	if readCommitted {
 		maxOffset = sp.LastStableOffset
 	}
-	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > hw {
+	if replica {
+		maxOffset = p.Log.LogEndOffset() // followers copy what is not committed yet
+	}
+	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > max(hw, maxOffset) {
 		return 0, kerr.OffsetOutOfRange
+	}
+	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && m.cluster() != nil {
+		if kerrv := divergence(p, rp, sp); kerrv != nil || sp.DivergingEpoch.Epoch >= 0 {
+			return 0, kerrv
+		}
 	}
 	limit := int(rp.PartitionMaxBytes)
 	if budget < limit {
@@ -174,4 +194,21 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 		sp.AbortedTransactions = p.AbortedBetween(rp.FetchOffset, maxOffset)
 	}
 	return len(data), nil
+}
+
+// divergence checks a fetch's LastFetchedEpoch (Fetch v12+, KIP-320) in
+// cluster mode, as Kafka's Partition.fetchRecords: the log's end of that
+// epoch is looked up; an epoch this log cannot place is
+// OFFSET_OUT_OF_RANGE; a log whose epoch is older or ends before the fetch
+// offset diverged from the fetcher's, which is told where (DivergingEpoch)
+// and gets no records.
+func divergence(p *Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) *kerr.Error {
+	epoch, end := p.Log.EndOffsetForEpoch(rp.LastFetchedEpoch)
+	if epoch == storage.UndefinedEpoch || end == storage.UndefinedEpochOffset {
+		return kerr.OffsetOutOfRange
+	}
+	if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = epoch, end
+	}
+	return nil
 }

@@ -81,7 +81,7 @@ func abortTxn(t *testing.T, p *Partition, pid int64) {
 	if res, err := p.append(batch, h); err != nil || res.Err != nil {
 		t.Fatalf("append: %v %v", err, res.Err)
 	}
-	if err := p.appendMarker(pid, 0, records.ControlAbort, 0, ms); err != nil {
+	if _, err := p.appendMarker(pid, 0, records.ControlAbort, 0, ms); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,8 +3,10 @@
 // (log, leader epoch, high watermark, last stable offset, idempotent producer
 // and transaction state), appends and reads, the long-poll wait of fetches,
 // incremental fetch sessions (KIP-227), the background log tasks (retention,
-// cleaner) and the handling of failed appends. It knows no network and no
-// coordinator.
+// cleaner) and the handling of failed appends; in cluster mode (cluster.go)
+// the partitions' roles, the replica fetchers, the ISR and the delayed
+// acks=all produce. It knows no coordinator and no listener: its only
+// network use is the replica fetchers' own connections to leaders.
 package replica
 
 import (
@@ -47,6 +49,9 @@ type Manager struct {
 	taskPanics atomic.Int64
 	// fetchSessions are the incremental fetch sessions (fetch_session.go).
 	fetchSessions *fetchSessionCache
+	// repl is the cluster-mode state: roles, fetchers, the leader loop
+	// (cluster.go); unused on a single node.
+	repl replication
 }
 
 // NewManager returns a manager with no log dirs and no topics yet; closing
@@ -91,9 +96,10 @@ func (m *Manager) Load(store controller.Store) error {
 // Start starts the background log tasks (retention, cleaner).
 func (m *Manager) Start() { m.startLogTasks() }
 
-// Stop drops the fetch sessions and stops the log tasks, waiting for a
-// pass in progress.
+// Stop stops the replica fetchers and the leaders' housekeeping, drops the
+// fetch sessions and stops the log tasks, waiting for a pass in progress.
 func (m *Manager) Stop() {
+	m.stopReplication()
 	m.fetchSessions.clear()
 	m.stopLogTasks()
 }
@@ -149,11 +155,13 @@ func (m *Manager) AppendRecords(p *Partition, batch []byte, h records.Header) Ap
 // before AppendInternal returns. In a cluster it will be when the batch is
 // replicated, so callers answer clients from done, never from the return.
 func (m *Manager) AppendInternal(p *Partition, batch []byte, done func(error)) {
-	done(p.appendInternal(batch))
+	end, err := p.appendInternal(batch)
+	m.awaitInternal(p, end, err, done)
 }
 
 // AppendMarker writes a transaction marker to p (Partition.appendMarker)
 // and calls done as AppendInternal does.
 func (m *Manager) AppendMarker(p *Partition, producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64, done func(error)) {
-	done(p.appendMarker(producerID, epoch, ct, coordinatorEpoch, nowMs))
+	end, err := p.appendMarker(producerID, epoch, ct, coordinatorEpoch, nowMs)
+	m.awaitInternal(p, end, err, done)
 }

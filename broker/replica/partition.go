@@ -26,13 +26,17 @@ type Partition struct {
 	logger *slog.Logger
 	env    partitionEnv
 
-	// LeaderEpoch is the epoch written into every appended batch.
-	LeaderEpoch int32
+	// epoch is the leader epoch written into every appended batch: 0 on a
+	// single node, the controller's in cluster mode (role.go).
+	epoch atomic.Int32
 
 	// hw is the high watermark. Invariant: logStart <= hw <= LEO.
 	hw atomic.Int64
 	// lso is the last stable offset. Invariant: lso <= hw.
 	lso atomic.Int64
+	// role mirrors mu.repl.kind, or roleClosed once closed, so that fetches
+	// check it without waiting for an append's write (role.go).
+	role atomic.Uint32
 	// appendFailing is set while appends fail with storage errors, so the
 	// failure is logged once, not per request (disk_errors.go).
 	appendFailing atomic.Bool
@@ -46,8 +50,12 @@ type Partition struct {
 		nextExpiry time.Time
 		producers  producerStates
 		txns       partitionTxns
-		// arrived is closed and replaced on every append and on close, to wake parked fetches.
+		// arrived is closed and replaced on every append, every HW move,
+		// every role change and on close, to wake parked fetches.
 		arrived chan struct{}
+		// repl is the partition's replication role in cluster mode
+		// (role.go); the zero value is the single-node leader.
+		repl replState
 	}
 }
 
@@ -60,10 +68,14 @@ type partitionEnv struct {
 	producerExpirationMs int64
 	// producerExpirationCheckMs is producer.id.expiration.check.interval.ms.
 	producerExpirationCheckMs int64
+	// cluster is set in cluster mode: a new partition has no role until
+	// MakeLeader or MakeFollower (role.go).
+	cluster bool
 }
 
 func (m *Manager) partitionEnv() partitionEnv {
-	return partitionEnv{logger: m.log, now: m.now, producerExpirationMs: m.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: m.cfg.ProducerIDExpirationCheckIntervalMs}
+	return partitionEnv{logger: m.log, now: m.now, producerExpirationMs: m.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: m.cfg.ProducerIDExpirationCheckIntervalMs,
+		cluster: m.cluster() != nil}
 }
 
 func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*Partition, error) {
@@ -89,6 +101,10 @@ func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env
 	// DeleteRecords removed after it was taken.
 	p.mu.txns.truncateAbortedBelow(log.LogStartOffset())
 	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
+	if env.cluster {
+		hw, ok := dir.HighWatermarks()[storage.TopicPartition{Topic: t.Meta.Name, Partition: index}]
+		p.enterCluster(hw, ok)
+	}
 	return p, nil
 }
 
@@ -162,51 +178,57 @@ func (p *Partition) AbortedBetween(from, to int64) []kmsg.FetchResponseTopicPart
 }
 
 // appendMarker writes a transaction marker (control batch) for a producer.
-func (p *Partition) appendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) error {
+func (p *Partition) appendMarker(producerID int64, epoch int16, ct records.ControlType, coordinatorEpoch int32, nowMs int64) (int64, error) {
 	batch, err := records.BuildControlBatch(producerID, epoch, ct, coordinatorEpoch, nowMs)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	h, err := records.ParseHeader(batch)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
-		return errPartitionClosed
+		return 0, errPartitionClosed
+	}
+	if !p.mu.repl.leads() {
+		return 0, errNotLeader
 	}
 	if st := p.mu.producers[producerID]; st != nil && epoch < st.epoch {
-		return nil // a stale marker: the producer moved on (Kafka answers INVALID_PRODUCER_EPOCH)
+		return 0, nil // a stale marker: the producer moved on (Kafka answers INVALID_PRODUCER_EPOCH)
 	}
-	info, err := p.Log.Append(batch, p.LeaderEpoch)
+	info, err := p.Log.Append(batch, p.epoch.Load())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	p.mu.producers.observeMarker(h)
 	p.advanceLocked(h, info, ct)
-	return nil
+	return info.LastOffset + 1, nil
 }
 
 // appendInternal writes a batch built by a coordinator: no client
 // validation and no idempotence checks (its sequence is -1), but transaction
 // state, HW and LSO follow it as for any batch.
-func (p *Partition) appendInternal(batch []byte) error {
+func (p *Partition) appendInternal(batch []byte) (int64, error) {
 	h, err := records.ParseHeader(batch)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
-		return errPartitionClosed
+		return 0, errPartitionClosed
 	}
-	info, err := p.Log.Append(batch, p.LeaderEpoch)
+	if !p.mu.repl.leads() {
+		return 0, errNotLeader
+	}
+	info, err := p.Log.Append(batch, p.epoch.Load())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	p.advanceLocked(h, info, 0)
-	return nil
+	return info.LastOffset + 1, nil
 }
 
 // expireProducersLocked forgets producers idle longer than
@@ -229,8 +251,24 @@ func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 		}
 	}
 	hw := info.LastOffset + 1
+	if l := p.mu.repl.leader; l != nil {
+		l.Appended(info.LastOffset + 1)
+		hw = l.HW()
+	}
+	p.setHWLocked(hw)
+}
+
+// setHWLocked stores the HW (and the LSO it bounds), completes the acks=all
+// waits it satisfies and wakes parked fetches. p.mu must be held.
+func (p *Partition) setHWLocked(hw int64) {
 	p.hw.Store(hw)
 	p.lso.Store(p.mu.txns.lastStable(hw))
+	p.completeWaitersLocked()
+	p.wakeLocked()
+}
+
+// wakeLocked wakes parked fetches and produces. p.mu must be held.
+func (p *Partition) wakeLocked() {
 	close(p.mu.arrived)
 	p.mu.arrived = make(chan struct{})
 }
@@ -279,6 +317,8 @@ func (p *Partition) close() {
 		return
 	}
 	p.mu.closed = true
+	p.role.Store(roleClosed)
+	p.failWaitersLocked(errPartitionClosed)
 	close(p.mu.arrived)
 }
 
@@ -301,6 +341,9 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 	if p.mu.closed {
 		return AppendResult{Err: kerr.NotLeaderForPartition}, errPartitionClosed
 	}
+	if !p.mu.repl.leads() {
+		return AppendResult{Err: kerr.NotLeaderForPartition}, nil
+	}
 	if h.ProducerID >= 0 {
 		p.expireProducersLocked()
 		if dup, ok, kerrv := p.mu.producers.check(h); kerrv != nil {
@@ -309,7 +352,7 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 			return AppendResult{BaseOffset: dup}, nil
 		}
 	}
-	info, err := p.Log.Append(batch, p.LeaderEpoch)
+	info, err := p.Log.Append(batch, p.epoch.Load())
 	if err != nil {
 		return AppendResult{Err: kerr.KafkaStorageError}, err
 	}

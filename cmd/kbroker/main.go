@@ -4,11 +4,14 @@
 //
 // the same shape as kafka-server-start.sh. With no arguments it serves
 // PLAINTEXT on 127.0.0.1:9092 with its data under config.DefaultLogDir().
-// SIGTERM or SIGINT stops it gracefully: listeners close, in-flight requests
-// finish, every log is flushed and closed, and it exits 0.
+// SIGTERM or SIGINT stops it gracefully: in cluster mode (zookeeper.connect)
+// it first asks the controller to move its leaderships away (controlled
+// shutdown); then listeners close, in-flight requests finish, every log is
+// flushed and closed, and it exits 0.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,5 +108,19 @@ func run(args []string, logger *slog.Logger) error {
 	logger.Info("kbroker started", "node.id", cfg.NodeID, "log.dirs", strings.Join(cfg.LogDirs, ","))
 	sig := <-sigs
 	logger.Info("shutting down", "signal", sig.String())
+	// Cluster mode: move leadership off this broker first, so clients see
+	// no errors on a rolling restart; a second signal skips the wait.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := b.ControlledShutdown(ctx); err != nil {
+		logger.Warn("stopping without a controlled shutdown", "err", err)
+	}
+	cancel()
 	return b.Close()
 }

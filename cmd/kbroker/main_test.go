@@ -66,12 +66,15 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			t.Errorf("%s=%s: error %v does not name the key", key, val, err)
 		}
 	}
-	cfg, unknown, err := config.ParseConfig(map[string]string{"zookeeper.connect": "x:2181", "log.roll.hours": "1", "log.roll.ms": "5000"})
+	cfg, unknown, err := config.ParseConfig(map[string]string{"no.such.property": "x", "zookeeper.connect": "x:2181/kb", "log.roll.hours": "1", "log.roll.ms": "5000"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(unknown) != 1 || unknown[0] != "zookeeper.connect" {
+	if len(unknown) != 1 || unknown[0] != "no.such.property" {
 		t.Errorf("unknown = %v", unknown)
+	}
+	if !cfg.Cluster.Enabled() || cfg.Cluster.ZookeeperConnect != "x:2181/kb" {
+		t.Errorf("zookeeper.connect: %+v", cfg.Cluster)
 	}
 	if cfg.LogRollMs != 5000 {
 		t.Errorf("log.roll.ms should win over log.roll.hours, got %d", cfg.LogRollMs)

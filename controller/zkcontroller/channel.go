@@ -259,3 +259,10 @@ var ErrNoEndpoint = errors.New("broker has no endpoint on the inter-broker liste
 func hostPort(host string, port int32) string {
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
+
+// RoundTrip sends one request on conn and reads its answer (correlation id
+// 1), within timeout: for one-off broker → controller requests such as
+// ControlledShutdown.
+func RoundTrip(conn net.Conn, clientID string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	return roundTrip(conn, clientID, req, 1, timeout)
+}

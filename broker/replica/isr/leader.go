@@ -103,6 +103,10 @@ func NewLeader(cfg Config, self, epoch int32, replicas, isr []int32, leo, hw int
 	return l, nil
 }
 
+// SetMinInsyncReplicas applies a changed min.insync.replicas (a topic
+// config change while leading); the next CheckAppend and Acked use it.
+func (l *Leader) SetMinInsyncReplicas(n int) { l.cfg.MinInsyncReplicas = n }
+
 // Epoch is the leader epoch this state was created for.
 func (l *Leader) Epoch() int32 { return l.epoch }
 

@@ -182,3 +182,18 @@ func TestFollowerFetchErrors(t *testing.T) {
 		t.Fatal("a leader outside the ISR was accepted")
 	}
 }
+
+// A changed min.insync.replicas applies to the next acks=all check.
+func TestSetMinInsyncReplicas(t *testing.T) {
+	l, err := NewLeader(Config{LagTimeMax: time.Second, MinInsyncReplicas: 1}, 1, 0, []int32{1, 2}, []int32{1}, 0, 0, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CheckAppend(-1); err != nil {
+		t.Fatal(err)
+	}
+	l.SetMinInsyncReplicas(2)
+	if err := l.CheckAppend(-1); err == nil {
+		t.Fatal("CheckAppend with ISR [1] and min.insync.replicas=2 passed")
+	}
+}

@@ -1,0 +1,304 @@
+package broker
+
+// Cluster mode (zookeeper.connect set), in the order
+// controller/zkcontroller's package doc gives: zkclient.Dial, zkstore.Open
+// as the metadata store (New writes its cluster id into every log dir's
+// meta.properties), the logs, the listeners, the broker registration with
+// every advertised endpoint, then the controller. Close runs it backwards:
+// the controller, the listeners and logs, and last the ZooKeeper session,
+// so the registration disappears only once the broker has stopped serving.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/api"
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/metacache"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkclient"
+	"github.com/kbroker/kbroker/controller/zkcontroller"
+	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/kbroker/kbroker/controller/zkstore"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clusterNode is a broker's cluster-mode state.
+type clusterNode struct {
+	zk    *zkclient.Client
+	store *zkstore.Store
+	cache *metacache.Cache
+	fence controller.Fence
+	// reg and ctrl are set by Start (after the listeners bind) and read by
+	// request handlers, hence atomic.
+	reg  atomic.Pointer[zkclient.Registration]
+	ctrl atomic.Pointer[zkcontroller.Controller]
+}
+
+// ZKClientConfig maps the broker config onto the ZooKeeper client's.
+func ZKClientConfig(cfg config.Config) zkclient.Config {
+	return zkclient.Config{
+		Connect:           cfg.Cluster.ZookeeperConnect,
+		SessionTimeout:    cfg.Cluster.ZookeeperSessionTimeout,
+		ConnectionTimeout: cfg.Cluster.ZookeeperConnectionTimeout,
+		Logger:            cfg.Logger,
+	}
+}
+
+// ControllerConfig maps the broker config onto the controller's.
+func ControllerConfig(cfg config.Config, zk *zkclient.Client) zkcontroller.Config {
+	return zkcontroller.Config{
+		BrokerID:               cfg.NodeID,
+		ZK:                     zk,
+		Listener:               cfg.InterBrokerListener().Name,
+		UncleanLeaderElection:  cfg.Cluster.UncleanLeaderElection,
+		Logger:                 cfg.Logger,
+		AutoLeaderRebalance:    cfg.Cluster.AutoLeaderRebalance,
+		ImbalanceCheckInterval: cfg.Cluster.LeaderImbalanceCheckInterval,
+		ImbalancePercent:       int(cfg.Cluster.LeaderImbalancePercent),
+	}
+}
+
+// openCluster dials ZooKeeper and opens the store: the first steps of New
+// in cluster mode.
+func (b *Broker) openCluster() error {
+	zk, err := zkclient.Dial(ZKClientConfig(b.cfg))
+	if err != nil {
+		return err
+	}
+	store, err := zkstore.Open(zk, b.cfg.NodeID, b.cfg.ClusterID)
+	if err != nil {
+		zk.Close()
+		return err
+	}
+	b.cluster = &clusterNode{zk: zk, store: store, cache: metacache.New()}
+	return nil
+}
+
+// apiCluster is what the handlers get of the cluster node.
+func (b *Broker) apiCluster() *api.Cluster {
+	c := b.cluster
+	return &api.Cluster{
+		BrokerID: b.cfg.NodeID,
+		Listener: b.cfg.InterBrokerListener().Name,
+		Fence:    &c.fence,
+		BrokerEpoch: func() int64 {
+			if r := c.reg.Load(); r != nil {
+				return r.Epoch()
+			}
+			return -1
+		},
+		Cache:      c.cache,
+		Controller: (*controllerRef)(c),
+		Replicas:   replicaAdapter{b.rm},
+	}
+}
+
+// controllerRef is the controller as the handlers see it: standby (no
+// controller known) until Start has started it.
+type controllerRef clusterNode
+
+func (r *controllerRef) get() *zkcontroller.Controller { return r.ctrl.Load() }
+
+func (r *controllerRef) Active() bool {
+	c := r.get()
+	return c != nil && c.Active()
+}
+
+func (r *controllerRef) ControllerID() int32 {
+	if c := r.get(); c != nil {
+		return c.ControllerID()
+	}
+	return -1
+}
+
+func (r *controllerRef) ControlledShutdown(ctx context.Context, id int32, epoch int64) ([]controller.TopicPartition, error) {
+	c := r.get()
+	if c == nil {
+		return nil, zkcontroller.ErrNotController
+	}
+	return c.ControlledShutdown(ctx, id, epoch)
+}
+
+func (r *controllerRef) ElectLeaders(ctx context.Context, tps []controller.TopicPartition, s controller.ElectionStrategy) (map[controller.TopicPartition]error, error) {
+	c := r.get()
+	if c == nil {
+		return nil, zkcontroller.ErrNotController
+	}
+	return c.ElectLeaders(ctx, tps, s)
+}
+
+// registration is this broker's /brokers/ids/<id>: every advertised
+// listener, with the bound port for listeners configured with port 0.
+func (b *Broker) registration() zkdata.BrokerRegistration {
+	reg := zkdata.BrokerRegistration{ID: b.cfg.NodeID, Version: zkdata.BrokerRegistrationVersion, JMXPort: -1, Rack: b.cfg.Cluster.Rack}
+	addrs := b.Addrs()
+	for _, l := range b.cfg.AdvertisedListeners {
+		host, port := l.Host, l.Port
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			if h, err := os.Hostname(); err == nil {
+				host = h
+			} else {
+				host = "localhost"
+			}
+		}
+		if port == 0 {
+			for i, bl := range b.cfg.Listeners {
+				if bl.Name == l.Name && i < len(addrs) {
+					if ta, ok := addrs[i].(*net.TCPAddr); ok {
+						port = int32(ta.Port)
+					}
+				}
+			}
+		}
+		proto := l.SecurityProtocol
+		if proto == "" {
+			proto = "PLAINTEXT"
+		}
+		reg.Endpoints = append(reg.Endpoints, zkdata.Endpoint{Listener: l.Name, Host: host, Port: port, SecurityProtocol: proto})
+	}
+	return reg
+}
+
+// startCluster registers the broker and starts its controller, once the
+// listeners accept connections.
+func (b *Broker) startCluster() error {
+	c := b.cluster
+	reg, err := c.zk.RegisterBroker(b.registration())
+	if err != nil {
+		return err
+	}
+	c.reg.Store(reg)
+	ctrl, err := zkcontroller.Start(ControllerConfig(b.cfg, c.zk))
+	if err != nil {
+		return err
+	}
+	c.ctrl.Store(ctrl)
+	b.log.Info("joined cluster", "broker", b.cfg.NodeID, "cluster.id", c.store.ClusterID(), "broker.epoch", reg.Epoch())
+	return nil
+}
+
+// closeController stops the controller (first step of Close).
+func (b *Broker) closeController() {
+	if b.cluster == nil {
+		return
+	}
+	if ctrl := b.cluster.ctrl.Load(); ctrl != nil {
+		ctrl.Close()
+	}
+}
+
+// closeZK ends the ZooKeeper session (last step of Close): the
+// registration and, on the controller, /controller go with it.
+func (b *Broker) closeZK() {
+	if b.cluster != nil {
+		b.cluster.zk.Close()
+	}
+}
+
+// ControllerID is the active controller's broker id as this broker last
+// saw it (-1 unknown or on a single node).
+func (b *Broker) ControllerID() int32 {
+	if b.cluster == nil {
+		return -1
+	}
+	return (*controllerRef)(b.cluster).ControllerID()
+}
+
+// ErrControlledShutdown reports a controlled shutdown that did not finish
+// within controlled.shutdown.max.retries.
+var ErrControlledShutdown = errors.New("controlled shutdown did not complete")
+
+// ControlledShutdown asks the active controller to move every leadership
+// off this broker (Kafka's KafkaServer.controlledShutdown): it sends
+// ControlledShutdown until the controller answers with no partition left,
+// at most 1 + controlled.shutdown.max.retries times,
+// controlled.shutdown.retry.backoff.ms apart. A single node, or
+// controlled.shutdown.enable=false, returns nil at once.
+func (b *Broker) ControlledShutdown(ctx context.Context) error {
+	if b.cluster == nil || !b.cfg.Cluster.ControlledShutdown {
+		return nil
+	}
+	reg := b.cluster.reg.Load()
+	if reg == nil {
+		return nil
+	}
+	var last error
+	for attempt := int32(0); attempt <= b.cfg.Cluster.ControlledShutdownMaxRetries; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(b.cfg.Cluster.ControlledShutdownRetryBackoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		remaining, err := b.controlledShutdownOnce(reg.Epoch())
+		switch {
+		case err != nil:
+			last = err
+		case remaining > 0:
+			last = fmt.Errorf("%d partitions still led here", remaining)
+		default:
+			b.log.Info("controlled shutdown complete", "attempts", attempt+1)
+			return nil
+		}
+		b.log.Warn("controlled shutdown attempt failed", "attempt", attempt+1, "err", last)
+	}
+	return fmt.Errorf("%w: %v", ErrControlledShutdown, last)
+}
+
+// controlledShutdownOnce sends one ControlledShutdown to the controller as
+// ZooKeeper names it now, on its inter-broker listener.
+func (b *Broker) controlledShutdownOnce(epoch int64) (remaining int, err error) {
+	c := b.cluster
+	data, _, err := c.zk.Get(zkdata.ControllerPath)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", zkdata.ControllerPath, err)
+	}
+	creg, err := zkdata.DecodeControllerRegistration(data)
+	if err != nil {
+		return 0, err
+	}
+	data, _, err = c.zk.Get(zkdata.BrokerPath(creg.BrokerID))
+	if err != nil {
+		return 0, fmt.Errorf("reading controller %d registration: %w", creg.BrokerID, err)
+	}
+	breg, err := zkdata.DecodeBrokerRegistration(creg.BrokerID, data)
+	if err != nil {
+		return 0, err
+	}
+	ep, ok := breg.Endpoint(b.cfg.InterBrokerListener().Name)
+	if !ok {
+		return 0, fmt.Errorf("controller %d: %w", creg.BrokerID, zkcontroller.ErrNoEndpoint)
+	}
+	timeout := b.cfg.Cluster.ReplicaSocketTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), timeout)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrControlledShutdownRequest()
+	req.Version = 3
+	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, epoch
+	resp, err := zkcontroller.RoundTrip(conn, "broker-"+strconv.Itoa(int(b.cfg.NodeID)), req, timeout)
+	if err != nil {
+		return 0, err
+	}
+	r := resp.(*kmsg.ControlledShutdownResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return 0, fmt.Errorf("controller %d: %w", creg.BrokerID, err)
+	}
+	return len(r.PartitionsRemaining), nil
+}

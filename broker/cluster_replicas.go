@@ -1,0 +1,108 @@
+package broker
+
+// The replica side of cluster mode: the partitions' roles come from the
+// controller's LeaderAndIsr and StopReplica (through api.ClusterReplicas,
+// adapted here onto replica.Manager), leaders write ISR changes to the
+// partition state znodes (zkclient.Client.ChangeISR), and followers find
+// their leader's inter-broker endpoint in the metadata cache, or in the
+// LiveLeaders of the last LeaderAndIsr when the cache has not caught up.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/kbroker/kbroker/broker/api"
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/kbroker/kbroker/controller/zkclient"
+	"github.com/kbroker/kbroker/controller/zkdata"
+)
+
+// ReplicationConfig maps the broker config onto the replica manager's.
+func ReplicationConfig(cfg config.Config) replica.ReplicationConfig {
+	rc := replica.DefaultReplicationConfig()
+	c := cfg.Cluster
+	rc.LagTimeMax, rc.FetchMaxBytes, rc.FetchWaitMax = c.ReplicaLagTimeMax, c.ReplicaFetchMaxBytes, c.ReplicaFetchWaitMax
+	rc.FetchMinBytes, rc.NumFetchers = c.ReplicaFetchMinBytes, int(c.NumReplicaFetchers)
+	rc.ClientID = "broker-" + strconv.Itoa(int(cfg.NodeID)) + "-fetcher"
+	return rc
+}
+
+// startReplication puts the replica manager in cluster mode (before the
+// listeners serve).
+func (b *Broker) startReplication() {
+	b.rm.SetReplicationConfig(ReplicationConfig(b.cfg))
+	b.rm.OnLeadershipChange(b.co.OnLeadershipChange)
+	listener := b.cfg.InterBrokerListener().Name
+	c := b.cluster
+	b.rm.SetCluster(b.cfg.NodeID, isrWriter{c.zk}, func(id int32) (string, bool) {
+		e, ok := c.cache.BrokerEndpoint(id, listener)
+		if !ok {
+			return "", false
+		}
+		return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), true
+	})
+}
+
+// replicaAdapter is api.ClusterReplicas over replica.Manager.
+type replicaAdapter struct{ m *replica.Manager }
+
+var _ api.ClusterReplicas = replicaAdapter{}
+
+func (r replicaAdapter) LeaderEpoch(topic string, partition int32) (int32, bool) {
+	p := r.m.PartitionOf(topic, partition)
+	if p == nil {
+		return 0, false
+	}
+	if _, replicated := p.State(); !replicated {
+		return 0, false
+	}
+	return p.LeaderEpoch(), true
+}
+
+func toReplica(st api.PartitionState) replica.PartitionState {
+	return replica.PartitionState{
+		Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ControllerEpoch: st.ControllerEpoch,
+		ISR: st.ISR, Replicas: st.Replicas, ZKVersion: st.ZKVersion, IsNew: st.IsNew,
+	}
+}
+
+func (r replicaAdapter) MakeLeader(topic string, partition int32, id [16]byte, st api.PartitionState) error {
+	return r.m.MakeLeader(topic, partition, id, toReplica(st))
+}
+
+func (r replicaAdapter) MakeFollower(topic string, partition int32, id [16]byte, st api.PartitionState) error {
+	return r.m.MakeFollower(topic, partition, id, toReplica(st))
+}
+
+func (r replicaAdapter) StopReplica(topic string, partition int32, deletePartition bool) error {
+	return r.m.StopReplica(topic, partition, deletePartition)
+}
+
+// isrWriter is replica.ISRWriter over ZooKeeper.
+type isrWriter struct{ zk *zkclient.Client }
+
+func (w isrWriter) ChangeISR(topic string, partition int32, cur replica.PartitionState, isr []int32) (replica.PartitionState, error) {
+	tp := zkdata.TopicPartition{Topic: topic, Partition: partition}
+	zcur := zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, ISR: cur.ISR, ControllerEpoch: cur.ControllerEpoch, ZkVersion: cur.ZKVersion}
+	next, err := w.zk.ChangeISR(tp, zcur, isr)
+	switch {
+	case errors.Is(err, zkclient.ErrBadVersion):
+		read, rerr := w.zk.PartitionState(tp)
+		if rerr != nil {
+			return cur, fmt.Errorf("re-reading %s after a stale ISR write: %w", tp, rerr)
+		}
+		st := cur.Clone()
+		st.Leader, st.LeaderEpoch, st.ISR, st.ControllerEpoch, st.ZKVersion = read.Leader, read.LeaderEpoch, read.ISR, read.ControllerEpoch, read.ZkVersion
+		return st, fmt.Errorf("%s: %w", tp, replica.ErrStaleISRVersion)
+	case err != nil && next.ZkVersion == zcur.ZkVersion:
+		return cur, err // nothing written
+	}
+	// Written (a failed change notification only delays the controller's
+	// UpdateMetadata; the state znode is what counts).
+	st := cur.Clone()
+	st.ISR, st.ZKVersion = next.ISR, next.ZkVersion
+	return st, nil
+}

@@ -1,0 +1,208 @@
+package replica
+
+// KIP-101's two divergence scenarios and KIP-279's, as deterministic tests:
+// the fetchers have no goroutine (manual mode) and the test runs each
+// truncation and fetch step over TCP itself, so every log is in exactly the
+// state the scenario describes when leadership moves.
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func manualRC() ReplicationConfig {
+	return ReplicationConfig{LagTimeMax: time.Hour, FetchWaitMax: 10 * time.Millisecond, FetchBackoff: 10 * time.Millisecond}
+}
+
+func (c *testCluster) wantValues(id int32, want ...string) {
+	c.t.Helper()
+	if got := c.values(id, 0); !slices.Equal(got, want) {
+		c.t.Fatalf("broker %d holds %q, want %q", id, got, want)
+	}
+}
+
+func (c *testCluster) wantIdentical(a, b int32) {
+	c.t.Helper()
+	if !bytes.Equal(c.logBytes(a, 0), c.logBytes(b, 0)) {
+		c.t.Fatalf("brokers %d and %d differ: %q vs %q", a, b, c.values(a, 0), c.values(b, 0))
+	}
+	if ea, eb := c.part(a, 0).Log.LeaderEpochs(), c.part(b, 0).Log.LeaderEpochs(); !slices.Equal(ea, eb) {
+		c.t.Fatalf("brokers %d and %d have epochs %v and %v", a, b, ea, eb)
+	}
+}
+
+// KIP-101 scenario 1: a follower restarts with its HW behind its log end,
+// then becomes leader at once. Truncating to the HW would lose m2, which
+// the old leader may have acknowledged; truncating by OffsetForLeaderEpoch
+// keeps it.
+func TestKIP101HighWatermarkTruncation(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.mustProduce(1, 1, "m2")
+	c.step(2, 1) // B copies m1 and m2; the HW it learns is still 0
+	if hw, leo := c.part(2, 0).HighWatermark(), c.part(2, 0).Log.LogEndOffset(); hw >= leo {
+		t.Fatalf("setup: follower HW %d, LEO %d; want the HW behind", hw, leo)
+	}
+	c.restart(2)
+	c.apply(2, 0, c.state(0)) // B follows A again after its restart
+	c.truncateOnly(2, 1)
+	c.wantValues(2, "m1", "m2")
+	// A dies; B is elected with the ISR it was in.
+	c.broker(1).stop()
+	c.elect(0, 2, []int32{2}, all, 2)
+	c.wantValues(2, "m1", "m2")
+	c.mustProduce(2, 1, "m3")
+	// A returns as a follower and ends identical to B.
+	c.restart(1)
+	c.apply(1, 0, c.state(0))
+	c.step(1, 2)
+	c.step(1, 2)
+	c.wantValues(1, "m1", "m2", "m3")
+	c.wantIdentical(1, 2)
+}
+
+// KIP-101 scenario 2: both replicas crash; B, which lacked m2, comes back
+// first and leads, writing m3 at the offset where A has m2. When A returns
+// as a follower it must drop m2 (by the epoch B ended epoch 1 at), not keep
+// it because it is below A's HW.
+func TestKIP101ReplicaDivergenceOnRestart(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1)
+	c.step(2, 1) // the HW reaches 1 on both
+	// A appends m2 alone (the ISR shrank to A) and its HW passes it.
+	st, err := c.ChangeISR("t", 0, c.state(0), []int32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.apply(1, 0, st)
+	c.mustProduce(1, 1, "m2")
+	if hw := c.part(1, 0).HighWatermark(); hw != 2 {
+		t.Fatalf("setup: A's HW %d, want 2", hw)
+	}
+	// Both crash; B comes back first and is elected (unclean: it was out of the ISR).
+	c.broker(1).stop()
+	c.restart(2)
+	c.elect(0, 2, []int32{2}, all, 2)
+	c.mustProduce(2, 1, "m3")
+	c.restart(1)
+	c.apply(1, 0, c.state(0))
+	c.step(1, 2)
+	c.step(1, 2)
+	c.wantValues(1, "m1", "m3")
+	c.wantIdentical(1, 2)
+	if hw := c.part(1, 0).HighWatermark(); hw != 2 {
+		t.Fatalf("A's HW %d after following B, want 2", hw)
+	}
+}
+
+// KIP-279: leadership moves twice quickly. A (epoch 1) has m2 that B lacks;
+// B (epoch 2) wrote m3 at the same offset; A leads again (epoch 3) and
+// writes m4. B, following A, asks where its epoch 2 ends; A answers with
+// epoch 1, which B ends earlier than A: B truncates to its own end of epoch
+// 1, drops m3 and ends identical to A.
+func TestKIP279FastLeaderFailover(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1)
+	c.mustProduce(1, 1, "m2") // not replicated
+	c.elect(0, 2, []int32{2}, all, 2)
+	c.mustProduce(2, 1, "m3") // at offset 1, epoch 2
+	c.elect(0, 1, []int32{1}, all, 1)
+	c.mustProduce(1, 1, "m4") // at offset 2, epoch 3
+	c.apply(2, 0, c.state(0))
+	c.step(2, 1)
+	c.step(2, 1)
+	c.wantValues(2, "m1", "m2", "m4")
+	c.wantIdentical(1, 2)
+	want := []int32{1, 3}
+	var got []int32
+	for _, e := range c.part(2, 0).Log.LeaderEpochs() {
+		got = append(got, e.Epoch)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("B's epochs %v, want %v (epoch 2 truncated away)", got, want)
+	}
+}
+
+// A follower whose log ends below the leader's log start empties its log
+// and restarts it at the leader's log start (OFFSET_OUT_OF_RANGE).
+func TestFollowerBelowLeaderLogStart(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, []int32{1}, all, 1)
+	for _, v := range []string{"a", "b", "c"} {
+		c.mustProduce(1, 1, v)
+	}
+	if err := c.part(1, 0).Log.SetLogStartOffset(2); err != nil {
+		t.Fatal(err)
+	}
+	c.apply(2, 0, c.state(0))
+	c.step(2, 1) // no epoch yet: no truncation; the fetch at 0 is out of range
+	c.step(2, 1)
+	p := c.part(2, 0)
+	if p.Log.LogStartOffset() != 2 || p.Log.LogEndOffset() != 3 {
+		t.Fatalf("follower log [%d, %d), want [2, 3)", p.Log.LogStartOffset(), p.Log.LogEndOffset())
+	}
+	c.wantValues(2, "c")
+}
+
+// A LeaderAndIsr with an older leader epoch is ignored.
+func TestStaleLeaderEpochIgnored(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	old := c.elect(0, 1, all, all, all...)
+	c.elect(0, 2, all, all, all...)
+	if err := c.broker(1).m.MakeLeader("t", 0, c.topic.ID, old); err == nil {
+		t.Fatal("MakeLeader with an older leader epoch applied")
+	}
+	if c.part(1, 0).IsLeader() || c.part(1, 0).LeaderEpoch() != 2 {
+		t.Fatalf("broker 1 leads=%v at epoch %d after a stale MakeLeader", c.part(1, 0).IsLeader(), c.part(1, 0).LeaderEpoch())
+	}
+}
+
+// A consumer that read m2 from the old leader (epoch 1, next offset 2) and
+// fetches from the new leader, whose epoch 1 ended at 1, is told where its
+// log diverged (KIP-320) and gets no records.
+func TestFetchDivergingEpoch(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1)
+	c.step(2, 1)
+	c.mustProduce(1, 1, "m2") // read by the consumer, never replicated
+	c.elect(0, 2, []int32{2}, all, 2)
+	c.mustProduce(2, 1, "m3")
+	fetch := func(lastEpoch int32, offset int64) kmsg.FetchResponseTopicPartition {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = 12, -1, 1<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.FetchOffset, rp.PartitionMaxBytes = 0, 2, lastEpoch, offset, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		c.broker(2).m.Fetch(req, resp)
+		return resp.Topics[0].Partitions[0]
+	}
+	sp := fetch(1, 2)
+	if sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch != 1 || sp.DivergingEpoch.EndOffset != 1 || len(sp.RecordBatches) != 0 {
+		t.Fatalf("diverged consumer: error %d, diverging %+v, %d bytes; want epoch 1 ending at 1 and no records",
+			sp.ErrorCode, sp.DivergingEpoch, len(sp.RecordBatches))
+	}
+	if sp := fetch(1, 1); sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch != -1 || len(sp.RecordBatches) == 0 {
+		t.Fatalf("consumer at the divergence point: error %d, diverging %+v, %d bytes; want m3", sp.ErrorCode, sp.DivergingEpoch, len(sp.RecordBatches))
+	}
+}

@@ -1,0 +1,496 @@
+package replica
+
+// Replica fetchers, as Kafka's ReplicaFetcherThread: num.replica.fetchers
+// goroutines per leader broker, each owned by the Manager (started by the
+// first MakeFollower that needs it, stopped when MakeLeader, StopReplica or
+// another leader takes its last partition, and by Stop). A fetcher speaks
+// kmsg over one TCP connection to its leader's inter-broker endpoint
+// (fetcher_conn.go), and for each partition:
+//
+//   - after a new leader epoch, truncates first: OffsetForLeaderEpoch for
+//     the log's latest epoch, then isr.Truncate (KIP-101, KIP-279: never to
+//     the HW alone; an epoch the leader answers with that this log has
+//     differently is asked again);
+//   - then fetches with its replica id from its log end offset, all its
+//     partitions in one Fetch (replica.fetch.max.bytes each,
+//     replica.fetch.response.max.bytes in all, replica.fetch.wait.max.ms),
+//     appends what comes (Partition.appendAsFollower) and moves its HW to
+//     min(leader HW, LEO);
+//   - on OFFSET_OUT_OF_RANGE below the leader's log start, empties the log
+//     and restarts it there; otherwise truncates again;
+//   - on a fenced or unknown epoch or NOT_LEADER_OR_FOLLOWER, backs off
+//     (replica.fetch.backoff.ms) until the controller's next LeaderAndIsr.
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/replica/isr"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetcherKey names one fetcher: its leader broker and its index below
+// num.replica.fetchers.
+type fetcherKey struct {
+	leader int32
+	index  int
+}
+
+// fetchPart is one partition a fetcher copies.
+type fetchPart struct {
+	p       *Partition
+	topicID [16]byte
+	// epoch is the leader epoch this follower state is for; work for an
+	// older one is dropped.
+	epoch int32
+	// truncating: OffsetForLeaderEpoch must run before the next fetch.
+	truncating bool
+	// askEpoch is the epoch the next OffsetForLeaderEpoch asks for; -1 is
+	// the log's latest (KIP-279 asks again for an older one).
+	askEpoch int32
+	// retryAt delays the partition after an error.
+	retryAt time.Time
+}
+
+// fetcher is one replica fetcher goroutine and its partitions.
+type fetcher struct {
+	m      *Manager
+	key    fetcherKey
+	self   int32
+	cfg    ReplicationConfig
+	addr   func(int32) (string, bool)
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{}
+
+	mu    sync.Mutex
+	parts map[storage.TopicPartition]*fetchPart
+}
+
+// fetcherIndex spreads partitions over num.replica.fetchers.
+func fetcherIndex(tp storage.TopicPartition, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(tp.Topic))
+	return int((h.Sum32()*31 + uint32(tp.Partition)) % uint32(n))
+}
+
+// addFollower makes the fetcher of leader copy p at epoch (truncating
+// first when truncate is set, or when it was not copying p at that epoch),
+// taking p away from any other fetcher.
+func (m *Manager) addFollower(p *Partition, topicID [16]byte, leader, epoch int32, truncate bool) {
+	c := m.cluster()
+	tp := tpOf(p)
+	m.repl.mu.Lock()
+	if m.repl.mu.stopped {
+		m.repl.mu.Unlock()
+		return
+	}
+	key := fetcherKey{leader: leader, index: fetcherIndex(tp, c.cfg.NumFetchers)}
+	var idle []*fetcher
+	for k, f := range m.repl.mu.fetchers {
+		if k != key && f.remove(tp) {
+			delete(m.repl.mu.fetchers, k)
+			idle = append(idle, f)
+		}
+	}
+	f := m.repl.mu.fetchers[key]
+	if f == nil {
+		f = m.newFetcher(c, key)
+		m.repl.mu.fetchers[key] = f
+		if m.repl.manualFetch {
+			close(f.done) // tests step it themselves
+		} else {
+			m.repl.wg.Add(1)
+			go f.run()
+		}
+	}
+	f.set(tp, p, topicID, epoch, truncate)
+	m.repl.mu.Unlock()
+	for _, f := range idle {
+		f.shutdown()
+	}
+}
+
+// removeFollower stops copying p; a fetcher left without partitions stops.
+// The caller must not hold p.mu (the fetcher may wait for it).
+func (m *Manager) removeFollower(p *Partition) {
+	if m.cluster() == nil {
+		return
+	}
+	tp := tpOf(p)
+	m.repl.mu.Lock()
+	var idle []*fetcher
+	for k, f := range m.repl.mu.fetchers {
+		if f.remove(tp) {
+			delete(m.repl.mu.fetchers, k)
+			idle = append(idle, f)
+		}
+	}
+	m.repl.mu.Unlock()
+	for _, f := range idle {
+		f.shutdown()
+	}
+}
+
+func (m *Manager) newFetcher(c *clusterState, key fetcherKey) *fetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &fetcher{m: m, key: key, self: c.self, cfg: c.cfg, addr: c.leaderAddr, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), wake: make(chan struct{}, 1), parts: map[storage.TopicPartition]*fetchPart{}}
+}
+
+// set adds or updates a partition.
+func (f *fetcher) set(tp storage.TopicPartition, p *Partition, topicID [16]byte, epoch int32, truncate bool) {
+	f.mu.Lock()
+	old := f.parts[tp]
+	if old == nil || old.p != p || old.epoch != epoch || truncate {
+		f.parts[tp] = &fetchPart{p: p, topicID: topicID, epoch: epoch, truncating: true, askEpoch: -1}
+	}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// remove drops a partition; it reports whether the fetcher is now idle.
+func (f *fetcher) remove(tp storage.TopicPartition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.parts[tp]; !ok {
+		return false
+	}
+	delete(f.parts, tp)
+	return len(f.parts) == 0
+}
+
+// shutdown stops the goroutine and waits for it.
+func (f *fetcher) shutdown() {
+	f.cancel()
+	<-f.done
+}
+
+// snapshot copies the partition states.
+func (f *fetcher) snapshot() map[storage.TopicPartition]fetchPart {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[storage.TopicPartition]fetchPart, len(f.parts))
+	for tp, fp := range f.parts {
+		out[tp] = *fp
+	}
+	return out
+}
+
+// update changes a partition's state if it is still at epoch.
+func (f *fetcher) update(tp storage.TopicPartition, epoch int32, fn func(*fetchPart)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fp := f.parts[tp]; fp != nil && fp.epoch == epoch {
+		fn(fp)
+	}
+}
+
+// backoff delays a partition after an error.
+func (f *fetcher) backoff(tp storage.TopicPartition, epoch int32) {
+	at := time.Now().Add(f.cfg.FetchBackoff)
+	f.update(tp, epoch, func(fp *fetchPart) { fp.retryAt = at })
+}
+
+// sleep waits d, a wake-up or the end; it reports false at the end.
+func (f *fetcher) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-f.wake:
+	case <-t.C:
+	}
+	return true
+}
+
+func (f *fetcher) run() {
+	defer f.m.repl.wg.Done()
+	defer close(f.done)
+	var conn *leaderConn
+	defer func() {
+		if conn != nil {
+			conn.close()
+		}
+	}()
+	for f.ctx.Err() == nil {
+		parts := f.snapshot()
+		now := time.Now()
+		var trunc, fetch map[storage.TopicPartition]fetchPart
+		next := time.Duration(-1)
+		for tp, fp := range parts {
+			if wait := fp.retryAt.Sub(now); wait > 0 {
+				if next < 0 || wait < next {
+					next = wait
+				}
+				continue
+			}
+			if fp.truncating {
+				trunc = addPart(trunc, tp, fp)
+			} else {
+				fetch = addPart(fetch, tp, fp)
+			}
+		}
+		if trunc == nil && fetch == nil {
+			if next < 0 {
+				next = time.Hour // idle until a partition arrives
+			}
+			if !f.sleep(next) {
+				return
+			}
+			continue
+		}
+		if conn == nil {
+			addr, ok := f.addr(f.key.leader)
+			var err error
+			if ok {
+				conn, err = dialLeader(f.ctx, addr, f.cfg.ClientID)
+			}
+			if !ok || err != nil {
+				f.m.log.Debug("replica fetcher cannot reach its leader", "leader", f.key.leader, "addr", addr, "err", err)
+				conn = nil
+				if !f.sleep(f.cfg.FetchBackoff) {
+					return
+				}
+				continue
+			}
+		}
+		var err error
+		if trunc != nil {
+			err = f.truncate(conn, trunc)
+		} else {
+			err = f.fetch(conn, fetch)
+		}
+		if err != nil {
+			if f.ctx.Err() != nil {
+				return
+			}
+			f.m.log.Info("replica fetch failed; reconnecting", "leader", f.key.leader, "err", err)
+			conn.close()
+			conn = nil
+			if !f.sleep(f.cfg.FetchBackoff) {
+				return
+			}
+		}
+	}
+}
+
+func addPart(m map[storage.TopicPartition]fetchPart, tp storage.TopicPartition, fp fetchPart) map[storage.TopicPartition]fetchPart {
+	if m == nil {
+		m = map[storage.TopicPartition]fetchPart{}
+	}
+	m[tp] = fp
+	return m
+}
+
+// requestTimeout bounds one request to the leader beyond its own wait.
+const requestTimeout = 30 * time.Second
+
+// truncate runs one OffsetForLeaderEpoch round for parts and truncates
+// each log as isr.Truncate decides.
+func (f *fetcher) truncate(conn *leaderConn, parts map[storage.TopicPartition]fetchPart) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.Version = 3
+	req.ReplicaID = f.self
+	byTopic := map[string]int{}
+	asked := map[storage.TopicPartition]bool{}
+	for tp, fp := range parts {
+		ask := fp.askEpoch
+		if ask < 0 {
+			ask = fp.p.Log.LatestEpoch()
+		}
+		if ask < 0 {
+			// No epoch in this log (empty, or written before epochs):
+			// nothing the leader could answer helps; keep below the HW.
+			if err := fp.p.truncateAsFollower(fp.epoch, fp.p.HighWatermark()); err != nil && !errors.Is(err, errStaleFollower) {
+				f.m.log.Error("follower truncation failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				f.backoff(tp, fp.epoch)
+				continue
+			}
+			f.update(tp, fp.epoch, func(x *fetchPart) { x.truncating, x.askEpoch = false, -1 })
+			continue
+		}
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[tp.Topic] = i
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = tp.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = tp.Partition, fp.epoch, ask
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		asked[tp] = true
+	}
+	if len(asked) == 0 {
+		return nil
+	}
+	r, err := conn.roundTrip(req, requestTimeout)
+	if err != nil {
+		return err
+	}
+	resp := r.(*kmsg.OffsetForLeaderEpochResponse)
+	answered := map[storage.TopicPartition]bool{}
+	defer func() {
+		for tp := range asked {
+			if !answered[tp] {
+				f.backoff(tp, parts[tp].epoch) // the leader left it out: do not spin
+			}
+		}
+	}()
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			tp := storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			fp := parts[tp]
+			if !asked[tp] || answered[tp] {
+				continue
+			}
+			answered[tp] = true
+			if rp.ErrorCode != 0 {
+				f.m.log.Debug("OffsetForLeaderEpoch refused", "topic", tp.Topic, "partition", tp.Partition, "err", kerr.ErrorForCode(rp.ErrorCode))
+				f.backoff(tp, fp.epoch)
+				continue
+			}
+			f.applyTruncation(tp, fp, isr.EpochEnd{Epoch: rp.LeaderEpoch, EndOffset: rp.EndOffset})
+		}
+	}
+	return nil
+}
+
+// applyTruncation truncates one log by the leader's answer.
+func (f *fetcher) applyTruncation(tp storage.TopicPartition, fp fetchPart, leader isr.EpochEnd) {
+	p := fp.p
+	local := func(epoch int32) isr.EpochEnd {
+		e, end := p.Log.EndOffsetForEpoch(epoch)
+		return isr.EpochEnd{Epoch: e, EndOffset: end}
+	}
+	tr := isr.Truncate(leader, local, p.Log.LogEndOffset(), p.HighWatermark())
+	if err := p.truncateAsFollower(fp.epoch, tr.Offset); err != nil {
+		if !errors.Is(err, errStaleFollower) {
+			f.m.log.Error("follower truncation failed", "topic", tp.Topic, "partition", tp.Partition, "offset", tr.Offset, "err", err)
+			f.backoff(tp, fp.epoch)
+		}
+		return
+	}
+	f.update(tp, fp.epoch, func(x *fetchPart) {
+		if tr.Done {
+			x.truncating, x.askEpoch = false, -1
+		} else {
+			x.askEpoch = tr.Again
+		}
+	})
+}
+
+// fetch runs one Fetch for parts and applies the answer.
+func (f *fetcher) fetch(conn *leaderConn, parts map[storage.TopicPartition]fetchPart) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 15
+	for _, fp := range parts {
+		if fp.topicID == ([16]byte{}) {
+			req.Version = 12 // names, not topic ids
+		}
+	}
+	req.ReplicaID = f.self
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.self, -1
+	req.MaxWaitMillis = int32(f.cfg.FetchWaitMax / time.Millisecond)
+	req.MinBytes = f.cfg.FetchMinBytes
+	req.MaxBytes = f.cfg.FetchResponseMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	byTopic := map[string]int{}
+	offsets := map[storage.TopicPartition]int64{}
+	for tp, fp := range parts {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[tp.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = tp.Topic, fp.topicID
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = tp.Partition
+		rp.CurrentLeaderEpoch = fp.epoch
+		rp.FetchOffset = fp.p.Log.LogEndOffset()
+		rp.LogStartOffset = fp.p.Log.LogStartOffset()
+		rp.PartitionMaxBytes = f.cfg.FetchMaxBytes
+		offsets[tp] = rp.FetchOffset
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	r, err := conn.roundTrip(req, f.cfg.FetchWaitMax+requestTimeout)
+	if err != nil {
+		return err
+	}
+	resp := r.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	names := map[[16]byte]string{}
+	for tp, fp := range parts {
+		names[fp.topicID] = tp.Topic
+	}
+	for _, rt := range resp.Topics {
+		topic := rt.Topic
+		if req.Version >= 13 {
+			topic = names[rt.TopicID]
+		}
+		for _, rp := range rt.Partitions {
+			tp := storage.TopicPartition{Topic: topic, Partition: rp.Partition}
+			fp, ok := parts[tp]
+			if !ok {
+				continue
+			}
+			f.applyFetched(tp, fp, offsets[tp], &rp)
+		}
+	}
+	return nil
+}
+
+// applyFetched applies one partition of a Fetch answer.
+func (f *fetcher) applyFetched(tp storage.TopicPartition, fp fetchPart, fetchOffset int64, rp *kmsg.FetchResponseTopicPartition) {
+	p := fp.p
+	switch kerrv := kerr.ErrorForCode(rp.ErrorCode); {
+	case kerrv == nil:
+		_, err := p.appendAsFollower(fp.epoch, rp.RecordBatches, rp.HighWatermark)
+		switch {
+		case errors.Is(err, errStaleFollower):
+			// The role changed; the LeaderAndIsr handling removes or
+			// replaces this partition shortly.
+			f.backoff(tp, fp.epoch)
+			return
+		case errors.Is(err, storage.ErrUnexpectedAppendOffset):
+			f.m.log.Warn("leader's batches do not continue the follower log; truncating again", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			f.update(tp, fp.epoch, func(x *fetchPart) { x.truncating, x.askEpoch = true, -1 })
+			return
+		case err != nil:
+			f.m.log.Error("follower append failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			f.backoff(tp, fp.epoch)
+			return
+		}
+		if rp.LogStartOffset >= 0 {
+			p.raiseLogStart(fp.epoch, rp.LogStartOffset)
+		}
+	case errors.Is(kerrv, kerr.OffsetOutOfRange):
+		if rp.LogStartOffset >= 0 && fetchOffset < rp.LogStartOffset {
+			if err := p.truncateFullyAsFollower(fp.epoch, rp.LogStartOffset); err != nil && !errors.Is(err, errStaleFollower) {
+				f.m.log.Error("follower truncation failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				f.backoff(tp, fp.epoch)
+			}
+			return
+		}
+		f.update(tp, fp.epoch, func(x *fetchPart) { x.truncating, x.askEpoch = true, -1 })
+	default:
+		f.m.log.Debug("replica fetch refused", "topic", tp.Topic, "partition", tp.Partition, "err", kerrv)
+		f.backoff(tp, fp.epoch)
+	}
+}

@@ -1,0 +1,123 @@
+package replica
+
+// The leaders' housekeeping in cluster mode, one goroutine owned by the
+// Manager (started by SetCluster, stopped by Stop): every
+// replica.lag.time.max.ms / 2 it runs isr.Leader.Tick on every partition
+// this broker leads (ISR shrink), it writes proposed ISR changes (shrinks
+// from ticks, expansions from follower fetches) through the ISRWriter off
+// the partition lock, and it checkpoints the high watermarks every
+// replica.high.watermark.checkpoint.interval.ms.
+
+import (
+	"errors"
+	"slices"
+	"time"
+)
+
+func (m *Manager) leaderLoop(rc ReplicationConfig) {
+	defer m.repl.wg.Done()
+	tick := time.NewTicker(max(rc.LagTimeMax/2, time.Millisecond))
+	defer tick.Stop()
+	hwTick := time.NewTicker(rc.HighWatermarkCheckpointInterval)
+	defer hwTick.Stop()
+	for {
+		select {
+		case <-m.repl.stop:
+			return
+		case <-tick.C:
+			m.TickLeaders()
+		case <-m.repl.isrWake:
+		case <-hwTick.C:
+			if err := m.writeHighWatermarks(); err != nil {
+				m.log.Warn("high watermark checkpoint failed", "err", err)
+			}
+			continue
+		}
+		m.writeISRChanges()
+	}
+}
+
+// TickLeaders runs the ISR shrink check of every partition this broker
+// leads now (the leader loop calls it on its timer; tests with a fake clock
+// call it directly) and asks for the proposed changes to be written.
+func (m *Manager) TickLeaders() {
+	now := m.now()
+	proposed := false
+	for _, p := range m.AllPartitions() {
+		p.mu.Lock()
+		if l := p.mu.repl.leader; l != nil && !p.mu.closed {
+			if ch := l.Tick(now); ch != nil {
+				proposed = true
+			}
+		}
+		p.mu.Unlock()
+	}
+	if proposed {
+		m.wakeISRWriter()
+	}
+}
+
+// wakeISRWriter asks the leader loop to write proposed ISR changes.
+func (m *Manager) wakeISRWriter() {
+	select {
+	case m.repl.isrWake <- struct{}{}:
+	default:
+	}
+}
+
+// writeISRChanges writes every pending ISR proposal of the partitions this
+// broker leads.
+func (m *Manager) writeISRChanges() {
+	c := m.cluster()
+	for _, p := range m.AllPartitions() {
+		m.writeISRChange(c, p)
+	}
+}
+
+// writeISRChange writes p's pending ISR proposal, if any, conditional on
+// the partition state version the leader knows, and applies the outcome if
+// p still leads with the same epoch: the new ISR when written, the state
+// read back on a stale version (obeyed as long as it still names this
+// broker leader at this epoch; otherwise the controller's LeaderAndIsr
+// follows), nothing on another error (proposed again later).
+func (m *Manager) writeISRChange(c *clusterState, p *Partition) {
+	p.mu.Lock()
+	l := p.mu.repl.leader
+	if l == nil || p.mu.closed || p.mu.repl.isrWriting || l.Pending() == nil {
+		p.mu.Unlock()
+		return
+	}
+	change := slices.Clone(l.Pending().ISR)
+	cur := p.mu.repl.state.Clone()
+	epoch := l.Epoch()
+	p.mu.repl.isrWriting = true
+	p.mu.Unlock()
+
+	next, err := c.isrw.ChangeISR(p.Topic.Meta.Name, p.Index, cur, change)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.repl.leader != l {
+		return // leadership moved meanwhile: the new state rules
+	}
+	p.mu.repl.isrWriting = false
+	switch {
+	case err == nil:
+		p.mu.repl.state = next.Clone()
+		if l.Committed(next.ISR) {
+			p.setHWLocked(l.HW())
+		} else {
+			p.completeWaitersLocked() // a smaller ISR may answer NOT_ENOUGH_REPLICAS_AFTER_APPEND
+		}
+		m.log.Info("ISR changed", "topic", p.Topic.Meta.Name, "partition", p.Index, "isr", next.ISR, "zk_version", next.ZKVersion)
+	case errors.Is(err, ErrStaleISRVersion) && next.Leader == c.self && next.LeaderEpoch == epoch:
+		p.mu.repl.state = next.Clone()
+		if l.Committed(next.ISR) {
+			p.setHWLocked(l.HW())
+		}
+		m.log.Info("ISR write found a newer partition state; following it", "topic", p.Topic.Meta.Name, "partition", p.Index, "isr", next.ISR, "zk_version", next.ZKVersion)
+	default:
+		l.Rejected()
+		m.log.Warn("ISR change not written", "topic", p.Topic.Meta.Name, "partition", p.Index, "isr", change, "err", err)
+	}
+}

@@ -1,0 +1,247 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// kbrokerBin is the kbroker binary the process tests run, built once per
+// test binary (buildKbroker) and removed by TestMain.
+var kbroker struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// RaceBrokersEnv, when set, builds the broker processes with the race
+// detector.
+const RaceBrokersEnv = "KBROKER_INTEGRATION_RACE"
+
+// buildKbroker builds cmd/kbroker once for the whole test binary.
+func buildKbroker(t testing.TB) string {
+	t.Helper()
+	kbroker.once.Do(func() {
+		dir, err := os.MkdirTemp("", "kbroker-integration-bin")
+		if err != nil {
+			kbroker.err = err
+			return
+		}
+		kbroker.dir = dir
+		kbroker.bin = filepath.Join(dir, "kbroker")
+		args := []string{"build", "-o", kbroker.bin}
+		if os.Getenv(RaceBrokersEnv) != "" {
+			args = append(args, "-race") // a race report ends the broker with status 66
+		}
+		out, err := exec.Command("go", append(args, "github.com/kbroker/kbroker/cmd/kbroker")...).CombinedOutput()
+		if err != nil {
+			kbroker.err = fmt.Errorf("building cmd/kbroker: %v\n%s", err, out)
+		}
+	})
+	if kbroker.err != nil {
+		t.Fatal(kbroker.err)
+	}
+	return kbroker.bin
+}
+
+// removeKbroker deletes the built binary (TestMain).
+func removeKbroker() {
+	if kbroker.dir != "" {
+		os.RemoveAll(kbroker.dir)
+	}
+}
+
+// BrokerProc is one kbroker process of a test cluster, on its own port and
+// log dir, kept across restarts.
+type BrokerProc struct {
+	ID   int32
+	Port int
+	Dir  string
+	// Props are the --override properties it starts with.
+	Props map[string]string
+
+	t      testing.TB
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // the process's exit status, once exited
+	starts int
+}
+
+// Addr is the broker's client address.
+func (b *BrokerProc) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) }
+
+// StartCluster starts n brokers (ids 1..n) joined through ZooKeeper z
+// under the chroot /kbroker, each with props on top of the cluster
+// defaults. Every process is killed when the test ends.
+func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []*BrokerProc {
+	t.Helper()
+	bin := buildKbroker(t)
+	var out []*BrokerProc
+	for i := 1; i <= n; i++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &BrokerProc{ID: int32(i), Port: port, Dir: t.TempDir(), t: t, Props: map[string]string{
+			"broker.id":                            strconv.Itoa(i),
+			"listeners":                            fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
+			"zookeeper.connect":                    z.Addr + "/kbroker",
+			"zookeeper.session.timeout.ms":         "4000",
+			"controlled.shutdown.retry.backoff.ms": "200",
+			"controlled.shutdown.max.retries":      "20",
+			"replica.lag.time.max.ms":              "5000",
+			"offsets.topic.num.partitions":         "3",
+			"transaction.state.log.num.partitions": "3",
+			"group.initial.rebalance.delay.ms":     "0",
+			"auto.leader.rebalance.enable":         "false",
+		}}
+		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")
+		for k, v := range props {
+			b.Props[k] = v
+		}
+		b.start(bin)
+		out = append(out, b)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, b := range out {
+				b.dumpStacks()
+			}
+		}
+		for _, b := range out {
+			b.Kill()
+		}
+		for _, b := range out {
+			if strings.Contains(b.Log(), "WARNING: DATA RACE") {
+				t.Errorf("broker %d reported a data race (%s)", b.ID, RaceBrokersEnv)
+			}
+		}
+		if t.Failed() {
+			for _, b := range out {
+				if data, err := os.ReadFile(b.logPath()); err == nil {
+					t.Logf("broker %d log:\n%s", b.ID, data)
+				}
+			}
+		}
+	})
+	return out
+}
+
+func (b *BrokerProc) logPath() string { return filepath.Join(b.Dir, "kbroker.log") }
+
+func (b *BrokerProc) start(bin string) {
+	b.t.Helper()
+	args := []string{}
+	for k, v := range b.Props {
+		args = append(args, "--override", k+"="+v)
+	}
+	logf, err := os.OpenFile(b.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		b.t.Fatalf("starting broker %d: %v", b.ID, err)
+	}
+	exited := make(chan struct{})
+	b.mu.Lock()
+	b.cmd, b.exited, b.err = cmd, exited, nil
+	b.starts++
+	b.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		b.mu.Lock()
+		b.err = err
+		b.mu.Unlock()
+		close(exited)
+	}()
+}
+
+// Restart starts a stopped broker again with the same id, port and data.
+func (b *BrokerProc) Restart() {
+	b.t.Helper()
+	b.start(buildKbroker(b.t))
+}
+
+// Running reports whether the process is alive.
+func (b *BrokerProc) Running() bool {
+	b.mu.Lock()
+	ch := b.exited
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// dumpStacks has a running broker write every goroutine's stack to its log
+// and exit (Go's SIGQUIT), for the log a failed test shows.
+func (b *BrokerProc) dumpStacks() {
+	b.mu.Lock()
+	cmd, ch := b.cmd, b.exited
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to go.
+func (b *BrokerProc) Kill() {
+	b.mu.Lock()
+	cmd, ch := b.cmd, b.exited
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	_ = cmd.Process.Kill()
+	<-ch
+}
+
+// Term sends SIGTERM and waits up to timeout for a clean exit, returning
+// the exit error (nil for status 0).
+func (b *BrokerProc) Term(timeout time.Duration) error {
+	b.mu.Lock()
+	cmd, ch := b.cmd, b.exited
+	b.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-ch:
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-ch
+		return fmt.Errorf("broker %d did not exit within %v of SIGTERM", b.ID, timeout)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Log returns what the process has logged so far.
+func (b *BrokerProc) Log() string {
+	data, _ := os.ReadFile(b.logPath())
+	return string(data)
+}
