@@ -116,9 +116,12 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 				var n int
 				n, kerrv = m.readPartition(req, rp, p, &sp, maxBytes-total, total == 0)
 				total += n
-				if kerrv != nil {
-					// A failed read answers no offsets, as Kafka's
-					// LogReadResult for an error (-1 each).
+				if kerrv != nil && fetchReplicaID(req) < 0 {
+					// A failed read answers a consumer no offsets, as
+					// Kafka's LogReadResult for an error (-1 each).
+					// Followers keep them: on OFFSET_OUT_OF_RANGE the
+					// replica fetcher restarts at the leader's log start
+					// from this answer (Kafka's asks with ListOffsets).
 					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 				}
 			}
