@@ -142,8 +142,12 @@ func TestAdminAlterConfigs(t *testing.T) {
 	}
 	preq := kmsg.NewPtrProduceRequest()
 	preq.Acks, preq.TimeoutMillis = -1, 1000
+	tds, err := adm.ListTopics(ctx, "ac")
+	if err != nil {
+		t.Fatal(err)
+	}
 	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "ac"
+	pt.Topic, pt.TopicID = "ac", tds["ac"].ID // v13 names topics by id
 	pp := kmsg.NewProduceRequestTopicPartition()
 	pp.Records = batch
 	pt.Partitions = append(pt.Partitions, pp)

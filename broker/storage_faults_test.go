@@ -56,9 +56,14 @@ func rawProduce(t *testing.T, cl *kgo.Client, topic, value string) kmsg.ProduceR
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Produce v13 names the topic by id.
+	tds, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 5000
-	req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, TopicID: tds[topic].ID, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
 	resp, err := req.RequestWith(context.Background(), cl.Broker(0))
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // TestAbandonedTransactionIsAborted: a producer that opens a transaction and
@@ -58,25 +60,32 @@ func TestAbandonedTransactionIsAborted(t *testing.T) {
 }
 
 // TestTxnOffsetCommitUnknownPartition: offsets for a partition that does not
-// exist are refused per partition, as OffsetCommit refuses them.
+// exist are refused per partition, as OffsetCommit refuses them: by name
+// (v3) UNKNOWN_TOPIC_OR_PARTITION, by an unknown id (v6) UNKNOWN_TOPIC_ID.
 func TestTxnOffsetCommitUnknownPartition(t *testing.T) {
 	b := startTestBroker(t, t.TempDir(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl := newClient(t, b)
-	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.Version = 3
-	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", "g", 1, 0, -1
-	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = "no-such-topic"
-	rt.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
-	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
-		t.Fatalf("answer %+v, want UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
+	for _, tt := range []struct {
+		version int16
+		want    *kerr.Error
+	}{{3, kerr.UnknownTopicOrPartition}, {6, kerr.UnknownTopicID}} {
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(kmsg.TxnOffsetCommit.Int16(), tt.version)
+		cl := newClient(t, b, kgo.MaxVersions(vs))
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", "g", 1, 0, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = "no-such-topic", [16]byte{1}
+		rt.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Version != tt.version || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != tt.want.Code {
+			t.Fatalf("v%d answer %+v, want %s", resp.Version, resp.Topics, tt.want.Message)
+		}
 	}
 }
 
@@ -128,5 +137,75 @@ func TestProduceV12AddsPartitionToTransaction(t *testing.T) {
 	}
 	if code := produce(11, 1); code != kerr.InvalidTxnState.Code && code != kerr.TransactionAbortable.Code {
 		t.Fatalf("Produce v11 to a partition never added: error %d, want INVALID_TXN_STATE", code)
+	}
+}
+
+// TestWriteTxnMarkersAbortsHangingTransaction: WriteTxnMarkers, what
+// kafka-transactions.sh abort sends for a hanging transaction, ends the
+// producer's open transaction in a partition so that the LSO moves past it;
+// a marker older than the producer's epoch is INVALID_PRODUCER_EPOCH and
+// changes nothing; an unknown partition is UNKNOWN_TOPIC_OR_PARTITION.
+func TestWriteTxnMarkersAbortsHangingTransaction(t *testing.T) {
+	b := startTestBroker(t, t.TempDir(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := newClient(t, b)
+	mustCreateTopic(t, ctx, kadm.NewClient(cl), "wm", 1, nil)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version = 4
+	txnID := "wm-tx"
+	init.TransactionalID, init.TransactionTimeoutMillis = &txnID, 60000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %+v", err, ir)
+	}
+	batch, err := records.Build(records.BatchSpec{Attributes: 0x10, ProducerID: ir.ProducerID, ProducerEpoch: ir.ProducerEpoch, FirstTimestamp: time.Now().UnixMilli()},
+		[]records.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	preq := kmsg.NewPtrProduceRequest()
+	preq.Version, preq.TransactionID, preq.Acks, preq.TimeoutMillis = 12, &txnID, -1, 5000
+	preq.Topics = []kmsg.ProduceRequestTopic{{Topic: "wm", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: batch}}}}
+	presp := kmsg.NewPtrProduceResponse()
+	presp.Version = 12
+	conn := rawConn(t, b)
+	if err := conn.roundTrip(preq, presp); err != nil || presp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("transactional produce: %v %+v", err, presp.Topics)
+	}
+	p := b.rm.PartitionOf("wm", 0)
+	if lso := p.LastStableOffset(); lso != 0 {
+		t.Fatalf("LSO %d with the transaction open, want 0", lso)
+	}
+	marker := func(epoch int16) []int16 {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch = ir.ProducerID, epoch, -1
+		m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "wm", Partitions: []int32{0, 7}}}
+		req.Markers = append(req.Markers, m)
+		resp := kmsg.NewPtrWriteTxnMarkersResponse()
+		resp.Version = 1
+		if err := conn.roundTrip(req, resp); err != nil {
+			t.Fatal(err)
+		}
+		var codes []int16
+		for _, sp := range resp.Markers[0].Topics[0].Partitions {
+			codes = append(codes, sp.ErrorCode)
+		}
+		return codes
+	}
+	unknown := kerr.UnknownTopicOrPartition.Code
+	if got := marker(ir.ProducerEpoch - 1); !slices.Equal(got, []int16{kerr.InvalidProducerEpoch.Code, unknown}) {
+		t.Fatalf("stale marker: codes %v", got)
+	}
+	if lso := p.LastStableOffset(); lso != 0 {
+		t.Fatalf("LSO %d after a stale marker, want 0", lso)
+	}
+	if got := marker(ir.ProducerEpoch); !slices.Equal(got, []int16{0, unknown}) {
+		t.Fatalf("abort marker: codes %v", got)
+	}
+	if lso, hw := p.LastStableOffset(), p.HighWatermark(); lso != 2 || hw != 2 {
+		t.Fatalf("after the abort marker LSO %d HW %d, want both 2 (the record and the marker)", lso, hw)
 	}
 }

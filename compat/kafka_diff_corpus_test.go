@@ -75,6 +75,29 @@ func diffListOffsets(topic string, partition int32, ts int64) func(*diffConn) km
 	}
 }
 
+// diffOffsetFetch fetches group's offset of partition 0 of topic, by name
+// and (v10) by id; an unknown topic gets a made-up id.
+func diffOffsetFetch(group, topic string) func(*diffConn) kmsg.Request {
+	return func(c *diffConn) kmsg.Request {
+		id, ok := c.topicIDs[topic]
+		if !ok {
+			id = [16]byte{1}
+		}
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = group
+		tp := kmsg.NewOffsetFetchRequestTopic()
+		tp.Topic, tp.Partitions = topic, []int32{0}
+		req.Topics = []kmsg.OffsetFetchRequestTopic{tp}
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = group
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.TopicID, gt.Partitions = topic, id, []int32{0}
+		g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
+		req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+		return req
+	}
+}
+
 func diffFetch(topic string, partition int32, offset int64, leaderEpoch int32) func(*diffConn) kmsg.Request {
 	return func(c *diffConn) kmsg.Request {
 		req := kmsg.NewPtrFetchRequest()
@@ -151,6 +174,10 @@ func diffCorpus() []diffStep {
 		{name: "list-offsets-latest", build: diffListOffsets(diffTopic, 0, -1)},
 		{name: "list-offsets-earliest", build: diffListOffsets(diffTopic, 0, -2)},
 		{name: "list-offsets-bad-partition", build: diffListOffsets(diffTopic, 99, -1)},
+		{name: "list-offsets-max-timestamp", build: diffListOffsets(diffTopic, 0, -3), minVersion: 7},
+		{name: "list-offsets-earliest-local", build: diffListOffsets(diffTopic, 0, -4), minVersion: 8},
+		{name: "list-offsets-latest-tiered", build: diffListOffsets(diffTopic, 0, -5), minVersion: 9},
+		{name: "list-offsets-earliest-pending-upload", build: diffListOffsets(diffTopic, 0, -6), minVersion: 11},
 		{name: "fetch-out-of-range", build: diffFetch(diffTopic, 0, 1000, -1)},
 		{name: "fetch-wrong-leader-epoch", build: diffFetch(diffTopic, 0, 0, 99)},
 		{name: "fetch-bad-partition", build: diffFetch(diffTopic, 99, 0, -1)},
@@ -161,20 +188,7 @@ func diffCorpus() []diffStep {
 			req.CoordinatorKey, req.CoordinatorKeys = diffGroup, []string{diffGroup}
 			return req
 		}},
-		{name: "offset-fetch-unknown-group", build: func(*diffConn) kmsg.Request {
-			req := kmsg.NewPtrOffsetFetchRequest()
-			req.Group = diffGroup
-			tp := kmsg.NewOffsetFetchRequestTopic()
-			tp.Topic, tp.Partitions = diffTopic, []int32{0}
-			req.Topics = []kmsg.OffsetFetchRequestTopic{tp}
-			g := kmsg.NewOffsetFetchRequestGroup()
-			g.Group = diffGroup
-			gt := kmsg.NewOffsetFetchRequestGroupTopic()
-			gt.Topic, gt.Partitions = diffTopic, []int32{0}
-			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
-			req.Groups = []kmsg.OffsetFetchRequestGroup{g}
-			return req
-		}},
+		{name: "offset-fetch-unknown-group", build: diffOffsetFetch(diffGroup, diffTopic)},
 		{name: "heartbeat-unknown-member", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrHeartbeatRequest()
 			req.Group, req.Generation, req.MemberID = diffGroup, 1, "no-such-member"
@@ -194,11 +208,11 @@ func diffCorpus() []diffStep {
 			req.Members = []kmsg.LeaveGroupRequestMember{m}
 			return req
 		}},
-		{name: "offset-commit-illegal-generation", build: func(*diffConn) kmsg.Request {
+		{name: "offset-commit-illegal-generation", build: func(c *diffConn) kmsg.Request {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Group, req.Generation, req.MemberID = diffGroup, 7, "no-such-member"
 			tp := kmsg.NewOffsetCommitRequestTopic()
-			tp.Topic = diffTopic
+			tp.Topic, tp.TopicID = diffTopic, c.topicIDs[diffTopic]
 			p := kmsg.NewOffsetCommitRequestTopicPartition()
 			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
 			tp.Partitions = append(tp.Partitions, p)
@@ -301,17 +315,53 @@ func diffCorpus() []diffStep {
 			req.Topics = append(req.Topics, tp)
 			return req
 		}, maxVersion: 4}, // v5 (KIP-890) adds the partition itself
+		{name: "txn-offset-commit-unknown-topic-id", build: func(c *diffConn) kmsg.Request {
+			pid, epoch := diffPID(c, "diff-txn", 0)
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "diff-txn", diffGroup, pid, epoch
+			req.Generation = -1
+			tp := kmsg.NewTxnOffsetCommitRequestTopic()
+			tp.Topic, tp.TopicID = "no-such-topic", [16]byte{1}
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
+			tp.Partitions = append(tp.Partitions, p)
+			req.Topics = append(req.Topics, tp)
+			return req
+		}, minVersion: 6},
 		{name: "describe-transactions", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrDescribeTransactionsRequest()
 			req.TransactionalIDs = []string{"diff-txn", "no-such-txn"}
 			return req
 		}},
 		{name: "list-transactions", build: func(*diffConn) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }},
+		{name: "list-transactions-pattern", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListTransactionsRequest()
+			req.DurationFilterMillis, req.TransactionalIDPattern = -1, strp("diff-t.n")
+			return req
+		}, minVersion: 2},
+		{name: "list-transactions-invalid-pattern", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListTransactionsRequest()
+			req.DurationFilterMillis, req.TransactionalIDPattern = -1, strp("diff-(")
+			return req
+		}, minVersion: 2},
 		{name: "describe-producers", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrDescribeProducersRequest()
 			tp := kmsg.NewDescribeProducersRequestTopic()
 			tp.Topic, tp.Partitions = diffTopic, []int32{0, 99}
 			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+		{name: "write-txn-markers-abort", build: func(c *diffConn) kmsg.Request {
+			pid, epoch := diffPID(c, "diff-txn", 0)
+			req := kmsg.NewPtrWriteTxnMarkersRequest()
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch = pid, epoch, -1
+			for _, name := range []string{diffTopic, "no-such-topic"} {
+				tp := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				tp.Topic, tp.Partitions = name, []int32{0}
+				m.Topics = append(m.Topics, tp)
+			}
+			req.Markers = append(req.Markers, m)
 			return req
 		}},
 
@@ -363,17 +413,38 @@ func diffCorpus() []diffStep {
 		}},
 
 		// Groups: offsets of a group with no members, KIP-848 describe.
-		{name: "offset-commit-simple", build: func(*diffConn) kmsg.Request {
+		{name: "offset-commit-simple", build: func(c *diffConn) kmsg.Request {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Group, req.Generation, req.MemberID = "diff-simple", -1, ""
 			tp := kmsg.NewOffsetCommitRequestTopic()
-			tp.Topic = diffTopic
+			tp.Topic, tp.TopicID = diffTopic, c.topicIDs[diffTopic]
 			p := kmsg.NewOffsetCommitRequestTopicPartition()
 			p.Partition, p.Offset, p.LeaderEpoch = 0, 2, -1
 			tp.Partitions = append(tp.Partitions, p)
 			req.Topics = append(req.Topics, tp)
 			return req
-		}, maxVersion: 9},
+		}},
+		{name: "offset-commit-simple-unknown-topic", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.Generation, req.MemberID = "diff-simple", -1, ""
+			tp := kmsg.NewOffsetCommitRequestTopic()
+			tp.Topic, tp.TopicID = "no-such-topic", [16]byte{1}
+			p := kmsg.NewOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = 0, 2, -1
+			tp.Partitions = append(tp.Partitions, p)
+			req.Topics = append(req.Topics, tp)
+			return req
+		}},
+		{name: "offset-fetch-simple", build: diffOffsetFetch("diff-simple", diffTopic)},
+		{name: "offset-fetch-simple-unknown-topic", build: diffOffsetFetch("diff-simple", "no-such-topic")},
+		{name: "offset-fetch-simple-all", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.Group = "diff-simple"
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = "diff-simple"
+			req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+			return req
+		}, minVersion: 2}, // v0-1 have no "all topics"
 		{name: "offset-delete", build: func(*diffConn) kmsg.Request {
 			req := kmsg.NewPtrOffsetDeleteRequest()
 			req.Group = "diff-simple"
@@ -440,6 +511,35 @@ func diffCorpus() []diffStep {
 			req.Resources = append(req.Resources, r)
 			return req
 		}},
+
+		// Config resources (KIP-1142): every type, topics only, a type
+		// the version does not support.
+		{name: "list-config-resources", build: func(*diffConn) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }},
+		{name: "list-config-resources-topics", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListConfigResourcesRequest()
+			req.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeTopic)}
+			return req
+		}, minVersion: 1},
+		{name: "list-config-resources-unknown-type", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrListConfigResourcesRequest()
+			req.ResourceTypes = []int8{99}
+			return req
+		}, minVersion: 1},
+
+		// ApiVersions v5 (KIP-1242): the cluster and node the client
+		// expects; a wrong one, and only one of the two.
+		{name: "api-versions-wrong-cluster", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "kbroker-compat", "1"
+			req.ClusterID, req.NodeID = strp("no-such-cluster"), 0
+			return req
+		}, minVersion: 5},
+		{name: "api-versions-cluster-without-node", build: func(*diffConn) kmsg.Request {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "kbroker-compat", "1"
+			req.ClusterID = strp("no-such-cluster")
+			return req
+		}, minVersion: 5},
 
 		// Deletes.
 		{name: "delete-topics-unknown", build: func(*diffConn) kmsg.Request {

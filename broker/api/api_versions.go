@@ -1,9 +1,12 @@
 package api
 
-// ApiVersions v0–v4. v3 added client software name/version and flexible
-// encoding (the response header stays v0, KIP-511); v4 is identical to v3.
-// An unsupported request version gets the v0 body with UNSUPPORTED_VERSION so
-// the client retries at a version we know.
+// ApiVersions v0–v5. v3 added client software name/version and flexible
+// encoding (the response header stays v0, KIP-511); v4 is identical to v3;
+// v5 (KIP-1242) carries the cluster and node id the client believes it
+// reached: REBOOTSTRAP_REQUIRED when either is not this broker's, so a
+// client routed to the wrong broker notices, INVALID_REQUEST when only one
+// is set. An unsupported request version gets the v0 body with
+// UNSUPPORTED_VERSION so the client retries at a version we know.
 
 import (
 	"sort"
@@ -46,6 +49,21 @@ func (b *API) handleApiVersions(_ *network.RequestContext, req *kmsg.ApiVersions
 	if req.Version >= 3 && (req.ClientSoftwareName == "" || req.ClientSoftwareVersion == "") {
 		// Kafka validates these strings from v3 and answers INVALID_REQUEST.
 		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	if req.Version >= 5 && resp.ErrorCode == 0 {
+		switch {
+		case (req.ClusterID == nil) != (req.NodeID < 0):
+			resp.ErrorCode = kerr.InvalidRequest.Code
+		case req.ClusterID != nil && (*req.ClusterID != b.store.ClusterID() || req.NodeID != b.cfg.NodeID):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+		}
+	}
+	if resp.ErrorCode != 0 {
+		// Kafka's error answer carries the code alone: no keys, no
+		// features.
+		fail := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		fail.ErrorCode = resp.ErrorCode
+		return fail
 	}
 	return resp
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -69,6 +70,36 @@ func (b *API) handleListGroupsWithShare(ctx *network.RequestContext, req *kmsg.L
 // handleDeleteGroupsWithShare deletes share groups itself and hands the
 // other ids to the group coordinators, answering in request order.
 func (b *API) handleDeleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+	resp := b.deleteGroupsWithShare(ctx, req)
+	if r, ok := resp.(*kmsg.DeleteGroupsResponse); ok && req.Version >= 3 {
+		// v3 (KIP-1043) names each group's error; set here, once every
+		// group kind has given its code.
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			g.ErrorMessage = deleteGroupMessage(g.Group, g.ErrorCode)
+		}
+	}
+	return resp
+}
+
+// deleteGroupMessage is Kafka's message for a DeleteGroups error (its
+// exceptions' texts), nil for none.
+func deleteGroupMessage(id string, code int16) *string {
+	var msg string
+	switch code {
+	case 0:
+		return nil
+	case kerr.GroupIDNotFound.Code:
+		msg = "Group " + id + " not found."
+	case kerr.NonEmptyGroup.Code:
+		msg = "Group " + id + " is not empty."
+	default:
+		msg = kerr.ErrorForCode(code).Error()
+	}
+	return &msg
+}
+
+func (b *API) deleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	codes := map[string]int16{}
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		for _, id := range req.Groups {

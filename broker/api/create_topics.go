@@ -36,7 +36,10 @@ func (b *API) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateTopi
 				msg = kerrv.Message
 			}
 			st.ErrorMessage = &msg
-			st.ConfigErrorCode = kerrv.Code
+			// Kafka leaves ConfigErrorCode (KIP-525: the error of
+			// describing the created topic's configs) at 0 and the
+			// list empty, not null, whatever failed.
+			st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

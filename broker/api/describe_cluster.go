@@ -1,6 +1,8 @@
 package api
 
-// DescribeCluster v0–v1. v1 added EndpointType (1 = brokers).
+// DescribeCluster v0–v2. v1 added EndpointType (1 = brokers); v2
+// IncludeFencedBrokers and IsFenced (KIP-1073): this broker is never fenced,
+// so the answer is the same either way.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"

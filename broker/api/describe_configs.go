@@ -97,11 +97,15 @@ func (b *API) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string
 				ov := ov
 				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.Name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
 			}
-			if bv, set := b.cfg.BrokerConfigValue(d.BrokerProp); set {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &bv, Source: kmsg.ConfigSourceStaticBrokerConfig})
+			if chain, ok := brokerSynonymChains[d.BrokerProp]; ok {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, b.chainSynonyms(d.BrokerProp, chain)...)
+			} else {
+				if bv, set := b.cfg.BrokerConfigValue(d.BrokerProp); set {
+					c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &bv, Source: kmsg.ConfigSourceStaticBrokerConfig})
+				}
+				dv := d.Default(defaultConfig())
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &dv, Source: kmsg.ConfigSourceDefaultConfig})
 			}
-			dv := d.Default(defaultConfig())
-			c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.BrokerProp, Value: &dv, Source: kmsg.ConfigSourceDefaultConfig})
 		}
 		sr.Configs = append(sr.Configs, c)
 	}
@@ -143,3 +147,41 @@ var defaultConfig = sync.OnceValue(func() config.Config {
 	c, _, _ := config.ParseConfig(nil)
 	return c
 })
+
+// brokerSynonymChains are the broker properties Kafka reads together with
+// others (DynamicBrokerConfig.brokerConfigSynonyms), each with its default
+// ("" for none: Kafka's ConfigDef has no default for the millisecond forms,
+// the coarser property supplies it).
+var brokerSynonymChains = map[string][]struct{ name, def string }{
+	"log.retention.ms":      {{"log.retention.ms", ""}, {"log.retention.minutes", ""}, {"log.retention.hours", "168"}},
+	"log.roll.ms":           {{"log.roll.ms", ""}, {"log.roll.hours", "168"}},
+	"log.roll.jitter.ms":    {{"log.roll.jitter.ms", ""}, {"log.roll.jitter.hours", "0"}},
+	"log.flush.interval.ms": {{"log.flush.interval.ms", ""}, {"log.flush.scheduler.interval.ms", "9223372036854775807"}},
+}
+
+// chainSynonyms lists a topic config's broker synonyms as Kafka's
+// ConfigHelper.configSynonyms does: the statically set members of the chain,
+// then those with a default, and of that list only what starts at prop
+// itself. So retention.ms has no broker synonym at all unless
+// log.retention.ms is set in server.properties (log.retention.ms has no
+// default of its own; log.retention.hours=168 is dropped as coming first).
+func (b *API) chainSynonyms(prop string, chain []struct{ name, def string }) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	for _, m := range chain {
+		if v, set := b.cfg.BrokerConfigValue(m.name); set {
+			out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: m.name, Value: &v, Source: kmsg.ConfigSourceStaticBrokerConfig})
+		}
+	}
+	for _, m := range chain {
+		if m.def != "" {
+			v := m.def
+			out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: m.name, Value: &v, Source: kmsg.ConfigSourceDefaultConfig})
+		}
+	}
+	for i, syn := range out {
+		if syn.Name == prop {
+			return out[i:]
+		}
+	}
+	return nil
+}

@@ -67,6 +67,9 @@ func (b *API) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg
 		t := b.rm.TopicByName(name)
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			// Kafka fills the topic's operations for an unknown
+			// topic too (it authorized the name before looking it up).
+			rt.AuthorizedOperations = topicOps
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}

@@ -52,6 +52,7 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleDescribeLogDirs))
 	add(on((*API).handleCreatePartitions))
 	add(on((*API).handleElectLeaders))
+	add(on((*API).handleListConfigResources)) // list_config_resources.go
 	add(on((*API).handleIncrementalAlterConfigs))
 	add(on((*API).handleDescribeTopicPartitions))
 	add(on((*API).handleUpdateFeatures))            // update_features.go
@@ -61,6 +62,7 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleOffsetCommit))
 	add(on((*API).handleOffsetFetch))
 	add(on((*API).handleTxnOffsetCommit))
+	add(on((*API).handleWriteTxnMarkers)) // write_txn_markers.go
 	add(on((*API).handleDescribeProducers))
 	add(on((*API).handleListGroupsWithShare))   // coordinator_requests.go: adds share groups
 	add(on((*API).handleDeleteGroupsWithShare)) // coordinator_requests.go: deletes share groups

@@ -1,9 +1,12 @@
 package api
 
-// ListOffsets v1–v8. v1 single offset plus timestamp; v2 isolation level
+// ListOffsets v1–v11. v1 single offset plus timestamp; v2 isolation level
 // (read_committed latest = the last stable offset); v4 CurrentLeaderEpoch and LeaderEpoch; v6 flexible;
 // v7 MAX_TIMESTAMP (-3); v8 EARLIEST_LOCAL (-4), the log start offset here
-// since there is no tiered storage.
+// since there is no tiered storage; v9 LATEST_TIERED (-5, KIP-1005) and v11
+// EARLIEST_PENDING_UPLOAD (-6, KIP-1023), which without tiered storage find
+// no offset (-1), as Kafka answers with remote storage off; v10
+// TimeoutMillis, which a single node never waits long enough to need.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -17,6 +20,8 @@ const (
 	listEarliest      = -2
 	listMaxTimestamp  = -3
 	listEarliestLocal = -4
+	listLatestTiered  = -5
+	listPendingUpload = -6
 )
 
 func (b *API) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsetsRequest) kmsg.Response {
@@ -68,6 +73,8 @@ func (b *API) listOffset(version int16, isolation int8, topicName string, rp kms
 		if off >= 0 {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, mts, p.LeaderEpoch()
 		}
+	case ts == listLatestTiered || ts == listPendingUpload:
+		// Nothing is tiered: no offset, no epoch.
 	case ts >= 0:
 		if off, fts, ok := p.Log.OffsetForTimestamp(ts); ok && off < p.HighWatermark() {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, fts, p.LeaderEpoch()

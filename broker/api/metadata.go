@@ -4,7 +4,9 @@ package api
 // v2 ClusterID; v4 AllowAutoTopicCreation (before v4 auto-creation follows the
 // broker config alone); v5 OfflineReplicas; v7 LeaderEpoch; v8 authorized
 // operations; v9 flexible; v10 topic ids; v11 dropped cluster authorized
-// operations; v12 allows lookup by topic id with a null name.
+// operations; v12 allows lookup by topic id with a null name; v13 a
+// top-level ErrorCode (KIP-1102), which Kafka sets only to ask a client to
+// rebootstrap and kbroker never does.
 //
 // Auto-creation (auto.create.topics.enable, and from v4 the request's
 // AllowAutoTopicCreation) answers a topic it creates with

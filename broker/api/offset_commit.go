@@ -1,8 +1,11 @@
 package api
 
-// OffsetCommit v0–v9 goes to the group coordinator (coordinator/group holds
+// OffsetCommit v0–v10 goes to the group coordinator (coordinator/group holds
 // the version rules). The broker first answers UNKNOWN_TOPIC_OR_PARTITION for
-// partitions that do not exist, as Kafka does, and hands the rest on.
+// partitions that do not exist, as Kafka does, and hands the rest on. v10
+// (KIP-848) names topics by id: the broker resolves them to names, answers
+// UNKNOWN_TOPIC_ID for an id it does not know, hands the coordinator the
+// request as v9 (the same request with names) and answers by id.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -13,14 +16,32 @@ import (
 func (b *API) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	known := *req
 	known.Topics = nil
+	byID := req.Version >= 10
+	ids := map[string][16]byte{}
+	if byID {
+		known.Version = 9
+	}
 	var unknown []kmsg.OffsetCommitResponseTopic
 	for _, rt := range req.Topics {
 		kt := rt
 		kt.Partitions = nil
+		code := kerr.UnknownTopicOrPartition.Code
+		if byID {
+			kt.Topic = ""
+			code = kerr.UnknownTopicID.Code
+			if t := b.rm.TopicByID(rt.TopicID); t != nil {
+				kt.Topic = t.Meta.Name
+				ids[kt.Topic] = rt.TopicID
+			}
+		}
 		var ut kmsg.OffsetCommitResponseTopic
-		ut.Topic = rt.Topic
+		ut.Topic, ut.TopicID = kt.Topic, rt.TopicID
 		for _, rp := range rt.Partitions {
-			if b.rm.PartitionOf(rt.Topic, rp.Partition) == nil {
+			if kt.Topic == "" && byID {
+				ut.Partitions = append(ut.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: code})
+				continue
+			}
+			if b.rm.PartitionOf(kt.Topic, rp.Partition) == nil {
 				ut.Partitions = append(ut.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 				continue
 			}
@@ -36,6 +57,14 @@ func (b *API) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.OffsetCo
 	resp := b.handleGroupRequest(ctx, &known)
 	if r, ok := resp.(*kmsg.OffsetCommitResponse); ok {
 		r.Topics = append(r.Topics, unknown...)
+		if byID {
+			r.Version = req.Version
+			for i := range r.Topics {
+				if id, ok := ids[r.Topics[i].Topic]; ok {
+					r.Topics[i].TopicID = id
+				}
+			}
+		}
 	}
 	return resp
 }

@@ -1,12 +1,14 @@
 package api
 
-// Produce v3–v12. v3 introduced record batch v2 (the only format accepted:
+// Produce v3–v13. v3 introduced record batch v2 (the only format accepted:
 // exactly one batch per partition, magic 2); v5 LogStartOffset; v7 allows
 // zstd (older versions get UNSUPPORTED_COMPRESSION_TYPE for it); v8 per-record
 // errors and ErrorMessage; v9 flexible; v10–v11 add tagged CurrentLeader and
 // nothing we must act on; v12 (transaction.version 2, KIP-890 part 2) adds a
 // transactional batch's partition to its transaction instead of requiring
-// AddPartitionsToTxn first. acks=0 sends no response at all.
+// AddPartitionsToTxn first; v13 (KIP-516) names topics by id only: an id
+// this broker does not know is UNKNOWN_TOPIC_ID, as Kafka answers. acks=0
+// sends no response at all.
 //
 // Validation follows Kafka's order: unknown partition, batch size against
 // max.message.bytes (MESSAGE_TOO_LARGE), then records.ValidateProduce
@@ -35,6 +37,15 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		name, unknownID := rt.Topic, false
+		if req.Version >= 13 {
+			st.TopicID = rt.TopicID
+			if t := b.rm.TopicByID(rt.TopicID); t != nil {
+				name = t.Meta.Name
+			} else {
+				unknownID = true
+			}
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -45,13 +56,15 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 				kerrv *kerr.Error
 				msg   string
 			)
-			p := b.rm.PartitionOf(rt.Topic, rp.Partition)
+			p := b.rm.PartitionOf(name, rp.Partition)
 			switch {
 			case !validAcks:
 				kerrv = kerr.InvalidRequiredAcks
+			case unknownID:
+				kerrv = kerr.UnknownTopicID
 			case p == nil:
 				kerrv = kerr.UnknownTopicOrPartition
-			case replica.IsInternal(rt.Topic):
+			case replica.IsInternal(name):
 				kerrv = kerr.InvalidTopicException // clients may not write internal topics
 			default:
 				// Not the leader, or acks=all with too small an ISR (on a

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -101,10 +102,32 @@ func (b *API) describeGroupConfigs(req *kmsg.DescribeConfigsRequest, name string
 			cfg.Documentation = &doc
 		}
 		if req.IncludeSynonyms {
-			vv := v
-			cfg.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: d.Name, Value: &vv, Source: cfg.Source}}
+			cfg.ConfigSynonyms = b.groupConfigSynonyms(d.Name, v, ok, store.Broker().Default(d.Name))
 		}
 		sr.Configs = append(sr.Configs, cfg)
 	}
 	return nil
+}
+
+// groupConfigSynonyms lists a group config's synonyms as Kafka does: the
+// group's override (GROUP_CONFIG), then the broker property it defaults to
+// (group.<name>, static or default). A config without such a property
+// lists its own default.
+func (b *API) groupConfigSynonyms(name, value string, overridden bool, def string) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	if overridden {
+		v := value
+		out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: name, Value: &v, Source: kmsg.ConfigSourceGroupConfig})
+	}
+	prop := "group." + name
+	if _, _, known := config.BrokerConfigDoc(prop); known {
+		src := kmsg.ConfigSourceDefaultConfig
+		if _, set := b.cfg.BrokerConfigValue(prop); set {
+			src = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: prop, Value: &def, Source: src})
+	} else if !overridden {
+		out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: name, Value: &def, Source: kmsg.ConfigSourceDefaultConfig})
+	}
+	return out
 }

@@ -61,7 +61,8 @@ func TopicConfigDefByName(name string) (TopicConfigDef, bool) {
 }
 
 // ValidateTopicConfigs checks names and values the way CreateTopics and
-// AlterConfigs must (INVALID_CONFIG naming the key).
+// AlterConfigs must (INVALID_CONFIG naming the key, in Kafka's words:
+// "Invalid value V for configuration K: reason").
 func ValidateTopicConfigs(cfgs map[string]string) error {
 	names := make([]string, 0, len(cfgs))
 	for k := range cfgs {
@@ -71,54 +72,56 @@ func ValidateTopicConfigs(cfgs map[string]string) error {
 	for _, k := range names {
 		d, ok := TopicConfigDefByName(k)
 		if !ok {
-			return fmt.Errorf("unknown topic config name: %s", k)
+			return fmt.Errorf("Unknown topic config name: %s", k)
 		}
 		if err := checkConfigValue(d, cfgs[k]); err != nil {
-			return fmt.Errorf("invalid value %q for configuration %s: %v", cfgs[k], k, err)
+			return fmt.Errorf("Invalid value %s for configuration %s: %v", cfgs[k], k, err)
 		}
 	}
 	return nil
 }
 
+// checkConfigValue returns Kafka's ConfigDef message for an invalid value
+// (its parse errors and validators' texts, which tools print to users).
 func checkConfigValue(d TopicConfigDef, v string) error {
 	switch d.Type {
 	case kmsg.ConfigTypeInt, kmsg.ConfigTypeLong:
-		bits, what := 64, "long"
+		bits, what := 64, "LONG"
 		if d.Type == kmsg.ConfigTypeInt {
-			bits, what = 32, "int"
+			bits, what = 32, "INT"
 		}
 		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, bits); err != nil {
-			return fmt.Errorf("expected a %s", what)
+			return fmt.Errorf("Not a number of type %s", what)
 		}
 	case kmsg.ConfigTypeDouble:
 		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
-			return fmt.Errorf("expected a number")
+			return fmt.Errorf("Not a number of type DOUBLE")
 		}
 	case kmsg.ConfigTypeBoolean:
 		if l := strings.ToLower(strings.TrimSpace(v)); l != "true" && l != "false" {
-			return fmt.Errorf("expected true or false")
+			return fmt.Errorf("Expected value to be either true or false")
 		}
 	}
 	switch d.Name {
 	case "cleanup.policy":
 		for _, p := range SplitList(v) {
 			if p != "delete" && p != "compact" {
-				return fmt.Errorf("expected delete, compact or both")
+				return fmt.Errorf("String must be one of: compact, delete")
 			}
 		}
 	case "compression.type":
 		switch v {
 		case "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
 		default:
-			return fmt.Errorf("expected one of producer, uncompressed, gzip, snappy, lz4, zstd")
+			return fmt.Errorf("String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer")
 		}
 	case "message.timestamp.type":
 		if v != "CreateTime" && v != "LogAppendTime" {
-			return fmt.Errorf("expected CreateTime or LogAppendTime")
+			return fmt.Errorf("String must be one of: CreateTime, LogAppendTime")
 		}
 	case "segment.bytes":
 		if n, _ := strconv.ParseInt(v, 10, 64); n < 14 {
-			return fmt.Errorf("must be at least 14")
+			return fmt.Errorf("Value must be at least 14")
 		}
 	}
 	return nil

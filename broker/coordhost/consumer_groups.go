@@ -214,7 +214,10 @@ func offsetFetch(cs coords, now time.Time, tok Token, client group.Client, r *km
 }
 
 // describeConsumerGroups fills in DescribeGroups answers for KIP-848 groups,
-// which the classic coordinator reports as unknown (Dead).
+// which the classic coordinator reports as unknown (Dead, and from v6
+// GROUP_ID_NOT_FOUND, which is cleared here). Kafka itself answers such a
+// group as "not a classic group"; kbroker describes it so that tools
+// limited to DescribeGroups still see it.
 func describeConsumerGroups(cc *consumer.Coordinator, resp *kmsg.DescribeGroupsResponse) {
 	states := map[string]string{}
 	for _, l := range cc.ListGroups() {

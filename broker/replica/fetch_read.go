@@ -105,13 +105,25 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 			switch {
 			case t == nil && req.Version >= 13:
 				kerrv = kerr.UnknownTopicID
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				// Kafka answers a partition it does not know before
+				// reading with an empty (not null) aborted list.
 				kerrv = kerr.UnknownTopicOrPartition
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			default:
 				p := t.Partitions[rp.Partition]
 				var n int
 				n, kerrv = m.readPartition(req, rp, p, &sp, maxBytes-total, total == 0)
 				total += n
+				if kerrv != nil && fetchReplicaID(req) < 0 {
+					// A failed read answers a consumer no offsets, as
+					// Kafka's LogReadResult for an error (-1 each).
+					// Followers keep them: on OFFSET_OUT_OF_RANGE the
+					// replica fetcher restarts at the leader's log start
+					// from this answer (Kafka's asks with ListOffsets).
+					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				}
 			}
 			if kerrv != nil {
 				sp.ErrorCode = kerrv.Code

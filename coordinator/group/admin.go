@@ -8,11 +8,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups handles DescribeGroups v0-v5 (v3 adds authorized
+// DescribeGroups handles DescribeGroups v0-v6 (v3 adds authorized
 // operations, left at Kafka's "not requested" value for the broker to
-// fill; v4 adds group.instance.id). An unknown group is described as Dead
-// with no error, as Kafka does before v6. Member metadata and assignments
-// are shown only for a Stable group.
+// fill; v4 adds group.instance.id; v6, KIP-1043, reports an unknown group
+// as GROUP_ID_NOT_FOUND). An unknown group is described as Dead, with no
+// error before v6. Member metadata and assignments are shown only for a
+// Stable group.
 func (c *Coordinator) DescribeGroups(now time.Time, token any, req *kmsg.DescribeGroupsRequest) ([]Reply, []Record) {
 	c.begin(now)
 	resp := kmsg.NewPtrDescribeGroupsResponse()
@@ -21,7 +22,13 @@ func (c *Coordinator) DescribeGroups(now time.Time, token any, req *kmsg.Describ
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group = id
 		dg.State = Dead.String()
-		if g := c.groups[id]; g != nil && g.state != Dead {
+		g := c.groups[id]
+		if (g == nil || g.state == Dead) && req.Version >= 6 {
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + id + " not found."
+			dg.ErrorMessage = &msg
+		}
+		if g != nil && g.state != Dead {
 			dg.State = g.state.String()
 			dg.ProtocolType = g.protocolType
 			if g.state == Stable {
@@ -89,8 +96,10 @@ func (c *Coordinator) ListGroups(now time.Time, token any, req *kmsg.ListGroupsR
 	return []Reply{{Token: token, Resp: resp}}, nil
 }
 
-// DeleteGroups handles DeleteGroups v0-v2. Only Empty groups are deleted
-// (others: NON_EMPTY_GROUP; unknown: GROUP_ID_NOT_FOUND); deletion yields
+// DeleteGroups handles DeleteGroups v0-v3 (v3's error messages are set by
+// the broker, which merges the other group kinds' answers). Only Empty
+// groups are deleted (others: NON_EMPTY_GROUP; unknown:
+// GROUP_ID_NOT_FOUND); deletion yields
 // a tombstone for each committed offset and for the group metadata.
 func (c *Coordinator) DeleteGroups(now time.Time, token any, req *kmsg.DeleteGroupsRequest) ([]Reply, []Record) {
 	c.begin(now)

@@ -20,6 +20,17 @@ func TestDescribeGroups(t *testing.T) {
 	if u := d.Groups[1]; u.ErrorCode != 0 || u.State != "Dead" || len(u.Members) != 0 {
 		t.Fatalf("unknown group: %+v", u)
 	}
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version, req.Groups = 6, []string{"g", "nope"}
+	h.handle("v6", req)
+	d6 := h.replies["v6"].(*kmsg.DescribeGroupsResponse)
+	if g := d6.Groups[0]; g.ErrorCode != 0 || g.State != "Stable" {
+		t.Fatalf("v6 stable group: %+v", g)
+	}
+	if u := d6.Groups[1]; u.ErrorCode != kerr.GroupIDNotFound.Code || u.State != "Dead" ||
+		u.ErrorMessage == nil || *u.ErrorMessage != "Group nope not found." {
+		t.Fatalf("v6 unknown group: %+v", u)
+	}
 	h.join("j", joinOpts{member: ids[0]})
 	g = h.describe("g").Groups[0]
 	if g.State != "PreparingRebalance" || g.Protocol != "" || len(g.Members[0].ProtocolMetadata) != 0 {

@@ -212,7 +212,7 @@ func (c *Coordinator) Handle(now time.Time, token any, client Client, req kmsg.R
 		r, rec = c.OffsetFetch(now, token, req)
 		return r, rec, nil
 	case *kmsg.DescribeGroupsRequest:
-		if !ok(5) {
+		if !ok(6) {
 			break
 		}
 		r, rec = c.DescribeGroups(now, token, req)
@@ -224,7 +224,7 @@ func (c *Coordinator) Handle(now time.Time, token any, client Client, req kmsg.R
 		r, rec = c.ListGroups(now, token, req)
 		return r, rec, nil
 	case *kmsg.DeleteGroupsRequest:
-		if !ok(2) {
+		if !ok(3) {
 			break
 		}
 		r, rec = c.DeleteGroups(now, token, req)

@@ -33,8 +33,14 @@ func (c *Coordinator) OffsetCommit(now time.Time, token any, req *kmsg.OffsetCom
 		if generation < 0 {
 			g = newGroup(req.Group, now.UnixMilli())
 			c.groups[req.Group] = g
+		} else if v >= 9 {
+			// Kafka's rule since OffsetCommit v9 (KIP-848): a
+			// member commit to a group that does not exist is
+			// GROUP_ID_NOT_FOUND, for both group protocols.
+			code = kerr.GroupIDNotFound.Code
 		} else {
-			// A commit from a generation this coordinator never saw.
+			// A commit from a generation this coordinator never
+			// saw; older versions keep ILLEGAL_GENERATION.
 			code = kerr.IllegalGeneration.Code
 		}
 	}

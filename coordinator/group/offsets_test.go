@@ -81,6 +81,7 @@ func TestOffsetCommitValidation(t *testing.T) {
 		{"simple commit to non-empty group", 8, "g", "", -1, "", kerr.UnknownMemberID.Code},
 		{"v0 commit to non-empty group", 0, "g", "", -1, "", kerr.UnknownMemberID.Code},
 		{"generation for unknown group", 8, "new", "m", 3, "", kerr.IllegalGeneration.Code},
+		{"generation for unknown group v9", 9, "new", "m", 3, "", kerr.GroupIDNotFound.Code},
 		{"simple commit creates group", 8, "simple", "", -1, "", 0},
 		{"v0 simple commit", 0, "simple", "", -1, "", 0},
 		{"member id with generation -1 on Empty group", 8, "simple", "someone", -1, "", 0},

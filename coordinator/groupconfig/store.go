@@ -2,6 +2,7 @@ package groupconfig
 
 import (
 	"maps"
+	"slices"
 	"sync"
 )
 
@@ -52,6 +53,21 @@ func (s *Store) Overrides(group string) map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.mu.groups[group])
+}
+
+// Groups returns the ids of the groups with overrides, sorted
+// (ListConfigResources lists them as GROUP resources).
+func (s *Store) Groups() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.mu.groups))
+	for id, o := range s.mu.groups {
+		if len(o) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // Values returns a group's effective configs.

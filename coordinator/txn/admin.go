@@ -1,10 +1,11 @@
 package txn
 
-// DescribeTransactions v0 and ListTransactions v0–v1 (KIP-664), the
+// DescribeTransactions v0 and ListTransactions v0–v2 (KIP-664), the
 // operator APIs of kafka-transactions.sh. ListTransactions v1 adds the
-// duration filter (KIP-994); v2's transactional id pattern is not served.
+// duration filter (KIP-994), v2 the transactional id pattern (KIP-1152).
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,10 +49,22 @@ func (c *Coordinator) DescribeTransactions(now time.Time, token any, req *kmsg.D
 // sorted, filtered as Kafka does: by state name (unknown names are echoed
 // in UnknownStateFilters and match nothing), by producer id, and (v1) to
 // those whose transaction started more than DurationFilterMillis ago —
-// which, as in Kafka, includes every id with no transaction (start -1).
+// which, as in Kafka, includes every id with no transaction (start -1) —
+// and (v2) to ids the whole of which TransactionalIDPattern matches (Java's
+// Matcher.matches; a null or empty pattern matches all, an invalid one is
+// INVALID_REGULAR_EXPRESSION). Go's RE2 syntax is Java's for everything but
+// backreferences and lookaround, which are refused as invalid.
 func (c *Coordinator) ListTransactions(now time.Time, token any, req *kmsg.ListTransactionsRequest) []Reply {
 	c.begin(now)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	var pattern *regexp.Regexp
+	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
+		var err error
+		if pattern, err = regexp.Compile("^(?:" + *req.TransactionalIDPattern + ")$"); err != nil {
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			return []Reply{{Token: token, Resp: resp}}
+		}
+	}
 	states := map[State]bool{}
 	for _, name := range req.StateFilters {
 		if s, ok := stateByName(name); ok {
@@ -77,6 +90,8 @@ func (c *Coordinator) ListTransactions(now time.Time, token any, req *kmsg.ListT
 		case len(req.StateFilters) > 0 && !states[t.state]:
 			continue
 		case duration >= 0 && nowMs-t.startMs <= duration:
+			continue
+		case pattern != nil && !pattern.MatchString(id):
 			continue
 		}
 		ls := kmsg.NewListTransactionsResponseTransactionState()

@@ -268,7 +268,7 @@ func (c *Coordinator) Handle(now time.Time, token any, client Client, req kmsg.R
 			return c.DescribeTransactions(now, token, req), nil, nil, nil
 		}
 	case *kmsg.ListTransactionsRequest:
-		if ok(1) {
+		if ok(2) {
 			return c.ListTransactions(now, token, req), nil, nil, nil
 		}
 	}

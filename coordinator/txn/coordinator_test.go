@@ -44,7 +44,7 @@ func TestHandleRefusesUnsupported(t *testing.T) {
 		&kmsg.InitProducerIDRequest{Version: 6},
 		&kmsg.EndTxnRequest{Version: 6},
 		&kmsg.AddOffsetsToTxnRequest{Version: 5},
-		&kmsg.ListTransactionsRequest{Version: 2},
+		&kmsg.ListTransactionsRequest{Version: 3},
 		&kmsg.DescribeTransactionsRequest{Version: 1},
 		&kmsg.JoinGroupRequest{Version: 3},
 	} {
@@ -221,6 +221,30 @@ func TestDescribeAndListTransactions(t *testing.T) {
 		got, unknown := list(tt.version, tt.states, tt.pids, tt.duration)
 		if !reflect.DeepEqual(got, tt.want) || !reflect.DeepEqual(unknown, tt.wantUnknown) {
 			t.Errorf("%s: %v %v, want %v %v", tt.name, got, unknown, tt.want, tt.wantUnknown)
+		}
+	}
+
+	// v2: the pattern must match the whole id; an invalid one is refused.
+	for _, tt := range []struct {
+		pattern string
+		want    []string
+		code    int16
+	}{
+		{"", all, 0},
+		{"[ab]", all[:2], 0},
+		{"b|c", all[1:], 0},
+		{"a.", nil, 0},
+		{"(", nil, kerr.InvalidRegularExpression.Code},
+	} {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.Version, req.DurationFilterMillis, req.TransactionalIDPattern = 2, -1, &tt.pattern
+		resp := h.do(req).(*kmsg.ListTransactionsResponse)
+		var got []string
+		for _, s := range resp.TransactionStates {
+			got = append(got, s.TransactionalID+":"+s.TransactionState)
+		}
+		if resp.ErrorCode != tt.code || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("pattern %q: code %d %v, want %d %v", tt.pattern, resp.ErrorCode, got, tt.code, tt.want)
 		}
 	}
 }

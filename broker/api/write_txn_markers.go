@@ -1,0 +1,69 @@
+package api
+
+// WriteTxnMarkers v1–v2 (v0 is gone since Kafka 4.0, KIP-896; v1 flexible;
+// v2 TransactionVersion, KIP-890, which kbroker's markers do not need). A
+// transaction coordinator sends it to a partition's leader; so does an
+// admin client aborting a hanging transaction (`kafka-transactions.sh
+// abort`, KIP-664), with the producer id and epoch DescribeProducers
+// reported. Every marker is written to every named partition; an unknown
+// topic or partition is UNKNOWN_TOPIC_OR_PARTITION, a stale producer epoch
+// INVALID_PRODUCER_EPOCH (coordhost.Host.WriteTxnMarker). Kafka requires
+// CLUSTER_ACTION on the cluster; kbroker has no ACLs yet (issue 14).
+
+import (
+	"sync"
+
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnMarkerWriter is what WriteTxnMarkers needs from the coordinator host
+// (coordhost.Host): the marker append plus its effect on transactional
+// offsets.
+type txnMarkerWriter interface {
+	WriteTxnMarker(p *replica.Partition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, done func(code int16))
+}
+
+func (b *API) handleWriteTxnMarkers(_ *network.RequestContext, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	w, ok := b.co.(txnMarkerWriter)
+	// The acknowledgements may arrive after the appends return (in a
+	// cluster, once replicated): the answer waits for all of them.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, rm := range req.Markers {
+		sm := kmsg.NewWriteTxnMarkersResponseMarker()
+		sm.ProducerID = rm.ProducerID
+		for _, rt := range rm.Topics {
+			st := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			st.Topic = rt.Topic
+			st.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(rt.Partitions))
+			for i, part := range rt.Partitions {
+				sp := &st.Partitions[i]
+				*sp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				sp.Partition = part
+				p := b.rm.PartitionOf(rt.Topic, part)
+				switch {
+				case p == nil:
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case !ok:
+					sp.ErrorCode = kerr.UnknownServerError.Code
+				default:
+					wg.Add(1)
+					w.WriteTxnMarker(p, rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch, func(code int16) {
+						mu.Lock()
+						sp.ErrorCode = code
+						mu.Unlock()
+						wg.Done()
+					})
+				}
+			}
+			sm.Topics = append(sm.Topics, st)
+		}
+		resp.Markers = append(resp.Markers, sm)
+	}
+	wg.Wait()
+	return resp
+}
