@@ -90,6 +90,10 @@ type Coordinators interface {
 	MarkUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse)
 	VerifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16
 	AddTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16
+	// WriteTxnMarker appends a transaction marker sent by a transaction
+	// coordinator (WriteTxnMarkers) and settles its effect on transactional
+	// offsets; done gets the partition's error code once acknowledged.
+	WriteTxnMarker(p *replica.Partition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, done func(code int16))
 	NextProducerID() (int64, error)
 	TopicsChanged()
 	Shares() *coordhost.ShareHost

@@ -14,21 +14,12 @@ import (
 	"sync"
 
 	"github.com/kbroker/kbroker/broker/network"
-	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// txnMarkerWriter is what WriteTxnMarkers needs from the coordinator host
-// (coordhost.Host): the marker append plus its effect on transactional
-// offsets.
-type txnMarkerWriter interface {
-	WriteTxnMarker(p *replica.Partition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, done func(code int16))
-}
-
 func (b *API) handleWriteTxnMarkers(_ *network.RequestContext, req *kmsg.WriteTxnMarkersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	w, ok := b.co.(txnMarkerWriter)
 	// The acknowledgements may arrive after the appends return (in a
 	// cluster, once replicated): the answer waits for all of them.
 	var wg sync.WaitGroup
@@ -48,11 +39,9 @@ func (b *API) handleWriteTxnMarkers(_ *network.RequestContext, req *kmsg.WriteTx
 				switch {
 				case p == nil:
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				case !ok:
-					sp.ErrorCode = kerr.UnknownServerError.Code
 				default:
 					wg.Add(1)
-					w.WriteTxnMarker(p, rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch, func(code int16) {
+					b.co.WriteTxnMarker(p, rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch, func(code int16) {
 						mu.Lock()
 						sp.ErrorCode = code
 						mu.Unlock()
