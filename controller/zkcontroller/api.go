@@ -38,6 +38,20 @@ func (c *Controller) call(ctx context.Context, f func() error) error {
 	}
 }
 
+// apply finishes a decision of the machine, on the loop: one that found a
+// newer controller makes this one resign (ErrNotController), another error
+// is returned as it is, and otherwise the decision's output is carried out.
+func (c *Controller) apply(out controller.Output, err error) error {
+	if err != nil {
+		if errors.Is(err, controller.ErrControllerMoved) {
+			c.fail(err)
+			return ErrNotController
+		}
+		return err
+	}
+	return c.perform(out)
+}
+
 // ControlledShutdown handles a ControlledShutdown request (Kafka's
 // ControlledShutdown API) from broker id at brokerEpoch and returns the
 // partitions it still leads; the broker retries until none remain.
@@ -45,15 +59,10 @@ func (c *Controller) ControlledShutdown(ctx context.Context, id int32, brokerEpo
 	var remaining []controller.TopicPartition
 	err := c.call(ctx, func() error {
 		r, out, err := c.machine.OnControlledShutdown(id, brokerEpoch)
-		if err != nil {
-			if errors.Is(err, controller.ErrControllerMoved) {
-				c.fail(err)
-				return ErrNotController
-			}
-			return err
+		if err == nil {
+			remaining = r
 		}
-		remaining = r
-		return c.perform(out)
+		return c.apply(out, err)
 	})
 	return remaining, err
 }
@@ -64,15 +73,10 @@ func (c *Controller) ElectLeaders(ctx context.Context, tps []controller.TopicPar
 	var failed map[controller.TopicPartition]error
 	err := c.call(ctx, func() error {
 		f, out, err := c.machine.OnElectLeaders(tps, strategy)
-		if err != nil {
-			if errors.Is(err, controller.ErrControllerMoved) {
-				c.fail(err)
-				return ErrNotController
-			}
-			return err
+		if err == nil {
+			failed = f
 		}
-		failed = f
-		return c.perform(out)
+		return c.apply(out, err)
 	})
 	return failed, err
 }
@@ -97,15 +101,10 @@ func (c *Controller) Reassign(ctx context.Context, targets map[controller.TopicP
 	var failed map[controller.TopicPartition]error
 	err := c.call(ctx, func() error {
 		f, out, err := c.machine.OnReassign(targets)
-		if err != nil {
-			if errors.Is(err, controller.ErrControllerMoved) {
-				c.fail(err)
-				return ErrNotController
-			}
-			return err
+		if err == nil {
+			failed = f
 		}
-		failed = f
-		return c.perform(out)
+		return c.apply(out, err)
 	})
 	return failed, err
 }
