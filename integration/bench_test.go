@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BenchmarkProduceAcksAll measures acks=all produce of 1 KiB incompressible
@@ -31,29 +30,14 @@ func BenchmarkProduceAcksAll(b *testing.B) {
 			r, err := describeCluster(cluster[0].Addr())
 			return err == nil && len(r.Brokers) == 3, err
 		})
-		createTopic(b, cluster[0].Addr(), "bench", 3, 3)
+		createTopic(b, cluster[0].Addr(), "bench", 3, 3, true)
 		produceBench(b, addrsOf(cluster), "bench")
 	})
 	b.Run("single", func(b *testing.B) {
 		single := startSingle(b)
-		createTopic(b, single.Addr(), "bench", 3, 1)
+		createTopic(b, single.Addr(), "bench", 3, 1, true)
 		produceBench(b, []string{single.Addr()}, "bench")
 	})
-}
-
-func createTopic(b testing.TB, addr, topic string, partitions int32, rf int16) {
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.Version = 7
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, rf
-	ct.Topics = append(ct.Topics, rt)
-	r, err := send(addr, ct)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if c := r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; c != 0 && c != 36 { // 36: already exists (re-run)
-		b.Fatalf("CreateTopics: error %d", c)
-	}
 }
 
 // startSingle starts one kbroker without ZooKeeper.

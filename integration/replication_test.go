@@ -201,14 +201,7 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 	z := StartZooKeeper(t)
 	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
 	waitClusterFormed(t, bs, 3)
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.Version = 7
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "hist", 3, 3
-	ct.Topics = append(ct.Topics, rt)
-	if r, err := send(bs[0].Addr(), ct); err != nil || r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
-		t.Fatalf("CreateTopics: %+v %v", r, err)
-	}
+	createTopic(t, bs[0].Addr(), "hist", 3, 3, false)
 	leaders := waitFullISR(t, bs, "hist", 3)
 
 	ch := history.New()
@@ -398,14 +391,7 @@ func TestRepeatedBouncesUnderLoad(t *testing.T) {
 	z := StartZooKeeper(t)
 	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
 	waitClusterFormed(t, bs, 3)
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.Version = 7
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "drill", 3, 3
-	ct.Topics = append(ct.Topics, rt)
-	if r, err := send(bs[0].Addr(), ct); err != nil || r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
-		t.Fatalf("CreateTopics: %+v %v", r, err)
-	}
+	createTopic(t, bs[0].Addr(), "drill", 3, 3, false)
 	waitFullISR(t, bs, "drill", 3)
 	ch := history.New()
 	p := startProducer(t, bs, "drill", ch)
@@ -451,14 +437,7 @@ func TestUncleanElectionOffKeepsPartitionOffline(t *testing.T) {
 	z := StartZooKeeper(t)
 	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "1", "default.replication.factor": "3"})
 	waitClusterFormed(t, bs, 3)
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.Version = 7
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "solo", 1, 3
-	ct.Topics = append(ct.Topics, rt)
-	if r, err := send(bs[0].Addr(), ct); err != nil || r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
-		t.Fatalf("CreateTopics: %+v %v", r, err)
-	}
+	createTopic(t, bs[0].Addr(), "solo", 1, 3, false)
 	waitFullISR(t, bs, "solo", 3)
 	ch := history.New()
 	p := startProducer(t, bs, "solo", ch)
@@ -509,4 +488,24 @@ func TestUncleanElectionOffKeepsPartitionOffline(t *testing.T) {
 		return ps[0].Leader == last.ID, fmt.Errorf("%+v", ps[0])
 	})
 	checkHistory(t, []*BrokerProc{last, gone[0]}, "solo", ch, "after the ISR member returned")
+}
+
+// createTopic creates topic through the broker at addr with CreateTopics
+// v7 and fails the test unless it succeeds (or, with allowExists, the topic
+// already exists, as on a benchmark's re-run).
+func createTopic(tb testing.TB, addr, topic string, partitions int32, rf int16, allowExists bool) {
+	tb.Helper()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Version = 7
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, rf
+	ct.Topics = append(ct.Topics, rt)
+	r, err := send(addr, ct)
+	if err != nil {
+		tb.Fatalf("CreateTopics %s: %v", topic, err)
+	}
+	c := r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+	if c != 0 && !(allowExists && c == kerr.TopicAlreadyExists.Code) {
+		tb.Fatalf("CreateTopics %s: error %d", topic, c)
+	}
 }
