@@ -36,6 +36,7 @@ func (b *Broker) startReplication() {
 	b.rm.SetReplicationConfig(ReplicationConfig(b.cfg))
 	b.rm.OnLeadershipChange(b.co.OnLeadershipChange)
 	listener := b.cfg.InterBrokerListener().Name
+	b.co.SetCluster(coordCluster{b: b, listener: listener}) // cluster_coordinators.go
 	c := b.cluster
 	b.rm.SetCluster(b.cfg.NodeID, isrWriter{c.zk}, func(id int32) (string, bool) {
 		e, ok := c.cache.BrokerEndpoint(id, listener)

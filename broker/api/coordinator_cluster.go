@@ -79,6 +79,23 @@ func (b *API) notCoordinator(req kmsg.Request) kmsg.Response {
 			r.Topics = append(r.Topics, rt)
 		}
 	case *kmsg.AddPartitionsToTxnResponse:
+		// v4+ from a partition leader (coordhost/txn_remote.go) names one
+		// transaction; answered per partition there too.
+		for _, tr := range req.(*kmsg.AddPartitionsToTxnRequest).Transactions {
+			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rtx.TransactionalID = tr.TransactionalID
+			for _, t := range tr.Topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rtx.Topics = append(rtx.Topics, rt)
+			}
+			r.Transactions = append(r.Transactions, rtx)
+		}
 		for _, t := range req.(*kmsg.AddPartitionsToTxnRequest).Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.Topic
@@ -121,7 +138,13 @@ func coordinatorKey(req kmsg.Request) (topic, key string, ok bool) {
 	case *kmsg.EndTxnRequest:
 		return txns, r.TransactionalID, true
 	case *kmsg.AddPartitionsToTxnRequest:
-		return txns, r.TransactionalID, r.Version < 4
+		if r.Version >= 4 {
+			if len(r.Transactions) == 1 {
+				return txns, r.Transactions[0].TransactionalID, true
+			}
+			return "", "", false
+		}
+		return txns, r.TransactionalID, true
 	case *kmsg.InitProducerIDRequest:
 		if r.TransactionalID == nil {
 			return "", "", false

@@ -33,6 +33,8 @@ type Host struct {
 	store   controller.Store
 	rm      Replicas
 	closing <-chan struct{}
+	// cluster is set by SetCluster in cluster mode (nil on a single node).
+	cluster Cluster
 
 	pids   producerIDs
 	groups groups

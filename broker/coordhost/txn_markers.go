@@ -1,6 +1,8 @@
 package coordhost
 
 import (
+	"errors"
+
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,8 +36,14 @@ func (h *Host) WriteTxnMarker(p *replica.Partition, producerID int64, epoch int1
 	offsets := p.Topic.Meta.Name == offsetsTopic
 	h.rm.AppendMarker(p, producerID, epoch, ct, coordinatorEpoch, h.now().UnixMilli(), func(err error) {
 		if err != nil {
-			h.log.Error("writing a transaction marker failed", "topic", p.Topic.Meta.Name, "partition", part, "producer_id", producerID, "err", err)
-			done(kerr.KafkaStorageError.Code)
+			code := kerr.KafkaStorageError.Code
+			var ke *kerr.Error
+			if errors.As(err, &ke) {
+				code = ke.Code // NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, ...
+			} else {
+				h.log.Error("writing a transaction marker failed", "topic", p.Topic.Meta.Name, "partition", part, "producer_id", producerID, "err", err)
+			}
+			done(code)
 			return
 		}
 		if offsets {

@@ -37,6 +37,9 @@ const markerRetry = time.Second
 // txns owns the transaction coordinator, its timer and its topic.
 type txns struct {
 	b *Host
+	// sender delivers markers to partition leaders in cluster mode (nil on
+	// a single node); set by Host.SetCluster before the broker serves.
+	sender *markerSender
 
 	mu struct {
 		sync.Mutex
@@ -57,13 +60,22 @@ func (h *Host) txnConfig() txn.Config {
 	tc.TransactionStateLogNumPartitions = h.cfg.TransactionStateLogNumPartitions
 	tc.OffsetsTopicNumPartitions = h.cfg.OffsetsTopicNumPartitions
 	tc.NextProducerID = h.pids.allocate
-	tc.PartitionExists = func(topic string, partition int32) bool { return h.rm.PartitionOf(topic, partition) != nil }
+	tc.PartitionExists = func(topic string, partition int32) bool {
+		if h.cluster != nil {
+			// The partition may have no replica on this broker.
+			_, ok := h.cluster.Leader(topic, partition)
+			return ok
+		}
+		return h.rm.PartitionOf(topic, partition) != nil
+	}
 	return tc
 }
 
 // loadTxns replays __transaction_state if it exists; called from New.
 func (h *Host) loadTxns() error {
-	if h.rm.TopicByName(txnStateTopic) == nil {
+	if h.rm.TopicByName(txnStateTopic) == nil || h.cfg.Cluster.Enabled() {
+		// In a cluster this broker leads no partition yet: the coordinator
+		// loads when LeaderAndIsr makes it a leader (OnLeadershipChange).
 		return nil
 	}
 	return h.txns.ensure()
@@ -84,22 +96,31 @@ func (x *txns) ensureLocked() error {
 		return nil
 	}
 	b := x.b
-	t, err := b.rm.InternalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
-		"cleanup.policy":   "compact",
-		"compression.type": "uncompressed",
-		"segment.bytes":    fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
-	})
+	t, err := x.topicLocked()
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", txnStateTopic, err)
+		return err
 	}
 	c, err := txn.New(b.txnConfig())
 	if err != nil {
 		return err
 	}
 	n := 0
+	cluster := b.cfg.Cluster.Enabled()
 	for _, p := range t.Partitions {
+		end := p.HighWatermark()
+		if cluster {
+			// A coordinator serves the partitions this broker leads, and
+			// reads them to the log end as Kafka does: a new leader's HW
+			// can lag records its ISR already acknowledged (a
+			// PrepareCommit the old coordinator answered), and missing one
+			// would let this coordinator abort a committed transaction.
+			if !p.IsLeader() {
+				continue
+			}
+			end = p.Log.LogEndOffset()
+		}
 		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch())
-		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
+		err := replica.ReplayPartitionTo(p, end, func(h records.Header, recs []records.Record) {
 			if h.IsControl() {
 				return
 			}
@@ -125,7 +146,34 @@ func (x *txns) ensureLocked() error {
 	return nil
 }
 
+// topicLocked returns __transaction_state. On a single node it is created
+// on first use; in a cluster FindCoordinator creates it in ZooKeeper
+// (api.coordinatorPartition) and the controller's LeaderAndIsr brings it
+// here, so a broker without it has no transaction coordinator yet.
+func (x *txns) topicLocked() (*replica.Topic, error) {
+	b := x.b
+	if b.cfg.Cluster.Enabled() {
+		t := b.rm.TopicByName(txnStateTopic)
+		if t == nil {
+			return nil, fmt.Errorf("%s has no replica on this broker yet", txnStateTopic)
+		}
+		return t, nil
+	}
+	t, err := b.rm.InternalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "uncompressed",
+		"segment.bytes":    fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", txnStateTopic, err)
+	}
+	return t, nil
+}
+
 func (x *txns) close() {
+	if x.sender != nil {
+		x.sender.stop() // before x.mu: its completions take x.mu
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.mu.closed = true
@@ -141,6 +189,9 @@ func (x *txns) close() {
 // transactions that were prepared, so none is left half-written.
 func (x *txns) dropLocked() {
 	x.mu.c = nil
+	if x.sender != nil {
+		x.sender.clear()
+	}
 }
 
 // errTxnStateWrite wraps a failed append to __transaction_state: the call's
@@ -195,9 +246,17 @@ func (x *txns) persistLocked(recs []txn.Record, done func(error)) {
 	appendInternal(x.b.rm, x.mu.topic, x.b.now(), gr, txn.PartitionFor, done)
 }
 
-// writeMarkersLocked writes each marker to all its partitions and completes
-// the transactions whose markers are all written.
+// writeMarkersLocked hands markers to the cluster's marker sender
+// (txn_marker_sender.go), which completes each transaction when all its
+// partitions acknowledged. On a single node it writes each marker to all
+// its partitions itself and completes the transactions whose markers are
+// all written: there the acknowledgements arrive before AppendMarker
+// returns, so the outcome is known after the loop.
 func (x *txns) writeMarkersLocked(markers []txn.Marker) {
+	if x.sender != nil {
+		x.sender.enqueue(markers)
+		return
+	}
 	now := x.b.now()
 	for _, m := range markers {
 		ct := records.ControlAbort
@@ -210,11 +269,6 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 			if p == nil {
 				continue // deleted: nothing to mark
 			}
-			// On a single node the acknowledgement arrives before
-			// AppendMarker returns, so left is complete after this loop. In
-			// a cluster the completion below has to move into the
-			// acknowledgements, as Kafka completes a transaction from its
-			// markers' responses.
 			x.b.rm.AppendMarker(p, m.ProducerID, m.ProducerEpoch, ct, m.CoordinatorEpoch, now.UnixMilli(), func(err error) {
 				if err != nil {
 					x.b.log.Error("writing transaction marker failed; will retry", "topic", tp.Topic, "partition", tp.Partition, "transactional_id", m.TxnID, "err", err)
@@ -231,25 +285,47 @@ func (x *txns) writeMarkersLocked(markers []txn.Marker) {
 			x.mu.unwritten = append(x.mu.unwritten, m)
 			continue
 		}
-		recs, err := x.mu.c.MarkersWritten(now, m.TxnID, m.ProducerID, m.ProducerEpoch)
-		if err != nil {
-			if !errors.Is(err, txn.ErrNoPendingMarkers) {
-				x.b.log.Warn("completing transaction", "transactional_id", m.TxnID, "err", err)
-			}
-			continue
-		}
-		failed := false
-		x.persistLocked(recs, func(err error) {
-			if err != nil {
-				x.b.log.Error("writing transaction completion failed; reloading the coordinator", "transactional_id", m.TxnID, "err", err)
-				x.dropLocked()
-				failed = true
-			}
-		})
-		if failed {
-			return
+		x.completeLocked(now, m)
+		if x.mu.c == nil {
+			return // dropped: the reload finishes the rest
 		}
 	}
+}
+
+// completeLocked completes m's transaction, whose markers every partition
+// has: MarkersWritten, then its CompleteCommit/CompleteAbort record. A
+// failed write of that record drops the coordinator (the reload sends the
+// markers again and completes the transaction then).
+func (x *txns) completeLocked(now time.Time, m txn.Marker) {
+	recs, err := x.mu.c.MarkersWritten(now, m.TxnID, m.ProducerID, m.ProducerEpoch)
+	if err != nil {
+		if !errors.Is(err, txn.ErrNoPendingMarkers) {
+			x.b.log.Warn("completing transaction", "transactional_id", m.TxnID, "err", err)
+		}
+		return
+	}
+	gate := newAckGate(&x.mu)
+	c := x.mu.c
+	x.persistLocked(recs, gate.wrap(func(err error) {
+		if err != nil && x.mu.c == c {
+			x.b.log.Error("writing transaction completion failed; reloading the coordinator", "transactional_id", m.TxnID, "err", err)
+			x.dropLocked()
+			x.rearmLocked()
+		}
+	}))
+	gate.release()
+}
+
+// markersDone is the marker sender's completion: every partition of m
+// acknowledged its marker. It runs on the sender's goroutine with no lock
+// held.
+func (x *txns) markersDone(m txn.Marker) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.mu.c == nil || x.mu.closed {
+		return // the reload sends the markers of prepared transactions again
+	}
+	x.completeLocked(x.b.now(), m)
 }
 
 // rearmLocked schedules the next tick: at the coordinator's next deadline,
@@ -316,6 +392,9 @@ func (h *Host) TxnRequest(client group.Client, req kmsg.Request, tok Token) erro
 // partition was added to the producer's open transaction (KIP-890 part 1
 // verification, done in-process). It returns 0 or the Kafka error code.
 func (h *Host) VerifyTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	if broker, ok := h.txnCoordinatorElsewhere(txnID); ok {
+		return h.remoteTxnPartition(broker, txnID, producerID, epoch, topic, partition, true) // txn_remote.go
+	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 5
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -353,6 +432,9 @@ func (h *Host) VerifyTxnPartition(txnID string, producerID int64, epoch int16, t
 // producer's open transaction (Produce v12+, KIP-890 part 2) and persists
 // that before the batch is appended. It returns 0 or the Kafka error code.
 func (h *Host) AddTxnPartition(txnID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	if broker, ok := h.txnCoordinatorElsewhere(txnID); ok {
+		return h.remoteTxnPartition(broker, txnID, producerID, epoch, topic, partition, false) // txn_remote.go
+	}
 	var code int16
 	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		var recs []txn.Record

@@ -365,7 +365,15 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 
 // ReplayPartition calls f with every batch of the partition up to its HW.
 func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Record)) error {
-	off, end := p.Log.LogStartOffset(), p.HighWatermark()
+	return ReplayPartitionTo(p, p.HighWatermark(), f)
+}
+
+// ReplayPartitionTo calls f with every batch of the partition below end. A
+// coordinator that just became the partition's leader replays to its log
+// end (Kafka's coordinators load to the LEO): its HW may still lag what
+// the ISR acknowledged under the previous leader.
+func ReplayPartitionTo(p *Partition, end int64, f func(h records.Header, recs []records.Record)) error {
+	off := p.Log.LogStartOffset()
 	for off < end {
 		data, err := p.Log.Read(off, rebuildChunk, end, true)
 		if err != nil {

@@ -1,0 +1,69 @@
+package broker
+
+// The coordinators' view of the cluster (coordhost.Cluster): partition
+// leaders from the metadata cache, and one-off inter-broker requests
+// (WriteTxnMarkers to partition leaders, AddPartitionsToTxn to a
+// transaction coordinator) on the inter-broker listener.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/coordhost"
+	"github.com/kbroker/kbroker/controller/zkcontroller"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// coordCluster is coordhost.Cluster over the cluster node.
+type coordCluster struct {
+	b        *Broker
+	listener string
+}
+
+var _ coordhost.Cluster = coordCluster{}
+
+func (c coordCluster) BrokerID() int32 { return c.b.cfg.NodeID }
+
+// Leader reads the metadata cache. Until the first UpdateMetadata has
+// filled it, every partition counts as existing without a leader: an empty
+// cache must not make the marker sender drop markers as if their topics
+// were deleted.
+func (c coordCluster) Leader(topic string, partition int32) (int32, bool) {
+	s := c.b.cluster.cache.Snapshot()
+	st, ok := s.Partition(topic, partition)
+	if !ok {
+		if s.ControllerID < 0 && len(s.Brokers) == 0 {
+			return -1, true
+		}
+		return -1, false
+	}
+	if _, live := s.Brokers[st.Leader]; !live {
+		return -1, true
+	}
+	return st.Leader, true
+}
+
+// Send dials broker's inter-broker endpoint, sends req and reads its
+// answer within ctx.
+func (c coordCluster) Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+	e, ok := c.b.cluster.cache.BrokerEndpoint(broker, c.listener)
+	if !ok {
+		return nil, fmt.Errorf("broker %d: %w", broker, zkcontroller.ErrNoEndpoint)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	timeout := 30 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	return zkcontroller.RoundTrip(conn, "broker-"+strconv.Itoa(int(c.b.cfg.NodeID))+"-coordinator", req, timeout)
+}
