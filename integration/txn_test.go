@@ -243,6 +243,10 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 	tctx, tcancel := context.WithCancel(ctx)
 	defer tcancel()
 	errc := make(chan error, 1)
+	// Once a third is transformed, the transformer stops inside an open
+	// transaction (records produced, End not called) until the test has
+	// killed the coordinator.
+	midTxn, killed := make(chan struct{}), make(chan struct{})
 	go func() {
 		sess, err := kgo.NewGroupTransactSession(
 			kgo.SeedBrokers(seeds...),
@@ -263,6 +267,7 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 			return
 		}
 		defer sess.Close()
+		paused := false
 		for tctx.Err() == nil {
 			fs := sess.PollRecords(tctx, 20)
 			if fs.Empty() {
@@ -275,6 +280,14 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 			for _, r := range fs.Records() {
 				sess.Produce(tctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
 			}
+			if !paused && transformed.Load() >= n/3 {
+				paused = true
+				close(midTxn)
+				select {
+				case <-killed:
+				case <-tctx.Done():
+				}
+			}
 			ok, err := sess.End(tctx, kgo.TryCommit)
 			switch {
 			case err != nil || !ok:
@@ -285,11 +298,16 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 		}
 		errc <- nil
 	}()
-	waitFor(t, 90*time.Second, "a third of the input transformed", func() (bool, error) {
-		return transformed.Load() >= n/3, fmt.Errorf("%d transformed", transformed.Load())
-	})
+	select {
+	case <-midTxn:
+	case err := <-errc:
+		t.Fatalf("transformer ended before a third was transformed: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("a third of the input not transformed within 90s (%d)", transformed.Load())
+	}
 	coord := txnCoordinator(t, bs, "eos-transformer")
 	coord.Kill()
+	close(killed)
 	t.Logf("SIGKILLed broker %d, the transaction coordinator of eos-transformer, after %d records", coord.ID, transformed.Load())
 	out := consumeValues(t, bs, "eos-out", n, kgo.ReadCommitted())
 	tcancel()
