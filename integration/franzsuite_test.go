@@ -1,0 +1,84 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/compat/franzsuite"
+)
+
+// clusterSuiteSkips are the franz-go tests expected to skip themselves
+// against the cluster: the suite runs without SASL listeners here
+// (compat's TestFranzGoSuite covers SCRAM against one broker).
+var clusterSuiteSkips = regexp.MustCompile(`^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth)$`)
+
+// clusterSuiteTimeout bounds the suite's run on three brokers.
+const clusterSuiteTimeout = 25 * time.Minute
+
+// TestFranzGoSuiteOnCluster runs franz-go's own pkg/kgo integration tests
+// against three brokers with KGO_TEST_RF=3, so every topic they create is
+// replicated three ways, consumer groups and transactions have their
+// coordinators spread over the brokers, and transaction markers cross
+// brokers. Every test must pass (or skip for a listed reason).
+func TestFranzGoSuiteOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the franz-go suite takes many minutes")
+	}
+	start := time.Now()
+	work := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), franzsuite.BuildTimeout)
+	defer cancel()
+	src, err := franzsuite.Source(ctx, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(work, "kgo.test")
+	if err := franzsuite.Build(ctx, src, bin); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("franz-go %s pkg/kgo compiled in %v", franzsuite.Version, time.Since(start).Round(time.Second))
+
+	z := StartZooKeeper(t)
+	bs := StartCluster(t, z, 3, map[string]string{"default.replication.factor": "3", "min.insync.replicas": "2"})
+	waitClusterFormed(t, bs, 3)
+	runStart := time.Now()
+	events, stderrTail, runErr := franzsuite.Run(franzsuite.RunConfig{
+		Bin: bin, Src: src, Timeout: clusterSuiteTimeout,
+		Env: []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3"},
+	})
+	r := franzsuite.Summarize(events)
+	t.Logf("franz-go %s pkg/kgo on 3 brokers (RF=3): %d passed, %d failed, %d unfinished, %d skipped in %v",
+		franzsuite.Version, len(r.Passed), len(r.Failed), len(r.Unfinished), len(r.Skipped), time.Since(runStart).Round(time.Second))
+	for _, name := range r.Failed {
+		t.Errorf("franz-go test %s failed:\n%s", name, r.Output[name].String())
+	}
+	for _, name := range r.Unfinished {
+		t.Errorf("franz-go test %s did not finish:\n%s", name, franzsuite.LastLines(r.Output[name].String(), 40))
+	}
+	for _, name := range r.Skipped {
+		if !clusterSuiteSkips.MatchString(name) {
+			t.Errorf("unexpected skip of %s: %s", name, franzsuite.LastLines(r.Output[name].String(), 3))
+		}
+	}
+	if errors.Is(runErr, franzsuite.ErrTimeout) {
+		t.Errorf("the suite did not finish within %v", clusterSuiteTimeout)
+	} else if runErr != nil && len(r.Failed) == 0 {
+		t.Errorf("franz-go test binary: %v", runErr)
+	}
+	if len(r.Passed) == 0 {
+		t.Error("the franz-go suite passed no test")
+	}
+	for _, b := range bs {
+		if !b.Running() {
+			t.Errorf("broker %d exited during the suite", b.ID)
+		}
+	}
+	if t.Failed() {
+		t.Logf("--- franz-go test binary stderr (tail) ---\n%s", franzsuite.LastLines(stderrTail, 200))
+	}
+}
