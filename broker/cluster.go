@@ -135,6 +135,22 @@ func (r *controllerRef) ElectLeaders(ctx context.Context, tps []controller.Topic
 	return c.ElectLeaders(ctx, tps, s)
 }
 
+func (r *controllerRef) Reassign(ctx context.Context, targets map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error) {
+	c := r.get()
+	if c == nil {
+		return nil, zkcontroller.ErrNotController
+	}
+	return c.Reassign(ctx, targets)
+}
+
+func (r *controllerRef) Reassignments(ctx context.Context) (map[controller.TopicPartition]controller.Assignment, error) {
+	c := r.get()
+	if c == nil {
+		return nil, zkcontroller.ErrNotController
+	}
+	return c.Reassignments(ctx)
+}
+
 // registration is this broker's /brokers/ids/<id>: every advertised
 // listener, with the bound port for listeners configured with port 0.
 func (b *Broker) registration() zkdata.BrokerRegistration {

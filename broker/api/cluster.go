@@ -43,6 +43,11 @@ type ClusterController interface {
 	ControllerID() int32
 	ControlledShutdown(ctx context.Context, id int32, brokerEpoch int64) ([]controller.TopicPartition, error)
 	ElectLeaders(ctx context.Context, tps []controller.TopicPartition, strategy controller.ElectionStrategy) (map[controller.TopicPartition]error, error)
+	// Reassign starts (or, with the original replicas as target, cancels)
+	// reassignments; the map holds the partitions refused.
+	Reassign(ctx context.Context, targets map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error)
+	// Reassignments lists the reassignments in progress.
+	Reassignments(ctx context.Context) (map[controller.TopicPartition]controller.Assignment, error)
 }
 
 // SetCluster turns on cluster mode; call it before the broker serves.

@@ -15,8 +15,8 @@ package api
 // (validateReplicas), then a replication factor change when not allowed is
 // INVALID_REPLICATION_FACTOR — the order and messages of Kafka 4.4.0,
 // checked against it; so the only list that passes is [node.id] — a reassignment to the replicas the
-// partition already has, which succeeds and changes nothing. Moving data
-// between brokers arrives with the cluster.
+// partition already has, which succeeds and changes nothing. In cluster mode
+// the controller moves replicas (partition_reassignments_cluster.go).
 
 import (
 	"fmt"
@@ -27,6 +27,9 @@ import (
 )
 
 func (b *API) handleAlterPartitionAssignments(_ *network.RequestContext, req *kmsg.AlterPartitionAssignmentsRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.handleAlterPartitionAssignmentsCluster(req) // partition_reassignments_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	allowRF := req.Version < 1 || req.AllowReplicationFactorChange
@@ -75,6 +78,9 @@ func (b *API) reassign(topic string, rp kmsg.AlterPartitionAssignmentsRequestTop
 }
 
 func (b *API) handleListPartitionReassignments(_ *network.RequestContext, req *kmsg.ListPartitionReassignmentsRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.handleListPartitionReassignmentsCluster(req) // partition_reassignments_cluster.go
+	}
 	// No reassignment is ever in progress on one node.
 	return req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 }
