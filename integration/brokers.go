@@ -224,6 +224,22 @@ func (b *BrokerProc) Kill() {
 	<-ch
 }
 
+// Pause stops the process with SIGSTOP: it keeps its sockets and its
+// ZooKeeper session until the session times out, but answers nothing.
+func (b *BrokerProc) Pause() { b.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (b *BrokerProc) Resume() { b.signal(syscall.SIGCONT) }
+
+func (b *BrokerProc) signal(sig syscall.Signal) {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if err := cmd.Process.Signal(sig); err != nil {
+		b.t.Errorf("signalling broker %d with %v: %v", b.ID, sig, err)
+	}
+}
+
 // Term sends SIGTERM and waits up to timeout for a clean exit, returning
 // the exit error (nil for status 0).
 func (b *BrokerProc) Term(timeout time.Duration) error {
