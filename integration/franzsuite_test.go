@@ -44,7 +44,11 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	t.Logf("franz-go %s pkg/kgo compiled in %v", franzsuite.Version, time.Since(start).Round(time.Second))
 
 	z := StartZooKeeper(t)
-	bs := StartCluster(t, z, 3, map[string]string{"default.replication.factor": "3", "min.insync.replicas": "2"})
+	// Kafka's session and lag defaults: this test is about clients on a
+	// healthy cluster, and a loaded two-core machine can stall a broker
+	// past the failover tests' short timeouts.
+	bs := StartCluster(t, z, 3, map[string]string{"default.replication.factor": "3", "min.insync.replicas": "2",
+		"zookeeper.session.timeout.ms": "18000", "replica.lag.time.max.ms": "30000"})
 	waitClusterFormed(t, bs, 3)
 	runStart := time.Now()
 	events, stderrTail, runErr := franzsuite.Run(franzsuite.RunConfig{

@@ -61,7 +61,7 @@ func (h *Host) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok Token) {
 		if t := h.rm.TopicByName(offsetsTopic); t != nil {
 			part := group.PartitionFor(req.Group, int32(len(t.Partitions)))
 			if code := h.AddTxnPartition(req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, part); code != 0 {
-				fail(code)
+				fail(offsetCommitCodeOfTxnCheck(code))
 				return
 			}
 		}
@@ -158,4 +158,22 @@ func (h *Host) MarkUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetF
 			}
 		}
 	}
+}
+
+// offsetCommitCodeOfTxnCheck maps the answer of adding the offsets
+// partition to a transaction onto what a TxnOffsetCommit may answer, as
+// Kafka's group coordinator normalises its errors: "try again" answers
+// (the transaction coordinator is elsewhere, moving, or still finishing
+// the producer's previous transaction, whose markers are in flight in a
+// cluster) become COORDINATOR_NOT_AVAILABLE, which clients retry after
+// looking the coordinator up again.
+func offsetCommitCodeOfTxnCheck(code int16) int16 {
+	switch code {
+	case kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code,
+		kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return kerr.NotCoordinator.Code
+	}
+	return code
 }
