@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +17,10 @@ import (
 // against the cluster: the suite runs without SASL listeners here
 // (compat's TestFranzGoSuite covers SCRAM against one broker).
 var clusterSuiteSkips = regexp.MustCompile(`^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth)$`)
+
+// clusterSuiteRunEnv, when set, is a -test.run pattern that runs only
+// those franz-go tests (to chase one failure without the whole suite).
+const clusterSuiteRunEnv = "KBROKER_KGO_SUITE_RUN"
 
 // clusterSuiteTimeout bounds the suite's run on three brokers.
 const clusterSuiteTimeout = 25 * time.Minute
@@ -52,7 +57,7 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	waitClusterFormed(t, bs, 3)
 	runStart := time.Now()
 	events, stderrTail, runErr := franzsuite.Run(franzsuite.RunConfig{
-		Bin: bin, Src: src, Timeout: clusterSuiteTimeout,
+		Bin: bin, Src: src, Timeout: clusterSuiteTimeout, Run: os.Getenv(clusterSuiteRunEnv),
 		Env: []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3"},
 	})
 	r := franzsuite.Summarize(events)

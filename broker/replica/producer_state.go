@@ -62,14 +62,20 @@ func (ps producerStates) check(h records.Header) (dupOffset int64, ok bool, err 
 			return b.baseOffset, true, nil
 		}
 	}
+	// A known producer with no batch at this epoch (a transaction marker
+	// bumped its epoch, KIP-890) starts at sequence 0, as Kafka's
+	// ProducerAppendInfo.checkSequence: accepting any sequence there would
+	// let a pipelined later batch in ahead of an earlier one that was
+	// refused and will be retried.
+	var want int32
 	if n := len(st.batches); n > 0 {
-		want := st.batches[n-1].lastSeq + 1
+		want = st.batches[n-1].lastSeq + 1
 		if want < 0 {
 			want = 0
 		}
-		if h.BaseSequence != want {
-			return 0, false, kerr.OutOfOrderSequenceNumber
-		}
+	}
+	if h.BaseSequence != want {
+		return 0, false, kerr.OutOfOrderSequenceNumber
 	}
 	return 0, false, nil
 }

@@ -90,3 +90,28 @@ func TestProducerStateExpiry(t *testing.T) {
 		t.Error("recent producer 3 expired")
 	}
 }
+
+// TestProducerStateAfterEpochBumpingMarker: a KIP-890 marker at a newer
+// epoch leaves the producer known with no batch; its next batch must start
+// at sequence 0. A client that pipelines requests sends a later batch
+// while an earlier one is being refused (its transaction check asked it
+// to retry): that later batch must be refused too, or the retried one
+// could never be written in order.
+func TestProducerStateAfterEpochBumpingMarker(t *testing.T) {
+	ps := producerStates{}
+	ps.update(batchHdr(1, 3, 0, 10, 1), 0)
+	ps.observeMarker(records.Header{ProducerID: 1, ProducerEpoch: 4})
+	if _, _, err := ps.check(batchHdr(1, 4, 10, 5, 2)); err != kerr.OutOfOrderSequenceNumber {
+		t.Fatalf("batch at sequence 10 after the epoch-bumping marker: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", err)
+	}
+	if _, _, err := ps.check(batchHdr(1, 4, 0, 10, 2)); err != nil {
+		t.Fatalf("batch at sequence 0 after the epoch-bumping marker: %v", err)
+	}
+	// A marker at the producer's own epoch (transactions version 1) keeps
+	// its sequence going.
+	ps.update(batchHdr(1, 4, 0, 10, 2), 20)
+	ps.observeMarker(records.Header{ProducerID: 1, ProducerEpoch: 4})
+	if _, _, err := ps.check(batchHdr(1, 4, 10, 1, 3)); err != nil {
+		t.Fatalf("next batch after a same-epoch marker: %v", err)
+	}
+}

@@ -102,6 +102,8 @@ type RunConfig struct {
 	Env []string
 	// Skip are test names (anchored) left out with -test.skip.
 	Skip []string
+	// Run, when set, is the -test.run pattern (a subset of the suite).
+	Run string
 	// Timeout bounds the run; both processes are killed when it passes.
 	Timeout time.Duration
 }
@@ -117,6 +119,9 @@ func Run(cfg RunConfig) ([]Event, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
 	defer cancel()
 	args := []string{"-test.v=test2json", "-test.count=1", "-test.timeout", (cfg.Timeout - 30*time.Second).String()}
+	if cfg.Run != "" {
+		args = append(args, "-test.run", cfg.Run)
+	}
 	if len(cfg.Skip) > 0 {
 		args = append(args, "-test.skip", "^("+strings.Join(cfg.Skip, "|")+")$")
 	}
