@@ -94,6 +94,17 @@ func (c *Coordinator) endTxnV2(o *out, nowMs int64, t *txn, req *kmsg.EndTxnRequ
 	// it to a new producer id.
 	retryOnOverflow := t.prevProducerID == req.ProducerID && req.ProducerEpoch == math.MaxInt16-1 && t.epoch == 0
 	retryOnBump := int32(t.epoch) == int32(req.ProducerEpoch)+1
+	if (t.state == PrepareCommit || t.state == PrepareAbort) && !retryOnBump && !retryOnOverflow &&
+		((req.ProducerID == t.producerID && req.ProducerEpoch == t.epoch) ||
+			(t.nextProducerID != noProducerID && req.ProducerID == t.nextProducerID && req.ProducerEpoch == 0)) {
+		// The producer holds the bumped epoch (or the next producer id)
+		// its last EndTxn returned and ends its next transaction while
+		// that one's markers are still being written (in a cluster they
+		// travel after EndTxn was answered): it waits, as Kafka answers
+		// CONCURRENT_TRANSACTIONS during a pending transition, rather
+		// than being fenced.
+		return kerr.ConcurrentTransactions.Code
+	}
 	var valid bool
 	switch t.state {
 	case Ongoing, Empty:

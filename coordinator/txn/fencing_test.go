@@ -334,3 +334,31 @@ func TestConcurrentTransactionsWhilePrepareCommit(t *testing.T) {
 		t.Fatalf("tick during prepare: %d records, %d markers", len(recs), len(ms))
 	}
 }
+
+// TestEndTxnV5AtBumpedEpochWaitsForMarkers: under transactions version 2
+// the producer learns the bumped epoch from EndTxn before the markers are
+// written (in a cluster they travel to other brokers afterwards); an EndTxn
+// it sends at that epoch meanwhile (aborting its next, empty transaction)
+// waits with CONCURRENT_TRANSACTIONS instead of fencing it, and goes
+// through once the markers are written.
+func TestEndTxnV5AtBumpedEpochWaitsForMarkers(t *testing.T) {
+	h := newHarness(t, nil)
+	h.initPID(5, "tx", 60000)
+	if code, _ := h.c.PartitionsAddedByProduce(h.now, "tx", 1000, 0, []TopicPartition{tp("a", 0)}); code != 0 {
+		t.Fatal(code)
+	}
+	if r := h.endTxn(5, "tx", 1000, 0, true); r.ErrorCode != 0 || r.ProducerEpoch != 1 {
+		t.Fatalf("commit: %+v", r)
+	}
+	m := h.oneMarker()
+	if code := h.endTxn(5, "tx", 1000, 1, false).ErrorCode; code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("abort at the bumped epoch during the commit's markers: %d", code)
+	}
+	if code := h.endTxn(5, "tx", 1000, 2, false).ErrorCode; code != kerr.ProducerFenced.Code {
+		t.Fatalf("an epoch beyond the coordinator's: %d", code)
+	}
+	h.markersWritten(m)
+	if r := h.endTxn(5, "tx", 1000, 1, false); r.ErrorCode != 0 || r.ProducerEpoch != 2 {
+		t.Fatalf("abort at the bumped epoch after the markers: %+v", r)
+	}
+}
