@@ -232,4 +232,3 @@ func activeSkips(t *testing.T, addr string) []bool {
 	}
 	return active
 }
-

@@ -137,7 +137,9 @@ func newSenderHarness(t *testing.T) *senderHarness {
 	return h
 }
 
-func tp(topic string, p int32) txn.TopicPartition { return txn.TopicPartition{Topic: topic, Partition: p} }
+func tp(topic string, p int32) txn.TopicPartition {
+	return txn.TopicPartition{Topic: topic, Partition: p}
+}
 
 // completed waits for the next completion.
 func (h *senderHarness) completed(t *testing.T) txn.Marker {

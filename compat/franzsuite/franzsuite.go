@@ -193,7 +193,7 @@ type Results struct {
 	// Output is each test's output, up to 64 KiB.
 	Output map[string]*strings.Builder
 	// Order lists the tests as they started.
-	Order                                []string
+	Order                               []string
 	Passed, Failed, Skipped, Unfinished []string
 }
 
