@@ -20,6 +20,7 @@ import (
 	"github.com/kbroker/kbroker/broker/httpserver"
 	"github.com/kbroker/kbroker/broker/metrics"
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/quota"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
@@ -55,6 +56,8 @@ type Broker struct {
 	// cluster is the cluster-mode state (cluster.go), nil on a single node.
 	cluster  *clusterNode
 	closeErr error
+	// quotas are the client quotas (quotas.go).
+	quotas *quota.Manager
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -116,6 +119,9 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
 	if b.cluster != nil {
 		b.api.SetCluster(b.apiCluster())
+	}
+	if err := b.startQuotas(); err != nil {
+		return nil, err
 	}
 	b.net = network.NewServer(network.Config{
 		Listeners:             cfg.Listeners,

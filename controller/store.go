@@ -56,6 +56,9 @@ type Store interface {
 	UpdateGroupConfigs(group string, configs map[string]string) error
 	FinalizedFeatures() (levels map[string]int16, epoch int64, set bool)
 	UpdateFinalizedFeatures(levels map[string]int16) error
+	// Client quotas by entity path (quotas.go).
+	ClientQuotas() map[string]map[string]float64
+	AlterClientQuotas(changes []QuotaChange) error
 	Close() error
 }
 
@@ -82,6 +85,9 @@ type fileState struct {
 	// them (nil: the broker's defaults); FeaturesEpoch counts the updates.
 	Features      map[string]int16 `json:"finalized_features,omitempty"`
 	FeaturesEpoch int64            `json:"finalized_features_epoch,omitempty"`
+	// Quotas maps a client quota entity's path (users/U, clients/C,
+	// users/U/clients/C) -> quota key -> value.
+	Quotas map[string]map[string]float64 `json:"client_quotas,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.

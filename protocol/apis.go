@@ -75,6 +75,10 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.SASLAuthenticate):             {0, 2},
 	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
 	int16(kmsg.AlterUserSCRAMCredentials):    {0, 0},
+
+	// Client quotas (KIP-546; broker/quota).
+	int16(kmsg.DescribeClientQuotas): {0, 1},
+	int16(kmsg.AlterClientQuotas):    {0, 1},
 }
 
 // Supported returns the version range the broker supports for key.

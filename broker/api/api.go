@@ -7,6 +7,7 @@
 package api
 
 import (
+	"github.com/kbroker/kbroker/broker/quota"
 	"log/slog"
 	"net"
 	"sync"
@@ -49,6 +50,10 @@ type API struct {
 	featuresMu sync.Mutex
 	// cluster is set in cluster mode (cluster.go), nil on a single node.
 	cluster *Cluster
+	// quotas are the client quotas the broker enforces (client_quotas.go);
+	// quotaMu serialises AlterClientQuotas (store, then manager).
+	quotas  *quota.Manager
+	quotaMu sync.Mutex
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener

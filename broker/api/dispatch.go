@@ -58,6 +58,8 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleUpdateFeatures))            // update_features.go
 	add(on((*API).handleAlterPartitionAssignments)) // partition_reassignments.go
 	add(on((*API).handleListPartitionReassignments))
+	add(on((*API).handleDescribeClientQuotas)) // client_quotas.go
+	add(on((*API).handleAlterClientQuotas))
 	add(on((*API).handleFindCoordinator))
 	add(on((*API).handleOffsetCommit))
 	add(on((*API).handleOffsetFetch))

@@ -116,6 +116,8 @@ type Config struct {
 
 	// Limits of the network edge and of fetch responses (network.go).
 	NetworkLimits
+	// QuotaConfig is quota.window.* (quota.go).
+	QuotaConfig
 
 	// HTTP is the broker's own HTTP listener (http.go).
 	HTTP HTTPConfig

@@ -163,8 +163,10 @@ func (c *conn) answer(item queued, w *bufio.Writer, buf *[]byte, flush bool) boo
 		c.s.logs.unsupportedAPI(c.s.log, c.addr, h.ClientID, h.APIKey, h.APIVersion)
 		return false
 	}
-	ctx := &RequestContext{Header: item.req.Header, Listener: c.listener, Principal: c.principal, RemoteAddr: c.addr}
+	ctx := &RequestContext{Header: item.req.Header, Listener: c.listener, Principal: c.principal, RemoteAddr: c.addr, Size: int32(item.frame)}
 	resp := c.handle(ctx, item.req)
+	before, after := throttleDelays(ctx, resp)
+	c.throttleWait(before)
 	if resp != nil {
 		*buf = protocol.AppendResponse((*buf)[:0], item.req.Header.CorrelationID, resp)
 		if _, err := w.Write(*buf); err != nil {
@@ -173,6 +175,12 @@ func (c *conn) answer(item queued, w *bufio.Writer, buf *[]byte, flush bool) boo
 	}
 	if ctx.CloseConn {
 		return false
+	}
+	if after > 0 {
+		if err := w.Flush(); err != nil {
+			return false
+		}
+		c.throttleWait(after)
 	}
 	if flush {
 		if err := w.Flush(); err != nil {

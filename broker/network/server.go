@@ -51,6 +51,13 @@ type RequestContext struct {
 	// CloseConn is set by a handler that cannot answer: the connection is
 	// closed after this request, as Kafka does on an unanswerable request.
 	CloseConn bool
+	// Size is the request's frame size in bytes (the produce quota counts it).
+	Size int32
+	// ThrottleMs, set by a handler (the quota handler), throttles the
+	// client: the connection is muted that long after the response is
+	// written (KIP-219), or the response waits that long first when its
+	// version predates KIP-219 (throttle.go).
+	ThrottleMs int32
 }
 
 // Config is what the server needs from the broker.

@@ -224,11 +224,7 @@ func (m *Manager) Record(k Kind, user, clientID string, value float64, nowMs int
 	}
 	s := m.sensorLocked(t, nowMs)
 	s.r.record(value, nowMs)
-	r := s.r.measure(nowMs)
-	if r <= bound {
-		return 0
-	}
-	return int64(math.Round((r - bound) / bound * float64(s.r.windowSize(nowMs))))
+	return throttleOf(s.r, bound, nowMs)
 }
 
 // Unrecord takes back value recorded by Record (a throttled fetch whose
@@ -241,18 +237,30 @@ func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, nowMs i
 	}
 }
 
-// Exceeded reports whether the rate of kind k of (user, clientID) is over
-// its quota now, without recording (the strict controller mutation quota
-// checks before it mutates).
-func (m *Manager) Exceeded(k Kind, user, clientID string, nowMs int64) bool {
+// Pending returns the throttle time of kind k for (user, clientID) at
+// nowMs without recording anything: 0 unless the rate is over its quota
+// already (the strict controller mutation quota refuses mutations then).
+func (m *Manager) Pending(k Kind, user, clientID string, nowMs int64) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	bound, t, ok := m.resolveLocked(k, user, clientID)
 	if !ok {
-		return false
+		return 0
 	}
 	s, ok := m.mu.sensors[t]
-	return ok && s.r.measure(nowMs) > bound
+	if !ok {
+		return 0
+	}
+	return throttleOf(s.r, bound, nowMs)
+}
+
+// throttleOf is Kafka's QuotaUtils.throttleTime for rate r and quota bound.
+func throttleOf(r *rate, bound float64, nowMs int64) int64 {
+	v := r.measure(nowMs)
+	if v <= bound {
+		return 0
+	}
+	return int64(math.Round((v - bound) / bound * float64(r.windowSize(nowMs))))
 }
 
 // MaxValueInWindow is the most that can be recorded at once without being

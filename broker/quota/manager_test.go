@@ -51,7 +51,7 @@ func TestThrottleTime(t *testing.T) {
 	// Unrecord takes the bytes back.
 	m2.Record(Produce, "ANONYMOUS", "app", 5000, 10)
 	m2.Unrecord(Produce, "ANONYMOUS", "app", 5000, 10)
-	if m2.Exceeded(Produce, "ANONYMOUS", "app", 10) {
+	if m2.Pending(Produce, "ANONYMOUS", "app", 10) != 0 {
 		t.Fatal("exceeded after unrecord")
 	}
 }
@@ -176,4 +176,60 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s=%v: %v, want %q", c.key, c.v, err, c.err)
 		}
 	}
+}
+
+func TestFilter(t *testing.T) {
+	s := func(v string) *string { return &v }
+	U, D, N := Named("alice"), DefaultPart, Part{}
+	all := map[Entity]map[string]float64{
+		{U, N}:          {ProducerByteRate: 1},
+		{D, N}:          {ProducerByteRate: 2},
+		{U, Named("a")}: {ProducerByteRate: 3},
+		{N, Named("a")}: {ProducerByteRate: 4},
+		{N, D}:          {ProducerByteRate: 5},
+	}
+	for _, c := range []struct {
+		comps  []FilterComponent
+		strict bool
+		want   []string
+	}{
+		{nil, false, []string{"clients/<default>", "clients/a", "users/<default>", "users/alice", "users/alice/clients/a"}},
+		{nil, true, nil},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchSpecified}}, true, []string{"users/<default>", "users/alice"}},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchExact, Match: s("alice")}}, false, []string{"users/alice", "users/alice/clients/a"}},
+		{[]FilterComponent{{Type: TypeUser, MatchType: MatchDefault}}, false, []string{"users/<default>"}},
+		{[]FilterComponent{{Type: TypeClientID, MatchType: MatchSpecified}}, true, []string{"clients/<default>", "clients/a"}},
+		{[]FilterComponent{{Type: TypeClientID, MatchType: MatchExact, Match: s("a")}, {Type: TypeUser, MatchType: MatchSpecified}}, true, []string{"users/alice/clients/a"}},
+	} {
+		f, err := NewFilter(c.comps, c.strict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range Describe(all, f) {
+			got = append(got, d.Entity.Path())
+		}
+		if fmtList(got) != fmtList(c.want) {
+			t.Errorf("%+v strict=%v: %v, want %v", c.comps, c.strict, got, c.want)
+		}
+	}
+	for _, bad := range [][]FilterComponent{
+		{{Type: TypeUser, MatchType: MatchExact}},
+		{{Type: TypeUser, MatchType: MatchDefault, Match: s("x")}},
+		{{Type: TypeUser, MatchType: 7}},
+		{{Type: TypeUser, MatchType: 2}, {Type: TypeUser, MatchType: 2}},
+		{{Type: "topic", MatchType: 2}},
+	} {
+		if _, err := NewFilter(bad, false); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+func fmtList(l []string) string {
+	out := ""
+	for _, s := range l {
+		out += s + ";"
+	}
+	return out
 }
