@@ -89,6 +89,7 @@ type Authenticator struct {
 
 	newMech     func(name string) saslMechServer
 	apiVersions func(req protocol.Request) kmsg.Response
+	oauth       OAuthValidator
 }
 
 // Output is what the connection does with one frame's outcome.
@@ -112,19 +113,24 @@ type Output struct {
 func NewAuthenticator(mechanisms []string, plainUsers map[string]string,
 	scram func(user, mechanism string) (Credential, bool),
 	apiVersions func(req protocol.Request) kmsg.Response) *Authenticator {
-	return &Authenticator{
-		mechanisms: mechanisms,
-		newMech: func(name string) saslMechServer {
-			if name == config.MechPlain {
-				return &plainServer{users: plainUsers}
-			}
-			return newScramServer(scramMechByName(name), func(user string) (Credential, bool) {
-				return scram(user, name)
-			})
-		},
-		apiVersions: apiVersions,
+	a := &Authenticator{mechanisms: mechanisms, apiVersions: apiVersions}
+	a.newMech = func(name string) saslMechServer {
+		switch name {
+		case config.MechPlain:
+			return &plainServer{users: plainUsers}
+		case MechOAuthBearer:
+			return &oauthServer{v: a.oauth}
+		}
+		return newScramServer(scramMechByName(name), func(user string) (Credential, bool) {
+			return scram(user, name)
+		})
 	}
+	return a
 }
+
+// SetOAuth sets the validator of OAUTHBEARER tokens (the listener's server
+// callback handler); without one OAUTHBEARER fails.
+func (a *Authenticator) SetOAuth(v OAuthValidator) { a.oauth = v }
 
 // Handle processes one frame read during authentication.
 func (a *Authenticator) Handle(frame []byte) Output {
