@@ -54,6 +54,8 @@ type API struct {
 	// quotaMu serialises AlterClientQuotas (store, then manager).
 	quotas  *quota.Manager
 	quotaMu sync.Mutex
+	// oauth are the OAUTHBEARER validators (sasl_oauth.go).
+	oauth oauthValidators
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener

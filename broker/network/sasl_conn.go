@@ -31,6 +31,7 @@ func (c *conn) authenticate(r *bufio.Reader, w *bufio.Writer) bool {
 			return false
 		}
 		out := a.Handle(frame)
+		c.throttleWait(out.Delay) // a failed authentication answers late (throttle.go)
 		buf = buf[:0]
 		switch {
 		case out.Resp != nil:

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/protocol"
@@ -90,6 +91,7 @@ type Authenticator struct {
 	newMech     func(name string) saslMechServer
 	apiVersions func(req protocol.Request) kmsg.Response
 	oauth       OAuthValidator
+	failDelay   time.Duration
 }
 
 // Output is what the connection does with one frame's outcome.
@@ -103,6 +105,20 @@ type Output struct {
 	// Close ends the connection after writing; reason is logged once.
 	Close  bool
 	Reason string
+	// Delay, on a failed authentication, is how long the answer waits
+	// before it is written and the connection closed
+	// (connection.failed.authentication.delay.ms), so a client guessing
+	// passwords cannot go fast.
+	Delay time.Duration
+}
+
+// SetFailureDelay sets connection.failed.authentication.delay.ms.
+func (a *Authenticator) SetFailureDelay(d time.Duration) { a.failDelay = d }
+
+// failed marks out as a failed authentication: its answer is delayed.
+func (a *Authenticator) failed(out Output) Output {
+	out.Delay = a.failDelay
+	return out
 }
 
 // NewAuthenticator starts the authentication of one connection. mechanisms
@@ -137,7 +153,7 @@ func (a *Authenticator) Handle(frame []byte) Output {
 	if a.state == authToken && a.raw {
 		out, done, err := a.mech.step(frame)
 		if err != nil {
-			return Output{Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)}
+			return a.failed(Output{Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)})
 		}
 		a.complete(done)
 		return Output{Token: out, RawReply: true}
@@ -170,6 +186,7 @@ func (a *Authenticator) Handle(frame []byte) Output {
 			resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			out.Resp, out.Corr = resp, corr
+			out = a.failed(out)
 		}
 		return out
 	}
@@ -181,7 +198,7 @@ func (a *Authenticator) handshake(r *kmsg.SASLHandshakeRequest, corr int32) Outp
 	resp.SupportedMechanisms = a.mechanisms
 	if !slices.Contains(a.mechanisms, r.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		return Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("unsupported SASL mechanism %q", r.Mechanism)}
+		return a.failed(Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("unsupported SASL mechanism %q", r.Mechanism)})
 	}
 	a.mechName, a.mech = r.Mechanism, a.newMech(r.Mechanism)
 	a.raw = r.Version == 0
@@ -200,7 +217,7 @@ func (a *Authenticator) authenticate(r *kmsg.SASLAuthenticateRequest, corr int32
 		}
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = &msg
-		return Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)}
+		return a.failed(Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)})
 	}
 	resp.SASLAuthBytes = out
 	a.complete(done)
