@@ -40,6 +40,9 @@ type clusterNode struct {
 	// request handlers, hence atomic.
 	reg  atomic.Pointer[zkclient.Registration]
 	ctrl atomic.Pointer[zkcontroller.Controller]
+	// quotaWatch is closed when the quota watcher (quotas_cluster.go)
+	// has returned; nil until it starts.
+	quotaWatch chan struct{}
 }
 
 // ZKClientConfig maps the broker config onto the ZooKeeper client's.
@@ -181,6 +184,7 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.ctrl.Store(ctrl)
+	b.watchQuotaChanges()
 	b.log.Info("joined cluster", "broker", b.cfg.NodeID, "cluster.id", c.store.ClusterID(), "broker.epoch", reg.Epoch())
 	return nil
 }
@@ -200,6 +204,9 @@ func (b *Broker) closeController() {
 func (b *Broker) closeZK() {
 	if b.cluster != nil {
 		b.cluster.zk.Close()
+		if w := b.cluster.quotaWatch; w != nil {
+			<-w // returns once b.closing is closed
+		}
 	}
 }
 
