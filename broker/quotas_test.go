@@ -214,3 +214,65 @@ func TestProduceQuota(t *testing.T) {
 		t.Errorf("unquoted producer got only %.0f B/s", r)
 	}
 }
+
+// TestFetchQuota caps a consumer at 1 MB/s (consumer_byte_rate of user
+// ANONYMOUS, the PLAINTEXT principal, with its client id): it reads about
+// 1 MB/s and is told to back off, while another client id of the same
+// user, under the user's default client quota of 1 GB/s, reads the same
+// data unthrottled.
+func TestFetchQuota(t *testing.T) {
+	if testing.Short() {
+		t.Skip("consumes for seconds")
+	}
+	b := startTestBroker(t, t.TempDir(), map[string]string{"quota.window.num": "3"})
+	ctx := testCtx(t)
+	adm, cl := newAdmin(t, b)
+	mustCreateTopic(t, ctx, adm, "fq", 1, nil)
+	value := make([]byte, 10<<10)
+	for i := 0; i < 1000; i++ { // 10 MB
+		cl.Produce(ctx, &kgo.Record{Topic: "fq", Partition: 0, Value: value}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const quotaRate = 1 << 20
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{
+		{Entity: quotaEntity("user", "ANONYMOUS", "client-id", "slow"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: quotaRate}}},
+		{Entity: quotaEntity("user", "ANONYMOUS", "client-id", "<default>"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 1 << 30}}},
+	})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("alter: %v %v", res, err)
+	}
+	consume := func(clientID string, d time.Duration) (float64, *throttleHook) {
+		h := &throttleHook{}
+		c := newClient(t, b, kgo.ClientID(clientID), kgo.WithHooks(h), kgo.ConsumeTopics("fq"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		var n int64
+		var start time.Time
+		for {
+			fs := c.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatal(err)
+			}
+			if start.IsZero() && (h.n.Load() > 0 || clientID != "slow") {
+				start, n = time.Now(), 0
+			}
+			fs.EachRecord(func(r *kgo.Record) { n += int64(len(r.Value)) })
+			if !start.IsZero() && (time.Since(start) >= d || n >= 9<<20) {
+				return float64(n) / time.Since(start).Seconds(), h
+			}
+		}
+	}
+	slow, sh := consume("slow", 3*time.Second)
+	fast, fh := consume("fast", 3*time.Second)
+	t.Logf("slow: %.0f B/s (%d throttles); fast: %.0f B/s (%d throttles)", slow, sh.n.Load(), fast, fh.n.Load())
+	if slow < 0.4*quotaRate || slow > 1.8*quotaRate {
+		t.Errorf("capped consumer read %.0f B/s, want about %d", slow, quotaRate)
+	}
+	if sh.after.Load() == 0 {
+		t.Error("capped consumer saw no throttle")
+	}
+	if fh.n.Load() != 0 || fast < 3*quotaRate {
+		t.Errorf("uncapped consumer: %.0f B/s, %d throttles", fast, fh.n.Load())
+	}
+}
