@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func quotaEntity(parts ...string) kadm.ClientQuotaEntity {
@@ -102,6 +103,15 @@ func TestClientQuotasAdmin(t *testing.T) {
 	}
 	if _, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: 9}}); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("bad match type: %v", err)
+	}
+	// No match is an empty list, not null: the Java client reads it unchecked.
+	none := kmsg.NewPtrDescribeClientQuotasRequest()
+	nc := kmsg.NewDescribeClientQuotasRequestComponent()
+	nc.EntityType, nc.MatchType, nc.Match = "user", 0, kmsg.StringPtr("nobody")
+	none.Components, none.Strict = append(none.Components, nc), true
+	noneResp := kmsg.NewPtrDescribeClientQuotasResponse()
+	if err := rawConn(t, b).roundTrip(none, noneResp); err != nil || noneResp.Entries == nil || len(noneResp.Entries) != 0 {
+		t.Fatalf("describe of nobody: %+v %v", noneResp, err)
 	}
 	// Validate-only changes nothing.
 	if res, err := adm.ValidateAlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: quotaEntity("user", "bob"),

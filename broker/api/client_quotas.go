@@ -66,6 +66,9 @@ func (b *API) handleDescribeClientQuotas(_ *network.RequestContext, req *kmsg.De
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return resp
 	}
+	// Entries is null only with an error (the Java client reads it
+	// without a check otherwise).
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	var all map[quota.Entity]map[string]float64
 	if b.quotas != nil {
 		all = b.quotas.Quotas()
