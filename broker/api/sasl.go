@@ -24,6 +24,7 @@ func (b *API) scramCredential(user, mechanism string) (sasl.Credential, bool) {
 func (b *API) NewAuthenticator(l config.Listener) *sasl.Authenticator {
 	a := b.newAuthenticator(l)
 	a.SetFailureDelay(time.Duration(b.cfg.SASL.FailedAuthenticationDelayMs) * time.Millisecond)
+	a.SetMaxReauth(time.Duration(b.cfg.SASL.ConnectionsMaxReauthMs)*time.Millisecond, b.now)
 	if v := b.oauthValidator(l.Name); v != nil { // sasl_oauth.go
 		a.SetOAuth(v)
 	}

@@ -38,6 +38,8 @@ type conn struct {
 	principal string
 	// tls is the listener's TLS configuration when nc is a *tls.Conn.
 	tls *tlsSource
+	// sess is the SASL session once authenticated (reauth.go).
+	sess *saslSession
 
 	// readAhead bounds the bytes of requests read and not yet answered on
 	// this connection. Its Used() > 0 means a request is in flight, which
@@ -162,6 +164,9 @@ func (c *conn) answer(item queued, w *bufio.Writer, buf *[]byte, flush bool) boo
 		h := item.req.Header
 		c.s.logs.unsupportedAPI(c.s.log, c.addr, h.ClientID, h.APIKey, h.APIVersion)
 		return false
+	}
+	if handled, open := c.saslRequest(item, w, buf); handled { // reauth.go
+		return open
 	}
 	ctx := &RequestContext{Header: item.req.Header, Listener: c.listener, Principal: c.principal, RemoteAddr: c.addr, Size: int32(item.frame)}
 	resp := c.handle(ctx, item.req)

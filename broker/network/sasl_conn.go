@@ -52,6 +52,7 @@ func (c *conn) authenticate(r *bufio.Reader, w *bufio.Writer) bool {
 		}
 		if a.Authenticated() {
 			c.principal = a.Principal
+			c.sess = &saslSession{auth: a, expires: a.Expires}
 			return true
 		}
 	}

@@ -1,5 +1,7 @@
 // Package sasl holds the server side of SASL authentication: the state
-// machine of one connection (Authenticator), PLAIN and SCRAM. It does no I/O.
+// machine of one connection (Authenticator), PLAIN, SCRAM and OAUTHBEARER
+// with the unsecured JWS validator (the JWKS one is package jwks). It does
+// no I/O.
 //
 // SASL authentication of connections on SASL_PLAINTEXT listeners, as Kafka's
 // SaslServerAuthenticator runs it, before any other request is served:
@@ -21,10 +23,15 @@
 //
 // The exchange is one frame at a time (Kafka mutes the channel meanwhile);
 // once authenticated, the connection serves requests as a PLAINTEXT one does,
-// with the principal User:<name>. Re-authentication (KIP-368,
-// connections.max.reauth.ms) is not supported: SaslHandshake and
-// SaslAuthenticate on an authenticated connection, or on a PLAINTEXT
-// listener, get ILLEGAL_SASL_STATE as Kafka's KafkaApis answers them.
+// with the principal User:<name>. A failed authentication is answered after
+// connection.failed.authentication.delay.ms. Re-authentication (KIP-368,
+// reauth.go): a session with a lifetime (connections.max.reauth.ms, an
+// OAUTHBEARER token's expiry) tells the client in SaslAuthenticate v1+, and
+// the client re-authenticates on the connection with SaslHandshake and
+// SaslAuthenticate (the network layer routes them here; the mechanism and
+// principal must stay the same). SaslHandshake and SaslAuthenticate from a
+// client that cannot re-authenticate, or on a PLAINTEXT listener, get
+// ILLEGAL_SASL_STATE as Kafka's KafkaApis answers them.
 package sasl
 
 import (
@@ -92,6 +99,8 @@ type Authenticator struct {
 	apiVersions func(req protocol.Request) kmsg.Response
 	oauth       OAuthValidator
 	failDelay   time.Duration
+	// session is KIP-368's state (reauth.go).
+	session
 }
 
 // Output is what the connection does with one frame's outcome.
@@ -162,6 +171,12 @@ func (a *Authenticator) Handle(frame []byte) Output {
 	if err != nil {
 		return Output{Close: true, Reason: fmt.Sprintf("invalid request during SASL authentication (client on the wrong security protocol, or not a Kafka client?): %v", err)}
 	}
+	return a.HandleRequest(req)
+}
+
+// HandleRequest processes one decoded request during authentication (or
+// re-authentication, reauth.go).
+func (a *Authenticator) HandleRequest(req protocol.Request) Output {
 	key, name := req.Header.APIKey, kmsg.NameForKey(req.Header.APIKey)
 	corr := req.Header.CorrelationID
 	switch a.state {
@@ -200,6 +215,11 @@ func (a *Authenticator) handshake(r *kmsg.SASLHandshakeRequest, corr int32) Outp
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return a.failed(Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("unsupported SASL mechanism %q", r.Mechanism)})
 	}
+	if a.reauth != nil && r.Mechanism != a.reauth.mechanism {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return a.failed(Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf(
+			"SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'", r.Mechanism, a.reauth.mechanism)})
+	}
 	a.mechName, a.mech = r.Mechanism, a.newMech(r.Mechanism)
 	a.raw = r.Version == 0
 	a.state = authToken
@@ -221,6 +241,11 @@ func (a *Authenticator) authenticate(r *kmsg.SASLAuthenticateRequest, corr int32
 	}
 	resp.SASLAuthBytes = out
 	a.complete(done)
+	if done {
+		if fail, bad := a.finishSession(resp, r.Version, corr); bad { // reauth.go
+			return fail
+		}
+	}
 	return Output{Resp: resp, Corr: corr}
 }
 
