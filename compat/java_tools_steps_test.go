@@ -111,6 +111,32 @@ func consoleToolSteps(dirs []string) []toolStep {
 			"--alter", "--add-config", "consumer.session.timeout.ms=50000"}},
 		{name: "configs-group-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "groups", "--entity-name", toolsGroup, "--describe"}},
 
+		// kafka-configs: client quotas of users, clients and both, and
+		// their defaults (removed again: a quota left would throttle the
+		// steps after).
+		{name: "configs-user-quota-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--alter", "--add-config", "producer_byte_rate=1048576,request_percentage=50"}, check: wantExit(0)},
+		{name: "configs-user-client-quota-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--entity-type", "clients", "--entity-name", "app", "--alter", "--add-config", "consumer_byte_rate=2048"}, check: wantExit(0)},
+		{name: "configs-client-default-quota-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "clients", "--entity-default",
+			"--alter", "--add-config", "producer_byte_rate=4096000"}, check: wantExit(0)},
+		{name: "configs-user-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice", "--describe"},
+			check: wantOutput("producer_byte_rate=1048576", "request_percentage=50")},
+		{name: "configs-user-client-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--entity-type", "clients", "--entity-name", "app", "--describe"}, check: wantOutput("consumer_byte_rate=2048")},
+		{name: "configs-clients-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "clients", "--describe"},
+			check: wantOutput("producer_byte_rate=4096000")},
+		{name: "configs-users-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--describe"}},
+		{name: "configs-user-quota-invalid", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--alter", "--add-config", "producer_byte_rate=-5"}},
+		{name: "configs-user-quota-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--alter", "--delete-config", "producer_byte_rate,request_percentage"}, check: wantExit(0)},
+		{name: "configs-user-client-quota-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--entity-type", "clients", "--entity-name", "app", "--alter", "--delete-config", "consumer_byte_rate"}, check: wantExit(0)},
+		{name: "configs-client-default-quota-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "clients", "--entity-default",
+			"--alter", "--delete-config", "producer_byte_rate"}, check: wantExit(0)},
+		{name: "configs-quotas-describe-after-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice", "--describe"}},
+
 		// kafka-transactions: a hanging transaction, found and aborted
 		{name: "transactions-topic", tool: "kafka-topics.sh", args: []string{"--bootstrap-server", B, "--create", "--topic", toolsTxn, "--partitions", "1"}},
 		{name: "transactions-hang", do: hangTransaction(toolsTxn, toolsHang, 3)},

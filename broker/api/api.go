@@ -7,7 +7,6 @@
 package api
 
 import (
-	"github.com/kbroker/kbroker/broker/quota"
 	"log/slog"
 	"net"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/coordhost"
+	"github.com/kbroker/kbroker/broker/quota"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/coordinator/group"
