@@ -54,8 +54,9 @@ func buildKbroker(t testing.TB) string {
 	return kbroker.bin
 }
 
-// removeKbroker deletes the built binary (TestMain).
-func removeKbroker() {
+// RemoveKbroker deletes the binary StartCluster built (each TestMain that
+// starts clusters calls it).
+func RemoveKbroker() {
 	if kbroker.dir != "" {
 		os.RemoveAll(kbroker.dir)
 	}
