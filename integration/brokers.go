@@ -89,6 +89,13 @@ func (b *BrokerProc) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) 
 // defaults. Every process is killed when the test ends.
 func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []*BrokerProc {
 	t.Helper()
+	return StartClusterFunc(t, z, n, func(*BrokerProc) map[string]string { return props })
+}
+
+// StartClusterFunc is StartCluster with properties of each broker's own
+// (props sees the broker's id, ports and dir, and may read b.Props).
+func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerProc) map[string]string) []*BrokerProc {
+	t.Helper()
 	bin := buildKbroker(t)
 	var out []*BrokerProc
 	for i := 1; i <= n; i++ {
@@ -115,7 +122,7 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 			"http.listeners":                       fmt.Sprintf("http://127.0.0.1:%d", hport),
 		}}
 		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")
-		for k, v := range props {
+		for k, v := range props(b) {
 			b.Props[k] = v
 		}
 		b.start(bin)
