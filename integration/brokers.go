@@ -228,6 +228,7 @@ func (b *BrokerProc) dumpStacks() {
 		return
 	default:
 	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused broker cannot dump
 	_ = cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-ch:
@@ -247,6 +248,27 @@ func (b *BrokerProc) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-ch
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets and its
+// ZooKeeper session until the session times out, and answers nothing.
+func (b *BrokerProc) Pause() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		b.t.Fatalf("SIGSTOP broker %d: %v", b.ID, err)
+	}
+}
+
+// Resume continues a paused process with SIGCONT.
+func (b *BrokerProc) Resume() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		b.t.Fatalf("SIGCONT broker %d: %v", b.ID, err)
+	}
 }
 
 // Term sends SIGTERM and waits up to timeout for a clean exit, returning
