@@ -23,6 +23,7 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"hash/fnv"
 	"sync"
@@ -229,6 +230,7 @@ func (f *fetcher) run() {
 	defer f.m.repl.wg.Done()
 	defer close(f.done)
 	var conn *kconn.Conn
+	lastDialErr := "" // the authentication error last logged
 	defer func() {
 		if conn != nil {
 			conn.Close()
@@ -265,10 +267,23 @@ func (f *fetcher) run() {
 			addr, ok := f.addr(f.key.leader)
 			var err error
 			if ok {
-				conn, err = kconn.Dial(f.ctx, addr, f.connOptions())
+				if conn, err = kconn.Dial(f.ctx, addr, f.connOptions()); err == nil {
+					lastDialErr = ""
+				}
 			}
 			if !ok || err != nil {
-				f.m.log.Debug("replica fetcher cannot reach its leader", "leader", f.key.leader, "addr", addr, "err", err)
+				// A refused handshake or login is a configuration error
+				// the operator must see (once per distinct error); a
+				// leader that is down is routine.
+				var cerr *tls.CertificateVerificationError
+				if errors.Is(err, kconn.ErrAuthentication) || errors.As(err, &cerr) {
+					if msg := err.Error(); msg != lastDialErr {
+						f.m.log.Warn("replica fetcher cannot authenticate to its leader", "leader", f.key.leader, "addr", addr, "err", err)
+						lastDialErr = msg
+					}
+				} else {
+					f.m.log.Debug("replica fetcher cannot reach its leader", "leader", f.key.leader, "addr", addr, "err", err)
+				}
 				conn = nil
 				if !f.sleep(f.cfg.FetchBackoff) {
 					return

@@ -2,6 +2,7 @@ package zkcontroller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -138,6 +139,7 @@ func (t *TCPChannel) Close() {
 func (t *TCPChannel) run(q *brokerQueue) {
 	defer close(q.done)
 	var conn *kconn.Conn
+	lastDialErr := "" // the authentication error last logged
 	closeConn := func() {
 		if conn != nil {
 			conn.Close()
@@ -163,7 +165,17 @@ func (t *TCPChannel) run(q *brokerQueue) {
 		if conn == nil {
 			c, err := kconn.Dial(q.ctx, q.addr, t.conn)
 			if err != nil {
-				t.log.Debug("controller cannot reach broker", "broker", q.id, "addr", q.addr, "err", err)
+				// A refused handshake or login is a configuration error
+				// the operator must see (once per distinct error).
+				var cerr *tls.CertificateVerificationError
+				if errors.Is(err, kconn.ErrAuthentication) || errors.As(err, &cerr) {
+					if msg := err.Error(); msg != lastDialErr {
+						t.log.Warn("controller cannot authenticate to broker", "broker", q.id, "addr", q.addr, "err", err)
+						lastDialErr = msg
+					}
+				} else {
+					t.log.Debug("controller cannot reach broker", "broker", q.id, "addr", q.addr, "err", err)
+				}
 				if !t.sleep(q) {
 					return
 				}
