@@ -21,6 +21,10 @@ var errNotReady = errors.New("logs loading or Kafka listeners not open")
 // the network: the metrics count every request through it.
 func (b *Broker) startHTTP() error {
 	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load})
+	consoleHandler, err := b.newConsole() // console.go
+	if err != nil {
+		return err
+	}
 	b.http = httpserver.New(httpserver.Config{
 		Listeners: b.cfg.HTTP.Listeners,
 		Pprof:     b.cfg.HTTP.PprofEnable,
@@ -31,7 +35,8 @@ func (b *Broker) startHTTP() error {
 			}
 			return nil
 		},
-		Logger: b.log,
+		Console: consoleHandler,
+		Logger:  b.log,
 	})
 	return b.http.Start()
 }

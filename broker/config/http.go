@@ -20,6 +20,10 @@ type HTTPConfig struct {
 	// PprofEnable is http.pprof.enable: serve /debug/pprof/. Off by default,
 	// since profiles expose the process's internals.
 	PprofEnable bool
+	// ConsoleEnable is http.console.enable: serve the web console
+	// (broker/console) at /. On by default: the listener is loopback-only
+	// unless an operator widens it.
+	ConsoleEnable bool
 }
 
 // HTTPListener is one http.listeners entry, http://host:port.
@@ -39,11 +43,12 @@ const DefaultHTTPListeners = "http://127.0.0.1:9644"
 
 // httpProps are the properties of HTTPConfig; init adds them to props.
 var httpProps = map[string]prop{
-	"http.listeners": {DefaultHTTPListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port) of the broker's HTTP server: /metrics, /healthz, /readyz, /debug/pprof/; empty disables it.", func(c *Config, v string) (err error) {
+	"http.listeners": {DefaultHTTPListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port) of the broker's HTTP server: /metrics, /healthz, /readyz, /debug/pprof/, the web console; empty disables it.", func(c *Config, v string) (err error) {
 		c.HTTP.Listeners, err = parseHTTPListeners(v)
 		return err
 	}},
-	"http.pprof.enable": {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
+	"http.pprof.enable":   {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
+	"http.console.enable": {"true", kmsg.ConfigTypeBoolean, "Serve the web console at / on the HTTP listeners (it acts as a Kafka client of this broker's first PLAINTEXT listener).", boolProp(func(c *Config, v bool) { c.HTTP.ConsoleEnable = v })},
 }
 
 func init() {
