@@ -159,16 +159,14 @@ type actionData struct {
 func (c *Console) action(name string, a action) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := c.checkCSRF(r); err != nil {
-			w.WriteHeader(http.StatusForbidden)
-			c.render(w, "result", a.Title, actionData{Title: a.Title, Back: "/"}, err)
+			c.renderCode(w, http.StatusForbidden, "result", a.Title, actionData{Title: a.Title, Back: "/"}, err)
 			return
 		}
 		f := r.PostForm
 		d := actionData{Name: name, Title: a.Title, Back: a.back(f)}
 		summary, err := a.describe(f)
 		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			c.render(w, "result", a.Title, d, err)
+			c.renderCode(w, http.StatusBadRequest, "result", a.Title, d, err)
 			return
 		}
 		if f.Get("confirm") != "yes" {

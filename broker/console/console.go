@@ -128,7 +128,10 @@ func (c *Console) admin() (*kadm.Client, string, error) {
 	}
 	if c.mu.cl == nil {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("kbroker-console"),
-			kgo.RequestTimeoutOverhead(c.cfg.Timeout))
+			kgo.RequestTimeoutOverhead(c.cfg.Timeout),
+			// Pages show what is there now: kadm answers Metadata from
+			// the client's cache only for this long (default 5 s).
+			kgo.MetadataMinAge(100*time.Millisecond))
 		if err != nil {
 			return nil, "", fmt.Errorf("console: kafka client for %s: %w", seed, err)
 		}
@@ -173,6 +176,15 @@ type page struct {
 // render writes a page; err (a failed Kafka request) is shown above
 // whatever data there is, with status 502 when there is no data at all.
 func (c *Console) render(w http.ResponseWriter, name, title string, data any, err error) {
+	code := http.StatusOK
+	if err != nil && data == nil {
+		code = http.StatusBadGateway
+	}
+	c.renderCode(w, code, name, title, data, err)
+}
+
+// renderCode is render with the given status.
+func (c *Console) renderCode(w http.ResponseWriter, code int, name, title string, data any, err error) {
 	t, ok := c.pages[name]
 	if !ok {
 		http.Error(w, "no template "+name, http.StatusInternalServerError)
@@ -185,9 +197,7 @@ func (c *Console) render(w http.ResponseWriter, name, title string, data any, er
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if err != nil && data == nil {
-		w.WriteHeader(http.StatusBadGateway)
-	}
+	w.WriteHeader(code)
 	if err := t.ExecuteTemplate(w, "layout", p); err != nil {
 		c.log.Warn("console: rendering page", "page", name, "err", err)
 	}
