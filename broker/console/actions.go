@@ -158,7 +158,7 @@ type actionData struct {
 
 func (c *Console) action(name string, a action) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := c.checkCSRF(r); err != nil {
+		if err := c.checkCSRF(w, r); err != nil {
 			c.renderCode(w, http.StatusForbidden, "result", a.Title, actionData{Title: a.Title, Back: "/"}, err)
 			return
 		}

@@ -128,7 +128,6 @@ func (c *Console) admin() (*kadm.Client, string, error) {
 	}
 	if c.mu.cl == nil {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("kbroker-console"),
-			kgo.RequestTimeoutOverhead(c.cfg.Timeout),
 			// Pages show what is there now: kadm answers Metadata from
 			// the client's cache only for this long (default 5 s).
 			kgo.MetadataMinAge(100*time.Millisecond))
@@ -206,7 +205,8 @@ func (c *Console) renderCode(w http.ResponseWriter, code int, name, title string
 // checkCSRF refuses a POST that does not carry the console's token, or
 // whose Origin (when the browser sends one) is not this host: another site
 // cannot read the token from our pages, so it cannot forge an action.
-func (c *Console) checkCSRF(r *http.Request) error {
+func (c *Console) checkCSRF(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 	if o := r.Header.Get("Origin"); o != "" && o != "null" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {

@@ -27,8 +27,8 @@ func TestLagRows(t *testing.T) {
 	)
 	want := []lagRow{
 		{Topic: "a", Partition: 0, Committed: 3, End: 10, Lag: 7, owner: owner{Member: "m1"}},
-		{Topic: "a", Partition: 1, Committed: 10, End: 7, Lag: 0},  // committed past the end: 0, not negative
-		{Topic: "b", Partition: 0, Committed: 5, End: -1, Lag: -1}, // end unknown
+		{Topic: "a", Partition: 1, Committed: 10, End: 7, Lag: 0},                              // committed past the end: 0, not negative
+		{Topic: "b", Partition: 0, Committed: 5, End: -1, Lag: -1},                             // end unknown
 		{Topic: "d", Partition: 0, Committed: -1, End: 4, Lag: -1, owner: owner{Member: "m2"}}, // assigned, never committed
 	}
 	if len(rows) != len(want) {
