@@ -13,6 +13,9 @@ import (
 
 // errNotReady is /readyz's answer while the broker loads its logs and
 // coordinators, before its Kafka listeners are open, and once Close starts.
+// In a cluster the broker is ready only once the controller lists it as
+// live and it is in the ISR of every partition it follows under a live
+// leader (metacache.Snapshot.CaughtUp).
 var errNotReady = errors.New("logs loading or Kafka listeners not open")
 
 // startHTTP creates the metrics and starts the HTTP listener
@@ -32,6 +35,10 @@ func (b *Broker) startHTTP() error {
 		Ready: func() error {
 			if !b.ready.Load() {
 				return errNotReady
+			}
+			// b.cluster was set before ready (an atomic store) became true.
+			if b.cluster != nil {
+				return b.cluster.cache.Snapshot().CaughtUp(b.cfg.NodeID)
 			}
 			return nil
 		},

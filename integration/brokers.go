@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,7 +66,9 @@ func removeKbroker() {
 type BrokerProc struct {
 	ID   int32
 	Port int
-	Dir  string
+	// HTTPPort serves /metrics, /healthz and /readyz.
+	HTTPPort int
+	Dir      string
 	// Props are the --override properties it starts with.
 	Props map[string]string
 
@@ -91,7 +95,11 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := &BrokerProc{ID: int32(i), Port: port, Dir: t.TempDir(), t: t, Props: map[string]string{
+		hport, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &BrokerProc{ID: int32(i), Port: port, HTTPPort: hport, Dir: t.TempDir(), t: t, Props: map[string]string{
 			"broker.id":                            strconv.Itoa(i),
 			"listeners":                            fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
 			"zookeeper.connect":                    z.Addr + "/kbroker",
@@ -103,9 +111,7 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 			"transaction.state.log.num.partitions": "3",
 			"group.initial.rebalance.delay.ms":     "0",
 			"auto.leader.rebalance.enable":         "false",
-			// No HTTP listener: its default port would collide between
-			// the brokers.
-			"http.listeners": "",
+			"http.listeners":                       fmt.Sprintf("http://127.0.0.1:%d", hport),
 		}}
 		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")
 		for k, v := range props {
@@ -137,6 +143,17 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 		}
 	})
 	return out
+}
+
+// Readyz returns the status code and body of the broker's /readyz.
+func (b *BrokerProc) Readyz() (int, string, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", b.HTTPPort))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(body)), err
 }
 
 func (b *BrokerProc) logPath() string { return filepath.Join(b.Dir, "kbroker.log") }

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -213,6 +215,24 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 	t.Logf("SIGKILLed broker %d (leader of hist/0)", victim.ID)
 	p.waitAcked(t, 300, "records acknowledged after the kill")
 	victim.Restart()
+	// /readyz turns 200 only once the restarted broker is back in the ISR
+	// of every partition it follows (what a rolling restart waits for).
+	waitFor(t, 90*time.Second, "the restarted broker's /readyz", func() (bool, error) {
+		code, body, err := victim.Readyz()
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusOK, fmt.Errorf("%d %s", code, body)
+	})
+	ps, err := partitionsOf(victim.Addr(), "hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if !slices.Contains(p.ISR, victim.ID) {
+			t.Fatalf("broker %d said ready while outside the ISR of hist/%d: %+v", victim.ID, p.Partition, p)
+		}
+	}
 	waitClusterFormed(t, bs, 3)
 	waitFullISR(t, bs, "hist", 3)
 	p.waitAcked(t, 100, "records acknowledged after the restart")
