@@ -241,6 +241,8 @@ func parsePages() (map[string]*template.Template, error) {
 
 var funcs = template.FuncMap{
 	"bytes": humanBytes,
+	// path escapes a name for one path segment (a group may be "a/b?").
+	"path": url.PathEscape,
 	"ms": func(ms int64) string {
 		if ms <= 0 {
 			return "-"

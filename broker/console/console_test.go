@@ -166,6 +166,17 @@ func TestPages(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if err := kadm.NewClient(cl).CommitAllOffsets(ctx, "odd/group?#", os); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, srv.URL+"/groups")
+	if !strings.Contains(body, `href="/groups/odd%2Fgroup%3F%23"`) {
+		t.Errorf("/groups: the odd group's link is not one escaped path segment:\n%s", body)
+	}
+	if code, body := get(t, srv.URL+"/groups/odd%2Fgroup%3F%23"); code != 200 || !strings.Contains(body, "<h1>odd/group?#</h1>") {
+		t.Errorf("/groups/odd%%2Fgroup%%3F%%23: %d\n%s", code, body)
+	}
+
 	code, body := get(t, srv.URL+"/topics")
 	if code != 200 || !strings.Contains(body, `href="/topics/orders">orders</a>`) {
 		t.Fatalf("/topics: %d\n%s", code, body)
@@ -296,5 +307,59 @@ func TestResetOffsets(t *testing.T) {
 	}
 	if o, _ := got.Lookup("t", 0); o.At != 1 {
 		t.Errorf("committed offset after reset = %d, want 1", o.At)
+	}
+}
+
+// TestTopicActionsAndTimestampBrowse: add partitions and delete records
+// act once confirmed; the browser finds records by timestamp.
+func TestTopicActionsAndTimestampBrowse(t *testing.T) {
+	srv, cl, c := newTestConsole(t, kfake.SeedTopics(1, "t"))
+	ctx := context.Background()
+	base := time.UnixMilli(1_700_000_000_000)
+	for i := range 4 {
+		r := &kgo.Record{Topic: "t", Partition: 0, Value: []byte{byte('a' + i)}, Timestamp: base.Add(time.Duration(i) * time.Second)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, body := get(t, srv.URL+"/messages?topic=t&partition=0&timestamp="+url.QueryEscape("2023-11-14T22:13:22Z")) // base + 2 s
+	if code != 200 || !strings.Contains(body, "showing 2 records from offset 2") || !strings.Contains(body, ">c</pre>") {
+		t.Errorf("browse by timestamp: %d\n%s", code, body)
+	}
+	if code, body = get(t, srv.URL+"/messages?topic=t&partition=x"); code != 200 || !strings.Contains(body, "not a partition number") {
+		t.Errorf("bad partition: %d\n%s", code, body)
+	}
+
+	form := url.Values{"csrf": {c.csrf}, "topic": {"t"}, "partition": {"0"}, "offset": {"3"}, "confirm": {"yes"}}
+	if code, body = post(t, srv.URL+"/actions/delete-records", form, nil); code != 200 || !strings.Contains(body, "log start offset of t-0 is now 3") {
+		t.Errorf("delete records: %d\n%s", code, body)
+	}
+	form = url.Values{"csrf": {c.csrf}, "topic": {"t"}, "count": {"3"}, "confirm": {"yes"}}
+	if code, body = post(t, srv.URL+"/actions/add-partitions", form, nil); code != 200 || !strings.Contains(body, "now has 3 partitions") {
+		t.Errorf("add partitions: %d\n%s", code, body)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for _, body = get(t, srv.URL+"/topics/t"); !strings.Contains(body, "3 partitions ·") || !strings.Contains(body, "<td>3</td><td>4</td>"); _, body = get(t, srv.URL+"/topics/t") {
+		if time.Now().After(deadline) {
+			t.Fatalf("/topics/t: want 3 partitions and partition 0 from 3 to 4:\n%s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestTimestampMillis(t *testing.T) {
+	for in, want := range map[string]int64{
+		"1700000000000":             1_700_000_000_000,
+		"2023-11-14T22:13:20Z":      1_700_000_000_000,
+		"2023-11-14T22:13:20.5Z":    1_700_000_000_500,
+		"2023-11-14T22:13":          1_699_999_980_000,
+		"2023-11-14T23:13:20+01:00": 1_700_000_000_000,
+	} {
+		if got, err := timestampMillis(in); err != nil || got != want {
+			t.Errorf("timestampMillis(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if _, err := timestampMillis("yesterday"); err == nil {
+		t.Error("timestampMillis(yesterday): no error")
 	}
 }
