@@ -187,7 +187,11 @@ func (c *Console) action(name string, a action) http.HandlerFunc {
 		d.Summary, err = a.do(ctx, adm, f)
 		d.Done = err == nil
 		c.log.Info("console action", "action", name, "form", formLog(f, a.fields), "remote", r.RemoteAddr, "err", err)
-		c.render(w, "result", a.Title, d, err)
+		code := http.StatusOK
+		if err != nil {
+			code = http.StatusBadGateway // the broker refused or did not answer
+		}
+		c.renderCode(w, code, "result", a.Title, d, err)
 	}
 }
 

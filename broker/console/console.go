@@ -63,6 +63,10 @@ type Console struct {
 	csrf  string
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	// closed is cancelled by Close: pages in flight (a browse's consumer
+	// among them) stop their Kafka requests.
+	closed     context.Context
+	closeAbort context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -85,6 +89,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("console: CSRF token: %w", err)
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, csrf: hex.EncodeToString(tok[:])}
+	c.closed, c.closeAbort = context.WithCancel(context.Background())
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -99,6 +104,7 @@ func (c *Console) Handler() http.Handler { return c.mux }
 
 // Close closes the Kafka client. Pages served after Close show an error.
 func (c *Console) Close() {
+	c.closeAbort()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.closed = true
@@ -139,9 +145,12 @@ func (c *Console) admin() (*kadm.Client, string, error) {
 	return kadm.NewClient(c.mu.cl), seed, nil
 }
 
-// ctx bounds the Kafka requests of one page.
+// ctx bounds the Kafka requests of one page: the request's context, the
+// timeout, and Close.
 func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), c.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.Timeout)
+	stop := context.AfterFunc(c.closed, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 func (c *Console) routes() *http.ServeMux {

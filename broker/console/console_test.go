@@ -308,6 +308,28 @@ func TestResetOffsets(t *testing.T) {
 	if o, _ := got.Lookup("t", 0); o.At != 1 {
 		t.Errorf("committed offset after reset = %d, want 1", o.At)
 	}
+
+	// With a member in the group the reset is refused, as Kafka's tool does.
+	member, err := kgo.NewClient(kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	pollCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for member.PollFetches(pollCtx).NumRecords() == 0 { // joined once it fetched
+		if pollCtx.Err() != nil {
+			t.Fatal("the member consumed nothing")
+		}
+	}
+	form.Set("value", "0")
+	code, body = post(t, srv.URL+"/actions/reset-offsets", form, nil)
+	if code != http.StatusBadGateway || !strings.Contains(body, "stop its consumers first") {
+		t.Fatalf("reset with a member: %d\n%s", code, body)
+	}
+	if got, _ = adm.FetchOffsets(ctx, "g"); func() int64 { o, _ := got.Lookup("t", 0); return o.At }() == 0 {
+		t.Error("the refused reset committed offset 0")
+	}
 }
 
 // TestTopicActionsAndTimestampBrowse: add partitions and delete records
