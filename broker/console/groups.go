@@ -87,19 +87,37 @@ type groupView struct {
 	Err                                 string
 }
 
-// loadGroups describes the named groups (all when none are named) with
-// their members, assignments and lag per partition.
-func loadGroups(ctx context.Context, adm *kadm.Client, names ...string) ([]groupView, error) {
-	if len(names) == 0 {
-		listed, err := adm.ListGroups(ctx)
-		if err != nil {
-			return nil, err
-		}
-		names = listed.Groups()
-		if len(names) == 0 {
-			return nil, nil
+// groupsData is the groups page.
+type groupsData struct {
+	Groups []groupView
+	Share  []string // share groups (KIP-932): DescribeGroups does not describe them
+}
+
+// listGroups lists every group: the consumer and classic ones described
+// with their lag, share groups by name only.
+func listGroups(ctx context.Context, adm *kadm.Client) (groupsData, error) {
+	var d groupsData
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		return d, err
+	}
+	var names []string
+	for _, g := range listed.Sorted() {
+		if g.GroupType == "share" {
+			d.Share = append(d.Share, g.Group)
+		} else {
+			names = append(names, g.Group)
 		}
 	}
+	if len(names) > 0 {
+		d.Groups, err = loadGroups(ctx, adm, names...)
+	}
+	return d, err
+}
+
+// loadGroups describes the named groups with their members, assignments
+// and lag per partition.
+func loadGroups(ctx context.Context, adm *kadm.Client, names ...string) ([]groupView, error) {
 	described, err := adm.DescribeGroups(ctx, names...)
 	if err != nil && len(described) == 0 {
 		return nil, err
@@ -184,8 +202,8 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
-	gs, err := loadGroups(ctx, adm)
-	c.render(w, "groups", "Consumer groups", gs, err)
+	d, err := listGroups(ctx, adm)
+	c.render(w, "groups", "Consumer groups", d, err)
 }
 
 func (c *Console) group(w http.ResponseWriter, r *http.Request) {
