@@ -63,10 +63,10 @@ type Console struct {
 	csrf  string
 	pages map[string]*template.Template
 	mux   *http.ServeMux
-	// closed is cancelled by Close: pages in flight (a browse's consumer
+	// stopped is cancelled (stop) by Close: pages in flight (a browse's consumer
 	// among them) stop their Kafka requests.
-	closed     context.Context
-	closeAbort context.CancelFunc
+	stopped context.Context
+	stop    context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -89,7 +89,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("console: CSRF token: %w", err)
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, csrf: hex.EncodeToString(tok[:])}
-	c.closed, c.closeAbort = context.WithCancel(context.Background())
+	c.stopped, c.stop = context.WithCancel(context.Background())
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (c *Console) Handler() http.Handler { return c.mux }
 
 // Close closes the Kafka client. Pages served after Close show an error.
 func (c *Console) Close() {
-	c.closeAbort()
+	c.stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.closed = true
@@ -149,7 +149,7 @@ func (c *Console) admin() (*kadm.Client, string, error) {
 // timeout, and Close.
 func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.Timeout)
-	stop := context.AfterFunc(c.closed, cancel)
+	stop := context.AfterFunc(c.stopped, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
