@@ -8,10 +8,14 @@ import (
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/console"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// errNoConsoleListener: the console is a Kafka client without credentials.
-var errNoConsoleListener = errors.New("the web console needs a PLAINTEXT listener on this broker (SASL and SSL listeners are not supported by the console yet)")
+// errNoConsoleListener: the console is a Kafka client without TLS, and
+// with SASL only when it has credentials.
+var errNoConsoleListener = errors.New("the web console needs a PLAINTEXT listener on this broker, or a SASL_PLAINTEXT one and http.console.sasl.* credentials (it does not speak TLS yet)")
 
 // newConsole creates the web console (http.console.enable) for the HTTP
 // server to serve at /; nil when disabled.
@@ -31,17 +35,31 @@ func (b *Broker) newConsole() (http.Handler, error) {
 	return c.Handler(), nil
 }
 
-// consoleBootstrap is the address of this broker's first PLAINTEXT Kafka
-// listener as the console dials it (a wildcard bind becomes loopback). It
+// consoleBootstrap is the listener the console dials (a wildcard bind
+// becomes loopback): with http.console.sasl.* the first SASL_PLAINTEXT
+// listener, with those credentials, else the first PLAINTEXT one. It
 // fails until Start opened the listeners and once Close began: ready is
 // set after b.net exists, so reading b.net here is ordered after its write.
-func (b *Broker) consoleBootstrap() (string, error) {
+func (b *Broker) consoleBootstrap() (console.Endpoint, error) {
 	if !b.ready.Load() {
-		return "", errNotReady
+		return console.Endpoint{}, errNotReady
+	}
+	var mech sasl.Mechanism
+	switch cs := b.cfg.HTTP.ConsoleSASL; cs.Mechanism {
+	case "":
+	case config.MechPlain:
+		mech = plain.Auth{User: cs.Username, Pass: cs.Password}.AsMechanism()
+	case config.MechScramSHA256:
+		mech = scram.Auth{User: cs.Username, Pass: cs.Password}.AsSha256Mechanism()
+	case config.MechScramSHA512:
+		mech = scram.Auth{User: cs.Username, Pass: cs.Password}.AsSha512Mechanism()
 	}
 	addrs := b.Addrs()
 	for i, l := range b.cfg.Listeners {
-		if l.IsSASL() || l.SecurityProtocol == config.ProtoSSL || i >= len(addrs) {
+		if l.SecurityProtocol == config.ProtoSSL || l.SecurityProtocol == config.ProtoSASLSSL || i >= len(addrs) {
+			continue
+		}
+		if l.IsSASL() != (mech != nil) {
 			continue
 		}
 		tcp, ok := addrs[i].(*net.TCPAddr)
@@ -52,9 +70,9 @@ func (b *Broker) consoleBootstrap() (string, error) {
 		if ip.IsUnspecified() { // 0.0.0.0 or [::], which also accepts IPv4
 			ip = net.IPv4(127, 0, 0, 1)
 		}
-		return net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port)), nil
+		return console.Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port)), SASL: mech}, nil
 	}
-	return "", errNoConsoleListener
+	return console.Endpoint{}, errNoConsoleListener
 }
 
 // closeConsole closes the console's Kafka client before the listeners

@@ -201,13 +201,13 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
 // stopping at end (the high watermark), with a consumer of its own that
 // joins no group and commits nothing (read_uncommitted: records of open
 // transactions show too).
-func readRecords(ctx context.Context, seed string, topic string, partition int32, from, end int64, limit int) ([]recordView, error) {
+func readRecords(ctx context.Context, seed Endpoint, topic string, partition int32, from, end int64, limit int) ([]recordView, error) {
 	if from >= end {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("kbroker-console-browser"),
+	cl, err := kgo.NewClient(append(seed.opts(), kgo.ClientID("kbroker-console-browser"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
-		kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.FetchMaxWait(500*time.Millisecond))...)
 	if err != nil {
 		return nil, fmt.Errorf("console: consumer: %w", err)
 	}

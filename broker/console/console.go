@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 //go:embed web
@@ -42,16 +43,31 @@ var webFS embed.FS
 
 // Config is what the console needs from the broker.
 type Config struct {
-	// Bootstrap returns the host:port of one of this broker's Kafka
-	// listeners that needs no authentication (PLAINTEXT), or why there is
-	// none yet (listeners not open) or at all.
-	Bootstrap func() (string, error)
+	// Bootstrap returns the listener of this broker the console connects
+	// to, or why there is none yet (listeners not open) or at all.
+	Bootstrap func() (Endpoint, error)
 	// Metrics is the broker's registry, read for the throughput panel;
 	// nil: no panel.
 	Metrics prometheus.Gatherer
 	// Timeout bounds the Kafka requests of one page (default 10 s).
 	Timeout time.Duration
 	Logger  *slog.Logger
+}
+
+// Endpoint is a Kafka listener of the broker as the console dials it.
+type Endpoint struct {
+	Addr string // host:port
+	// SASL logs the console in (a SASL_PLAINTEXT listener); nil: none
+	// (PLAINTEXT).
+	SASL sasl.Mechanism
+}
+
+func (e Endpoint) opts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(e.Addr)}
+	if e.SASL != nil {
+		opts = append(opts, kgo.SASL(e.SASL))
+	}
+	return opts
 }
 
 // Console serves the pages. Its Kafka client is created at the first page
@@ -70,7 +86,7 @@ type Console struct {
 
 	mu struct {
 		sync.Mutex
-		seed   string
+		seed   Endpoint
 		cl     *kgo.Client
 		closed bool
 	}
@@ -117,28 +133,28 @@ func (c *Console) Close() {
 var errClosed = errors.New("console closed: the broker is shutting down")
 
 // admin returns the shared Kafka client, creating it on first use, or
-// again if the listener's address changed (a restart of the listeners).
-func (c *Console) admin() (*kadm.Client, string, error) {
+// again if the listener changed (a restart of the listeners).
+func (c *Console) admin() (*kadm.Client, Endpoint, error) {
 	seed, err := c.cfg.Bootstrap()
 	if err != nil {
-		return nil, "", err
+		return nil, seed, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
-		return nil, "", errClosed
+		return nil, seed, errClosed
 	}
 	if c.mu.cl != nil && c.mu.seed != seed {
 		c.mu.cl.Close()
 		c.mu.cl = nil
 	}
 	if c.mu.cl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("kbroker-console"),
+		cl, err := kgo.NewClient(append(seed.opts(), kgo.ClientID("kbroker-console"),
 			// Pages show what is there now: kadm answers Metadata from
 			// the client's cache only for this long (default 5 s).
-			kgo.MetadataMinAge(100*time.Millisecond))
+			kgo.MetadataMinAge(100*time.Millisecond))...)
 		if err != nil {
-			return nil, "", fmt.Errorf("console: kafka client for %s: %w", seed, err)
+			return nil, seed, fmt.Errorf("console: kafka client for %s: %w", seed.Addr, err)
 		}
 		c.mu.cl, c.mu.seed = cl, seed
 	}

@@ -104,7 +104,7 @@ func newTestConsole(t *testing.T, opts ...kfake.Opt) (*httptest.Server, *kgo.Cli
 	}
 	t.Cleanup(cluster.Close)
 	seed := cluster.ListenAddrs()[0]
-	c, err := New(Config{Bootstrap: func() (string, error) { return seed, nil }, Metrics: prometheus.NewRegistry(), Timeout: 5 * time.Second})
+	c, err := New(Config{Bootstrap: func() (Endpoint, error) { return Endpoint{Addr: seed}, nil }, Metrics: prometheus.NewRegistry(), Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
