@@ -54,8 +54,9 @@ func buildKbroker(t testing.TB) string {
 	return kbroker.bin
 }
 
-// removeKbroker deletes the built binary (TestMain).
-func removeKbroker() {
+// RemoveKbroker deletes the binary StartCluster built (each TestMain that
+// starts clusters calls it).
+func RemoveKbroker() {
 	if kbroker.dir != "" {
 		os.RemoveAll(kbroker.dir)
 	}
@@ -88,6 +89,13 @@ func (b *BrokerProc) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) 
 // defaults. Every process is killed when the test ends.
 func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []*BrokerProc {
 	t.Helper()
+	return StartClusterFunc(t, z, n, func(*BrokerProc) map[string]string { return props })
+}
+
+// StartClusterFunc is StartCluster with properties of each broker's own
+// (props sees the broker's id, ports and dir, and may read b.Props).
+func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerProc) map[string]string) []*BrokerProc {
+	t.Helper()
 	bin := buildKbroker(t)
 	var out []*BrokerProc
 	for i := 1; i <= n; i++ {
@@ -114,7 +122,7 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 			"http.listeners":                       fmt.Sprintf("http://127.0.0.1:%d", hport),
 		}}
 		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")
-		for k, v := range props {
+		for k, v := range props(b) {
 			b.Props[k] = v
 		}
 		b.start(bin)
@@ -220,6 +228,7 @@ func (b *BrokerProc) dumpStacks() {
 		return
 	default:
 	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused broker cannot dump
 	_ = cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-ch:
@@ -239,6 +248,27 @@ func (b *BrokerProc) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-ch
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets and its
+// ZooKeeper session until the session times out, and answers nothing.
+func (b *BrokerProc) Pause() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		b.t.Fatalf("SIGSTOP broker %d: %v", b.ID, err)
+	}
+}
+
+// Resume continues a paused process with SIGCONT.
+func (b *BrokerProc) Resume() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		b.t.Fatalf("SIGCONT broker %d: %v", b.ID, err)
+	}
 }
 
 // Term sends SIGTERM and waits up to timeout for a clean exit, returning

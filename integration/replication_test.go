@@ -209,6 +209,7 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 	ch := history.New()
 	p := startProducer(t, bs, "hist", ch)
 	p.waitAcked(t, 300, "records acknowledged before the kill")
+	onlyLeaderAnswers(t, bs, "hist", leaders[0])
 
 	victim := byID(bs, leaders[0])
 	victim.Kill()
@@ -274,6 +275,54 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 		return code == kerr.NotEnoughReplicas.Code, fmt.Errorf("error code %d", code)
 	})
 	checkHistory(t, []*BrokerProc{survivor}, "hist", ch, "with two of three brokers down")
+}
+
+// onlyLeaderAnswers checks that ListOffsets and DescribeProducers for
+// topic's partition 0 are answered by its leader only: a follower (or a
+// restarted replica with no role yet) says NOT_LEADER_OR_FOLLOWER, except
+// to ListOffsets from the debugging replica id -2, as in Kafka.
+func onlyLeaderAnswers(t *testing.T, bs []*BrokerProc, topic string, leader int32) {
+	t.Helper()
+	lo := func(replicaID int32) *kmsg.ListOffsetsRequest {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version, req.ReplicaID = 7, replicaID
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dpt := kmsg.NewDescribeProducersRequestTopic()
+	dpt.Topic, dpt.Partitions = topic, []int32{0}
+	dp.Topics = append(dp.Topics, dpt)
+	for _, b := range bs {
+		want := int16(0)
+		if b.ID != leader {
+			want = kerr.NotLeaderForPartition.Code
+		}
+		r, err := send(b.Addr(), lo(-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; got.ErrorCode != want {
+			t.Errorf("ListOffsets of %s/0 on broker %d (leader %d): error %d, want %d", topic, b.ID, leader, got.ErrorCode, want)
+		}
+		if r, err = send(b.Addr(), lo(-2)); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset < 0 {
+			t.Errorf("debugging ListOffsets of %s/0 on broker %d: %+v", topic, b.ID, got)
+		}
+		if r, err = send(b.Addr(), dp); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]; got.ErrorCode != want {
+			t.Errorf("DescribeProducers of %s/0 on broker %d (leader %d): error %d, want %d", topic, b.ID, leader, got.ErrorCode, want)
+		}
+	}
 }
 
 // TestConsumerGroupOnCluster: a franz-go consumer group on the three-broker

@@ -61,7 +61,10 @@ type Config struct {
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
 	InterBrokerListenerName string
-	SASL                    SASLConfig
+	// InterBroker is how this broker dials other brokers (interbroker.go),
+	// resolved in cluster mode.
+	InterBroker InterBrokerClient
+	SASL        SASLConfig
 
 	// Cluster is the cluster-mode config (cluster.go); inert without
 	// zookeeper.connect.
