@@ -164,8 +164,12 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
 	ends, err2 := adm.ListEndOffsets(ctx, q.Topic)
 	so, ok1 := starts.Lookup(q.Topic, q.Partition)
 	eo, ok2 := ends.Lookup(q.Topic, q.Partition)
-	if err := errors.Join(err1, err2); err != nil || !ok1 || !ok2 || so.Err != nil || eo.Err != nil {
-		c.render(w, "messages", "Messages", d, errors.Join(err, so.Err, eo.Err, fmt.Errorf("no partition %s", tpString(q.Topic, q.Partition))))
+	lerr := errors.Join(err1, err2)
+	if lerr == nil && (!ok1 || !ok2) {
+		lerr = fmt.Errorf("topic %q has no partition %d", q.Topic, q.Partition)
+	}
+	if lerr = errors.Join(lerr, so.Err, eo.Err); lerr != nil {
+		c.render(w, "messages", "Messages", d, lerr)
 		return
 	}
 	d.Start, d.End = so.Offset, eo.Offset

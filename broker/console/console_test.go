@@ -385,3 +385,10 @@ func TestTimestampMillis(t *testing.T) {
 		t.Error("timestampMillis(yesterday): no error")
 	}
 }
+
+func TestBrowseUnknownPartition(t *testing.T) {
+	srv, _, _ := newTestConsole(t, kfake.SeedTopics(1, "t"))
+	if code, body := get(t, srv.URL+"/messages?topic=t&partition=7"); code != 200 || !strings.Contains(body, "topic &#34;t&#34; has no partition 7") {
+		t.Errorf("partition 7 of a one-partition topic: %d\n%s", code, body)
+	}
+}
