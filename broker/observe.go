@@ -24,10 +24,7 @@ var errNotReady = errors.New("logs loading or Kafka listeners not open")
 // the network: the metrics count every request through it.
 func (b *Broker) startHTTP() error {
 	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load})
-	consoleHandler, err := b.newConsole() // console.go
-	if err != nil {
-		return err
-	}
+	consoleHandler, consoleErr := b.newConsole() // console.go
 	b.http = httpserver.New(httpserver.Config{
 		Listeners: b.cfg.HTTP.Listeners,
 		Pprof:     b.cfg.HTTP.PprofEnable,
@@ -45,6 +42,9 @@ func (b *Broker) startHTTP() error {
 		Console: consoleHandler,
 		Logger:  b.log,
 	})
+	if consoleErr != nil { // after b.http exists: New's cleanup closes it
+		return consoleErr
+	}
 	return b.http.Start()
 }
 
