@@ -24,6 +24,7 @@ var errNotReady = errors.New("logs loading or Kafka listeners not open")
 // the network: the metrics count every request through it.
 func (b *Broker) startHTTP() error {
 	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load})
+	consoleHandler, consoleErr := b.newConsole() // console.go
 	b.http = httpserver.New(httpserver.Config{
 		Listeners: b.cfg.HTTP.Listeners,
 		Pprof:     b.cfg.HTTP.PprofEnable,
@@ -38,8 +39,12 @@ func (b *Broker) startHTTP() error {
 			}
 			return nil
 		},
-		Logger: b.log,
+		Console: consoleHandler,
+		Logger:  b.log,
 	})
+	if consoleErr != nil { // after b.http exists: New's cleanup closes it
+		return consoleErr
+	}
 	return b.http.Start()
 }
 

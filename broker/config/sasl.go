@@ -120,7 +120,7 @@ func parseSASLMechanisms(v string) ([]string, error) {
 // isSecurityKey reports whether k is a security property outside the props
 // table: a secret or a listener.name.<l>. property.
 func isSecurityKey(k string) bool {
-	if k == keyJAAS || k == KeyScramBootstrap || k == keyInterBrokerMechanism || isSSLKey(k) {
+	if k == keyJAAS || k == KeyScramBootstrap || k == keyInterBrokerMechanism || k == KeyConsoleSASLPassword || isSSLKey(k) {
 		return true
 	}
 	_, rest, ok := listenerKey(k)
