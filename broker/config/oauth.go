@@ -168,3 +168,19 @@ func (c *Config) resolveOAuth(p map[string]string) error {
 	}
 	return nil
 }
+
+// parseClientSASLMechanisms is parseSASLMechanisms for the broker's own
+// clients (inter-broker, the web console), which log in with a username
+// and password: OAUTHBEARER is for clients with a token.
+func parseClientSASLMechanisms(v string) ([]string, error) {
+	ms, err := parseSASLMechanisms(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		if m == MechOAuthBearer {
+			return nil, fmt.Errorf("the broker's own clients cannot log in with %s (supported: %s)", m, defaultSASLMechanisms)
+		}
+	}
+	return ms, nil
+}
