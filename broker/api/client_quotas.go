@@ -14,6 +14,7 @@ package api
 
 import (
 	"errors"
+	"slices"
 	"sort"
 
 	"github.com/kbroker/kbroker/broker/network"
@@ -84,7 +85,9 @@ func (b *API) handleDescribeClientQuotas(_ *network.RequestContext, req *kmsg.De
 		for k := range d.Values {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		sort.Slice(keys, func(i, j int) bool {
+			return slices.Index(quota.DescribeOrder, keys[i]) < slices.Index(quota.DescribeOrder, keys[j])
+		})
 		for _, k := range keys {
 			v := kmsg.NewDescribeClientQuotasResponseEntryValue()
 			v.Key, v.Value = k, d.Values[k]

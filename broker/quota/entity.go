@@ -31,6 +31,12 @@ const (
 // Keys are the quota keys of user and client-id entities, in Kafka's order.
 var Keys = []string{ProducerByteRate, ConsumerByteRate, RequestPercentage, ControllerMutationRate}
 
+// DescribeOrder is the order Kafka's broker lists an entity's quotas in
+// (the iteration order of a java.util.HashMap of these keys): the Java
+// admin client keeps it for keys that share a bucket of its own map, so
+// kafka-configs --describe prints what it prints against Kafka.
+var DescribeOrder = []string{RequestPercentage, ProducerByteRate, ConsumerByteRate, ControllerMutationRate}
+
 // integral are the keys of type LONG: their values must be whole numbers.
 var integral = map[string]bool{ProducerByteRate: true, ConsumerByteRate: true}
 
