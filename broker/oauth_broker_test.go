@@ -60,10 +60,10 @@ func TestOAuthBearer(t *testing.T) {
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ` +
 			`unsecuredValidatorRequiredScope="kafka";`,
 		"listener.name.jwks.oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
-		"sasl.oauthbearer.jwks.endpoint.url":        jwksSrv.URL,
-		"sasl.oauthbearer.expected.audience":        "kafka",
-		"sasl.oauthbearer.expected.issuer":          "https://idp.test",
-		"connection.failed.authentication.delay.ms": "300",
+		"sasl.oauthbearer.jwks.endpoint.url":                                jwksSrv.URL,
+		"sasl.oauthbearer.expected.audience":                                "kafka",
+		"sasl.oauthbearer.expected.issuer":                                  "https://idp.test",
+		"connection.failed.authentication.delay.ms":                         "300",
 	}
 	b := startTestBroker(t, t.TempDir(), o)
 	unsecuredAddr, jwksAddr := b.Addrs()[1].String(), b.Addrs()[2].String()

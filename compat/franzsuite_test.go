@@ -57,8 +57,7 @@ var expectedFranzSkips = []struct {
 	// untilAPI: the entry is inactive once the broker advertises every one
 	// of these API keys at the given minimum versions.
 	untilAPI map[int16]int16
-}{
-}
+}{}
 
 const (
 	// franzBuildTimeout bounds downloading and compiling the suite.
