@@ -83,7 +83,7 @@ func userOf(principal string) string {
 // Handle implements network.Handler.
 func (h *handler) Handle(rc *network.RequestContext, req protocol.Request) kmsg.Response {
 	key := req.Header.APIKey
-	if exempt[key] || req.Body == nil {
+	if exempt[key] || req.Body == nil || !h.m.Active() {
 		return h.next.Handle(rc, req)
 	}
 	user, client := userOf(rc.Principal), req.Header.ClientID

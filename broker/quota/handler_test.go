@@ -155,3 +155,18 @@ func TestHandlerControllerMutations(t *testing.T) {
 		t.Fatal("deleting 8 partitions at 0.1/s was not throttled")
 	}
 }
+
+func TestHandlerWithoutQuotas(t *testing.T) {
+	e := newHandlerEnv()
+	f := kmsg.NewPtrFetchRequest()
+	f.ReplicaID, f.MaxBytes = -1, 50<<20
+	e.api.records = 1 << 20
+	if rc, _ := e.do(f, 11, 100); rc.ThrottleMs != 0 || f.MaxBytes != 50<<20 || e.m.Active() {
+		t.Fatal("a broker without quotas touched a fetch")
+	}
+	e.m.Alter(Entity{User: Named("x")}, ProducerByteRate, 1, false)
+	e.m.Alter(Entity{User: Named("x")}, ProducerByteRate, 0, true)
+	if e.m.Active() {
+		t.Fatal("active after the last quota was removed")
+	}
+}

@@ -3,6 +3,7 @@ package quota
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // Kind is a quota type, each measured apart as Kafka's quota managers do.
@@ -51,6 +52,9 @@ type sensor struct {
 // apply to. It is safe for concurrent use; it reads no clock.
 type Manager struct {
 	cfg Config
+	// any is set while some entity has a quota: without one, the handler
+	// passes requests through without taking mu.
+	any atomic.Bool
 	mu  struct {
 		sync.Mutex
 		quotas map[Entity]map[string]float64
@@ -116,6 +120,7 @@ func (m *Manager) Alter(e Entity, key string, value float64, remove bool) {
 }
 
 func (m *Manager) countLocked() {
+	m.any.Store(len(m.mu.quotas) > 0)
 	m.mu.enabled = [numKinds]int{}
 	for _, vals := range m.mu.quotas {
 		for k := Kind(0); k < numKinds; k++ {
@@ -140,6 +145,9 @@ func (m *Manager) Quotas() map[Entity]map[string]float64 {
 	}
 	return out
 }
+
+// Active reports whether any entity has any quota (without taking a lock).
+func (m *Manager) Active() bool { return m.any.Load() }
 
 // Enabled reports whether any entity has a quota of kind k.
 func (m *Manager) Enabled(k Kind) bool {
