@@ -5,6 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/kbroker/kbroker/broker/network/tlstest"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
@@ -107,5 +110,43 @@ func TestOAuthBearer(t *testing.T) {
 	// An unsecured token is no good on the JWKS listener.
 	if err := oauthPing(t, jwksAddr, unsecuredJWS(fmt.Sprintf(`{"sub":"admin","exp":%d,"scope":"kafka"}`, exp))); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("unsecured token on the JWKS listener: %v", err)
+	}
+}
+
+// TestOAuthBearerOverTLS: OAUTHBEARER on a SASL_SSL listener, the token
+// sent inside TLS.
+func TestOAuthBearerOverTLS(t *testing.T) {
+	ca, err := tlstest.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Server("broker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := tlstest.WriteFile(t.TempDir(), "broker.pem", leaf.KeystorePEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBroker(t, t.TempDir(), map[string]string{
+		"listeners":               "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+		"sasl.enabled.mechanisms": "OAUTHBEARER",
+		"ssl.keystore.type":       "PEM",
+		"ssl.keystore.location":   ks,
+		"ssl.truststore.type":     "PEM",
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.PEM)
+	tok := unsecuredJWS(fmt.Sprintf(`{"sub":"admin","exp":%d}`, time.Now().Add(time.Hour).Unix()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()[1].String()), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "localhost"}),
+		kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatalf("OAUTHBEARER over TLS: %v", err)
 	}
 }
