@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/IBM/sarama v1.61.1
 	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/golang/snappy v1.0.0
 	github.com/klauspost/compress v1.20.4
@@ -24,7 +25,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.2.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/eapache/go-resiliency v1.7.0 // indirect
-	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/hashicorp/go-uuid v1.0.3 // indirect
 	github.com/jcmturner/aescts/v2 v2.0.0 // indirect
