@@ -36,8 +36,9 @@ func (b *Broker) startHTTP() error {
 	return b.http.Start()
 }
 
-// handler is the API wrapped by the request metrics.
-func (b *Broker) handler() network.Handler { return b.metrics.Handler(b.api) }
+// handler is the API wrapped by the request metrics and the request log
+// (requestlog.go).
+func (b *Broker) handler() network.Handler { return requestLog(b.log, b.metrics.Handler(b.api)) }
 
 // HTTPAddrs returns the bound HTTP listener addresses (useful with port 0).
 func (b *Broker) HTTPAddrs() []net.Addr { return b.http.Addrs() }
