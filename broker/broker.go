@@ -55,6 +55,11 @@ type Broker struct {
 	// cluster is the cluster-mode state (cluster.go), nil on a single node.
 	cluster  *clusterNode
 	closeErr error
+	// dyn holds the dynamic broker configs; applied is the configuration
+	// in effect, guarded by dynMu (dynamic.go).
+	dyn     *config.Dynamic
+	dynMu   sync.Mutex
+	applied config.Config
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -70,7 +75,7 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{}), applied: cfg}
 	b.rm = replica.NewManager(cfg, b.closing)
 	b.co = coordhost.NewHost(cfg, b.rm, b.closing)
 
@@ -113,12 +118,14 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 			return nil, err
 		}
 	}
+	b.loadDynamicConfigs() // dynamic.go
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
+	b.api.SetBrokerConfigs(b.brokerConfigHooks())
 	if b.cluster != nil {
 		b.api.SetCluster(b.apiCluster())
 	}
 	b.net = network.NewServer(network.Config{
-		Listeners:             cfg.Listeners,
+		Listeners:             b.dyn.Current().Listeners, // with dynamic TLS files
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
 		Logger:                b.log,
 		Handler:               b.handler(),

@@ -49,6 +49,8 @@ type API struct {
 	featuresMu sync.Mutex
 	// cluster is set in cluster mode (cluster.go), nil on a single node.
 	cluster *Cluster
+	// brokerCfg enables dynamic broker configs (broker_configs.go); nil: none.
+	brokerCfg *brokerConfigState
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener
