@@ -60,6 +60,9 @@ type Broker struct {
 	dyn     *config.Dynamic
 	dynMu   sync.Mutex
 	applied config.Config
+	// dynWatch is closed when the cluster-mode watch of /config/changes
+	// ends (dynamic_cluster.go); nil on a single node.
+	dynWatch chan struct{}
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -162,6 +165,7 @@ func (b *Broker) Start() error {
 			b.Close()
 			return err
 		}
+		b.startDynamicWatch() // dynamic_cluster.go
 	}
 	b.ready.Store(true)
 	return nil
@@ -182,6 +186,7 @@ func (b *Broker) Close() error {
 		b.rm.Stop()
 		b.co.Close()
 		b.closeErr = b.closeStorage()
+		b.stopDynamicWatch()
 		b.closeZK()
 		b.http.Close() // last: /healthz answers while the logs close
 		b.log.Info("broker stopped")

@@ -20,7 +20,7 @@ var errNotReady = errors.New("logs loading or Kafka listeners not open")
 // /readyz says 503 while the logs load. It returns the API handler to give
 // the network: the metrics count every request through it.
 func (b *Broker) startHTTP() error {
-	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load})
+	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load, Controller: b.controllerStats})
 	b.http = httpserver.New(httpserver.Config{
 		Listeners: b.cfg.HTTP.Listeners,
 		Pprof:     b.cfg.HTTP.PprofEnable,

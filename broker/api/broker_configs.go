@@ -248,3 +248,32 @@ func (b *API) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, name strin
 	}
 	return nil
 }
+
+// RefreshBrokerConfigs reloads this broker's and the cluster-wide dynamic
+// configs from the metadata store and applies them if they changed: in a
+// cluster, another broker may have changed the default (a /config/changes
+// notification tells, broker/dynamic_cluster.go). A stored set that does
+// not resolve is logged and left unapplied.
+func (b *API) RefreshBrokerConfigs() {
+	st := b.brokerConfigs()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	own := b.store.BrokerConfigs(strconv.Itoa(int(b.cfg.NodeID)))
+	def := b.store.BrokerConfigs(config.DefaultBrokerEntity)
+	curOwn, curDef := st.cfg.Dynamic.Overrides()
+	if maps.Equal(own, curOwn) && maps.Equal(def, curDef) {
+		return
+	}
+	eff, err := st.cfg.Dynamic.Set(own, def)
+	if err != nil {
+		b.log.Error("ignoring changed dynamic broker configs", "broker", b.cfg.NodeID, "err", err)
+		return
+	}
+	if st.cfg.Apply != nil {
+		st.cfg.Apply(eff)
+	}
+	b.log.Info("dynamic broker configs changed", "broker", b.cfg.NodeID, "configs", own, "cluster_default", def)
+}
