@@ -125,3 +125,41 @@ func TestLogLevelAndFormat(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg.Logging)
 	}
 }
+
+// TestContainerConfig parses the image's server.properties and a compose
+// broker's environment as the container's entrypoint does
+// (/kbroker /etc/kbroker/server.properties --env-config).
+func TestContainerConfig(t *testing.T) {
+	env := []string{
+		"KAFKA_BROKER_ID=2",
+		"KAFKA_ZOOKEEPER_CONNECT=zookeeper:2181",
+		"KAFKA_LISTENERS=INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:29092",
+		"KAFKA_ADVERTISED_LISTENERS=INTERNAL://kbroker2:9092,EXTERNAL://localhost:29092",
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+		"KAFKA_INTER_BROKER_LISTENER_NAME=INTERNAL",
+		"KAFKA_LOG_RETENTION_MS=60000",
+		"KAFKA_HEAP_OPTS=-Xmx1G",
+	}
+	p, err := parseArgs([]string{"../../docker/server.properties", "--env-config"}, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, unknown, err := config.ParseConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unknown) != 0 {
+		t.Errorf("unknown keys %v", unknown)
+	}
+	if cfg.NodeID != 2 || cfg.LogRetentionMs != 60000 || cfg.LogDirs[0] != "/var/lib/kbroker" || !cfg.Cluster.Enabled() ||
+		len(cfg.Listeners) != 2 || cfg.AdvertisedListeners[0].Host != "kbroker2" || cfg.InterBrokerListener().Name != "INTERNAL" ||
+		len(cfg.HTTP.Listeners) != 1 || cfg.HTTP.Listeners[0].Port != 9644 {
+		t.Fatalf("config: node %d retention %d dirs %v listeners %v advertised %v http %v", cfg.NodeID, cfg.LogRetentionMs, cfg.LogDirs,
+			cfg.Listeners, cfg.AdvertisedListeners, cfg.HTTP.Listeners)
+	}
+	// Without environment the image's defaults stand.
+	p, _ = parseArgs([]string{"../../docker/server.properties", "--env-config"})
+	if cfg, _, err = config.ParseConfig(p); err != nil || cfg.Listeners[0].Port != 9092 || cfg.AdvertisedListeners[0].Host != "localhost" {
+		t.Fatalf("defaults: %v %v", cfg.Listeners, err)
+	}
+}
