@@ -173,7 +173,7 @@ func TestDynamicMessageMaxBytesAndRefusals(t *testing.T) {
 		cfg  kadm.AlterConfig
 		want string
 	}{
-		{0, kadm.AlterConfig{Name: "log.dirs", Value: strp("/elsewhere")}, "Cannot update these configs dynamically: log.dirs"},
+		{0, kadm.AlterConfig{Name: "log.dirs", Value: strp("/elsewhere")}, "Cannot update these configs dynamically: [log.dirs]"},
 		{-1, kadm.AlterConfig{Name: "ssl.keystore.location", Value: strp("/x.pem")}, "only per-listener using the listener prefix"},
 		{-1, kadm.AlterConfig{Name: "listener.name.plaintext.ssl.keystore.location", Value: strp("/x.pem")}, "broker id must be specified"},
 		{0, kadm.AlterConfig{Name: "listener.name.plaintext.ssl.keystore.location", Value: strp("/x.pem")}, "not an SSL or SASL_SSL listener"},

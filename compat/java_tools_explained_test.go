@@ -26,6 +26,10 @@ var consoleToolsExplained = []toolExplanation{
 		kbrokerOnly: []string{"Topic: tools-t\tTopicId: <topic-id>\tPartitionCount: 5\tReplicationFactor: 1\tConfigs: retention.ms=3600000"},
 		why:         minISRDynamicDefault},
 
+	{step: "configs-broker-default-describe", part: "stdout",
+		kafkaOnly:   []string{"  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}"},
+		kbrokerOnly: nil,
+		why:         minISRDynamicDefault},
 	{step: "features-describe", part: "stdout",
 		kafkaOnly:   []string{"Feature: eligible.leader.replicas.version          SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: <n>", "Feature: kraft.version                             SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 0                Epoch: <n>", "Feature: metadata.version                          SupportedMinVersion: 3.3-IV3          SupportedMaxVersion: 4.4-IV2          FinalizedVersionLevel: 4.4-IV2          Epoch: <n>", "Feature: share.version                             SupportedMinVersion: 0                SupportedMaxVersion: 2                FinalizedVersionLevel: 2                Epoch: <n>", "Feature: streams.version                           SupportedMinVersion: 0                SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: <n>"},
 		kbrokerOnly: nil,

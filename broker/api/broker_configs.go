@@ -92,7 +92,7 @@ func (b *API) alterBrokerConfigs(name string, validateOnly bool, update func(cur
 		if len(next) == 0 {
 			return nil, ""
 		}
-		return kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: %s", strings.Join(slices.Sorted(maps.Keys(next)), ", "))
+		return kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: [%s]", strings.Join(slices.Sorted(maps.Keys(next)), ", "))
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

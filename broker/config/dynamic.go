@@ -12,7 +12,7 @@ package config
 //
 // Which names may change is Kafka's list (DynamicBrokerConfig.AllDynamicConfigs)
 // cut to what kbroker has: see dynamicNames. Anything else is refused with
-// Kafka's "Cannot update these configs dynamically: ...".
+// Kafka's "Cannot update these configs dynamically: [...]".
 
 import (
 	"fmt"
@@ -107,7 +107,9 @@ func CheckDynamicBrokerConfigs(names []string, perBroker bool) error {
 			brokerOnly = append(brokerOnly, n)
 		}
 	}
-	list := func(s []string) string { sort.Strings(s); return strings.Join(s, ", ") }
+	// Kafka 4 prints the names as a Java set, "[a, b]" (sorted here: a
+	// HashSet's order is no contract).
+	list := func(s []string) string { sort.Strings(s); return "[" + strings.Join(s, ", ") + "]" }
 	switch {
 	case len(static) > 0:
 		return fmt.Errorf("Cannot update these configs dynamically: %s", list(static))

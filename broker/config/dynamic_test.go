@@ -64,9 +64,9 @@ func TestCheckDynamicBrokerConfigs(t *testing.T) {
 	}{
 		{[]string{"log.retention.ms", "num.io.threads", "log.level", "log.cleaner.threads"}, false, ""},
 		{[]string{"listener.name.ssl.ssl.keystore.location"}, true, ""},
-		{[]string{"log.dirs", "broker.id", "log.retention.ms"}, true, "Cannot update these configs dynamically: broker.id, log.dirs"},
-		{[]string{"ssl.keystore.location"}, true, "These security configs can be dynamically updated only per-listener using the listener prefix: ssl.keystore.location"},
-		{[]string{"listener.name.ssl.ssl.keystore.location"}, false, "Cannot update these configs at default cluster level, broker id must be specified: listener.name.ssl.ssl.keystore.location"},
+		{[]string{"log.dirs", "broker.id", "log.retention.ms"}, true, "Cannot update these configs dynamically: [broker.id, log.dirs]"},
+		{[]string{"ssl.keystore.location"}, true, "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]"},
+		{[]string{"listener.name.ssl.ssl.keystore.location"}, false, "Cannot update these configs at default cluster level, broker id must be specified: [listener.name.ssl.ssl.keystore.location]"},
 	} {
 		err := CheckDynamicBrokerConfigs(tc.names, tc.perBroker)
 		if got := ""; err != nil {
