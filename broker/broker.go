@@ -182,6 +182,7 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.ready.Store(false)
 		close(b.closing)
+		b.stopDynamicWatch() // no dynamic config applied to closing logs
 		b.co.CloseShares() // parked ShareFetches return on closing
 		b.closeController()
 		b.closeConsole()
@@ -189,7 +190,6 @@ func (b *Broker) Close() error {
 		b.rm.Stop()
 		b.co.Close()
 		b.closeErr = b.closeStorage()
-		b.stopDynamicWatch()
 		b.closeZK()
 		b.http.Close() // last: /healthz answers while the logs close
 		b.log.Info("broker stopped")
