@@ -183,7 +183,7 @@ func (b *Broker) Close() error {
 		b.ready.Store(false)
 		close(b.closing)
 		b.stopDynamicWatch() // no dynamic config applied to closing logs
-		b.co.CloseShares() // parked ShareFetches return on closing
+		b.co.CloseShares()   // parked ShareFetches return on closing
 		b.closeController()
 		b.closeConsole()
 		b.net.Close() // in-flight requests are answered first
