@@ -59,6 +59,10 @@ type Store interface {
 	// Client quotas by entity path (quotas.go).
 	ClientQuotas() map[string]map[string]float64
 	AlterClientQuotas(changes []QuotaChange) error
+	// Dynamic broker configs (broker_configs.go): entity is a broker id or
+	// "<default>" (config.DefaultBrokerEntity), Kafka's names for them.
+	BrokerConfigs(entity string) map[string]string
+	UpdateBrokerConfigs(entity string, configs map[string]string) error
 	Close() error
 }
 
@@ -88,6 +92,9 @@ type fileState struct {
 	// Quotas maps a client quota entity's path (users/U, clients/C,
 	// users/U/clients/C) -> quota key -> value.
 	Quotas map[string]map[string]float64 `json:"client_quotas,omitempty"`
+	// BrokerConfigs maps a broker id or "<default>" to its dynamic broker
+	// configs (ConfigResource BROKER).
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.

@@ -56,6 +56,8 @@ type API struct {
 	quotaMu sync.Mutex
 	// oauth are the OAUTHBEARER validators (sasl_oauth.go).
 	oauth oauthValidators
+	// brokerCfg enables dynamic broker configs (broker_configs.go); nil: none.
+	brokerCfg *brokerConfigState
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener

@@ -114,7 +114,7 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		}
 		return h(b, ctx, req.Body)
 	}
-	b.log.Error("closing connection: no handler for api", "api", kmsg.NameForKey(req.Header.APIKey))
+	b.log.Error("closing connection: no handler for api", clientAttrs(ctx)...)
 	ctx.CloseConn = true
 	return nil
 }
