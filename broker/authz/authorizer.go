@@ -1,7 +1,7 @@
 package authz
 
 import (
-	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -159,8 +159,9 @@ func hostMatches(aclHost, host string) bool {
 	if aclHost == Wildcard || aclHost == host {
 		return true
 	}
-	a, b := net.ParseIP(aclHost), net.ParseIP(host)
-	return a != nil && b != nil && a.Equal(b)
+	a, errA := netip.ParseAddr(aclHost)
+	b, errB := netip.ParseAddr(host)
+	return errA == nil && errB == nil && a.Unmap() == b.Unmap()
 }
 
 // AuthorizeByResourceType decides whether principal may perform op on at
