@@ -31,7 +31,7 @@ var importRules = []struct {
 	{"broker/coordhost", []string{"broker/api", "broker/network", "ext:github.com/prometheus"}},
 	{"broker/metacache", []string{"broker", "storage", "controller", "coordinator"}},
 	// The authorizer is pure: ACLs and a request in, a decision out.
-	{"broker/authz", []string{"broker", "storage", "controller", "coordinator", "protocol", "std:os", "std:net", "ext:github.com"}},
+	{"broker/authz", []string{"broker", "storage", "controller", "coordinator", "protocol", "std:net", "ext:github.com"}},
 	// The rooms know no metrics library: broker/metrics reads their state
 	// and wraps the network's Handler.
 	{"broker/config", []string{"ext:github.com/prometheus"}},
