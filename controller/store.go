@@ -56,6 +56,10 @@ type Store interface {
 	UpdateGroupConfigs(group string, configs map[string]string) error
 	FinalizedFeatures() (levels map[string]int16, epoch int64, set bool)
 	UpdateFinalizedFeatures(levels map[string]int16) error
+	// ACL bindings (acls.go). UpdateACLs removes remove and adds add in one
+	// change; adding a binding that exists keeps it once.
+	ACLs() []ACL
+	UpdateACLs(add, remove []ACL) error
 	Close() error
 }
 
@@ -82,6 +86,8 @@ type fileState struct {
 	// them (nil: the broker's defaults); FeaturesEpoch counts the updates.
 	Features      map[string]int16 `json:"finalized_features,omitempty"`
 	FeaturesEpoch int64            `json:"finalized_features_epoch,omitempty"`
+	// ACLs are the authorizer's bindings (CreateAcls, DeleteAcls).
+	ACLs []ACL `json:"acls,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.

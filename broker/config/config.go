@@ -62,6 +62,9 @@ type Config struct {
 	SecurityProtocolMap     map[string]string
 	InterBrokerListenerName string
 	SASL                    SASLConfig
+	// Authz is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authz.go).
+	Authz AuthzConfig
 
 	// Cluster is the cluster-mode config (cluster.go); inert without
 	// zookeeper.connect.
