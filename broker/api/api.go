@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/authz"
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/replica"
@@ -49,12 +50,18 @@ type API struct {
 	featuresMu sync.Mutex
 	// cluster is set in cluster mode (cluster.go), nil on a single node.
 	cluster *Cluster
+	// authz decides requests (authz.go); nil without authorizer.class.name.
+	authz *authz.Authorizer
+	// aclMu serialises CreateAcls and DeleteAcls (read, change, store, reload).
+	aclMu sync.Mutex
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener
 // addresses.
 func New(cfg config.Config, store controller.Store, rm Partitions, co Coordinators, closing <-chan struct{}, addrs func() []net.Addr) *API {
-	return &API{cfg: cfg, log: cfg.Logger, now: cfg.Now, store: store, rm: rm, co: co, closing: closing, addrs: addrs}
+	b := &API{cfg: cfg, log: cfg.Logger, now: cfg.Now, store: store, rm: rm, co: co, closing: closing, addrs: addrs}
+	b.authz = b.newAuthorizer()
+	return b
 }
 
 // Partitions is what the handlers need from the partitions (replica.Manager).

@@ -90,6 +90,10 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleSASLAuthenticate))
 	add(on((*API).handleDescribeUserSCRAMCredentials))
 	add(on((*API).handleAlterUserSCRAMCredentials))
+	// ACLs (acls.go).
+	add(on((*API).handleCreateACLs))
+	add(on((*API).handleDescribeACLs))
+	add(on((*API).handleDeleteACLs))
 	// Cluster mode: controller → broker requests and ControlledShutdown
 	// (protocol.InterBroker; a single node closes the connection).
 	add(on((*API).handleLeaderAndISR))
