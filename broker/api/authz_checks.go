@@ -40,3 +40,5 @@ func (b *API) authorizedCluster(ctx *network.RequestContext, op authz.Operation)
 func (b *API) authorizedProduceTxn(ctx *network.RequestContext, req *kmsg.ProduceRequest) bool {
 	return req.TransactionID == nil || b.authorized(ctx, opWrite, txnRes(*req.TransactionID))
 }
+
+func topicRes(name string) authz.Resource { return authz.Topic(name) }
