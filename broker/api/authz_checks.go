@@ -42,3 +42,12 @@ func (b *API) authorizedProduceTxn(ctx *network.RequestContext, req *kmsg.Produc
 }
 
 func topicRes(name string) authz.Resource { return authz.Topic(name) }
+
+// opType is an ACL operation.
+type opType = authz.Operation
+
+// groupOps are the operations of a group, for authorizedOperations
+// without an authorizer.
+var groupOps = bits(3, 6, 8, 10, 11)
+
+const topicType = authz.ResourceTopic

@@ -111,10 +111,16 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.apiVersionsUnsupported()
 	}
 	if h, ok := handlers[req.Body.Key()]; ok {
-		if resp := b.notCoordinator(req.Body); resp != nil {
-			return resp // cluster mode: coordinator_cluster.go
+		c := b.checkRequest(ctx, req.Body) // authz_dispatch.go
+		if c.resp != nil {
+			return c.resp
 		}
-		return h(b, ctx, req.Body)
+		resp := b.notCoordinator(req.Body) // cluster mode: coordinator_cluster.go
+		if resp == nil {
+			resp = h(b, ctx, req.Body)
+		}
+		c.finish(resp)
+		return resp
 	}
 	b.log.Error("closing connection: no handler for api", "api", kmsg.NameForKey(req.Header.APIKey))
 	ctx.CloseConn = true
