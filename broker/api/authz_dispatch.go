@@ -129,7 +129,10 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 		return b.checkDescribeTransactions(ctx, r)
 	case *kmsg.ListTransactionsRequest:
 		return then(func(resp kmsg.Response) {
-			lr := resp.(*kmsg.ListTransactionsResponse)
+			lr, ok := resp.(*kmsg.ListTransactionsResponse)
+			if !ok {
+				return
+			}
 			lr.TransactionStates, _ = split(lr.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
 				return b.authorized(ctx, opDescribe, txnRes(s.TransactionalID))
 			})
@@ -170,7 +173,10 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 	// The cluster.
 	case *kmsg.DescribeClusterRequest:
 		return then(func(resp kmsg.Response) {
-			dr := resp.(*kmsg.DescribeClusterResponse)
+			dr, ok := resp.(*kmsg.DescribeClusterResponse)
+			if !ok {
+				return
+			}
 			dr.ClusterAuthorizedOperations = b.authorizedOpsOf(ctx, r.IncludeClusterAuthorizedOperations, clusterOps, clusterRes)
 		})
 	case *kmsg.DescribeLogDirsRequest:

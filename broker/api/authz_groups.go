@@ -14,7 +14,10 @@ func (b *API) checkDescribeGroups(ctx *network.RequestContext, r *kmsg.DescribeG
 	var denied []string
 	r.Groups, denied = split(r.Groups, func(g string) bool { return b.authorized(ctx, opDescribe, groupRes(g)) })
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DescribeGroupsResponse)
+		dr, ok := resp.(*kmsg.DescribeGroupsResponse)
+		if !ok {
+			return
+		}
 		for i := range dr.Groups {
 			g := &dr.Groups[i]
 			g.AuthorizedOperations = b.authorizedOpsOf(ctx, r.IncludeAuthorizedOperations, groupOps, groupRes(g.Group))
@@ -33,7 +36,10 @@ func (b *API) checkConsumerGroupDescribe(ctx *network.RequestContext, r *kmsg.Co
 	var denied []string
 	r.Groups, denied = split(r.Groups, func(g string) bool { return b.authorized(ctx, opDescribe, groupRes(g)) })
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.ConsumerGroupDescribeResponse)
+		dr, ok := resp.(*kmsg.ConsumerGroupDescribeResponse)
+		if !ok {
+			return
+		}
 		for i := range dr.Groups {
 			g := &dr.Groups[i]
 			g.AuthorizedOperations = b.authorizedOpsOf(ctx, r.IncludeAuthorizedOperations, groupOps, groupRes(g.Group))
@@ -55,7 +61,10 @@ func (b *API) checkListGroups(ctx *network.RequestContext) checked {
 		return checked{}
 	}
 	return then(func(resp kmsg.Response) {
-		lr := resp.(*kmsg.ListGroupsResponse)
+		lr, ok := resp.(*kmsg.ListGroupsResponse)
+		if !ok {
+			return
+		}
 		lr.Groups, _ = split(lr.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
 			return b.authorized(ctx, opDescribe, groupRes(g.Group))
 		})
@@ -67,7 +76,10 @@ func (b *API) checkDeleteGroups(ctx *network.RequestContext, r *kmsg.DeleteGroup
 	var denied []string
 	r.Groups, denied = split(r.Groups, func(g string) bool { return b.authorized(ctx, opDelete, groupRes(g)) })
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DeleteGroupsResponse)
+		dr, ok := resp.(*kmsg.DeleteGroupsResponse)
+		if !ok {
+			return
+		}
 		for _, g := range denied {
 			dg := kmsg.NewDeleteGroupsResponseGroup()
 			dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
@@ -87,7 +99,10 @@ func (b *API) checkOffsetDelete(ctx *network.RequestContext, r *kmsg.OffsetDelet
 	var denied []kmsg.OffsetDeleteRequestTopic
 	r.Topics, denied = split(r.Topics, func(t kmsg.OffsetDeleteRequestTopic) bool { return b.authorizedTopic(ctx, opRead, t.Topic) })
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.OffsetDeleteResponse)
+		dr, ok := resp.(*kmsg.OffsetDeleteResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			rt := kmsg.NewOffsetDeleteResponseTopic()
 			rt.Topic = t.Topic
@@ -148,7 +163,10 @@ func (b *API) checkFindCoordinator(ctx *network.RequestContext, r *kmsg.FindCoor
 		return true
 	})
 	return then(func(resp kmsg.Response) {
-		fr := resp.(*kmsg.FindCoordinatorResponse)
+		fr, ok := resp.(*kmsg.FindCoordinatorResponse)
+		if !ok {
+			return
+		}
 		fr.Coordinators = append(fr.Coordinators, denied...)
 	})
 }
@@ -201,7 +219,11 @@ func (b *API) checkOffsetCommit(ctx *network.RequestContext, r *kmsg.OffsetCommi
 		answer(resp)
 		return deny(resp)
 	}
-	return then(func(resp kmsg.Response) { answer(resp.(*kmsg.OffsetCommitResponse)) })
+	return then(func(resp kmsg.Response) {
+		if cr, ok := resp.(*kmsg.OffsetCommitResponse); ok {
+			answer(cr)
+		}
+	})
 }
 
 // topicNameByID is the name of the topic with id, "" if unknown.
@@ -241,7 +263,10 @@ func (b *API) checkOffsetFetch(ctx *network.RequestContext, r *kmsg.OffsetFetchR
 			r.Topics = []kmsg.OffsetFetchRequestTopic{}
 		}
 		return then(func(resp kmsg.Response) {
-			fr := resp.(*kmsg.OffsetFetchResponse)
+			fr, ok := resp.(*kmsg.OffsetFetchResponse)
+			if !ok {
+				return
+			}
 			fr.Topics, _ = split(fr.Topics, func(t kmsg.OffsetFetchResponseTopic) bool { return b.authorizedTopic(ctx, opDescribe, t.Topic) })
 			for _, t := range denied {
 				rt := kmsg.NewOffsetFetchResponseTopic()
@@ -285,7 +310,10 @@ func (b *API) checkOffsetFetch(ctx *network.RequestContext, r *kmsg.OffsetFetchR
 		deniedTopics[g.Group] = denied
 	}
 	return then(func(resp kmsg.Response) {
-		fr := resp.(*kmsg.OffsetFetchResponse)
+		fr, ok := resp.(*kmsg.OffsetFetchResponse)
+		if !ok {
+			return
+		}
 		for i := range fr.Groups {
 			g := &fr.Groups[i]
 			g.Topics, _ = split(g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool {

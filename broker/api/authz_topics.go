@@ -14,7 +14,10 @@ func (b *API) checkListOffsets(ctx *network.RequestContext, r *kmsg.ListOffsetsR
 	var denied []kmsg.ListOffsetsRequestTopic
 	r.Topics, denied = split(r.Topics, func(t kmsg.ListOffsetsRequestTopic) bool { return b.authorizedTopic(ctx, opDescribe, t.Topic) })
 	return then(func(resp kmsg.Response) {
-		lr := resp.(*kmsg.ListOffsetsResponse)
+		lr, ok := resp.(*kmsg.ListOffsetsResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			rt := kmsg.NewListOffsetsResponseTopic()
 			rt.Topic = t.Topic
@@ -44,7 +47,10 @@ func (b *API) checkOffsetForLeaderEpoch(ctx *network.RequestContext, r *kmsg.Off
 		code = kerr.ClusterAuthorizationFailed.Code
 	}
 	return then(func(resp kmsg.Response) {
-		or := resp.(*kmsg.OffsetForLeaderEpochResponse)
+		or, ok := resp.(*kmsg.OffsetForLeaderEpochResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 			rt.Topic = t.Topic
@@ -66,7 +72,10 @@ func (b *API) checkCreateTopics(ctx *network.RequestContext, r *kmsg.CreateTopic
 	var denied []kmsg.CreateTopicsRequestTopic
 	r.Topics, denied = split(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return b.authorizedTopic(ctx, opCreate, t.Topic) })
 	return then(func(resp kmsg.Response) {
-		cr := resp.(*kmsg.CreateTopicsResponse)
+		cr, ok := resp.(*kmsg.CreateTopicsResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
@@ -96,7 +105,10 @@ func (b *API) checkDeleteTopics(ctx *network.RequestContext, r *kmsg.DeleteTopic
 		})
 	}
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DeleteTopicsResponse)
+		dr, ok := resp.(*kmsg.DeleteTopicsResponse)
+		if !ok {
+			return
+		}
 		add := func(name *string, id [16]byte) {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
 			rt.Topic, rt.TopicID, rt.ErrorCode = name, id, kerr.TopicAuthorizationFailed.Code
@@ -119,7 +131,10 @@ func (b *API) checkCreatePartitions(ctx *network.RequestContext, r *kmsg.CreateP
 	var denied []kmsg.CreatePartitionsRequestTopic
 	r.Topics, denied = split(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool { return b.authorizedTopic(ctx, opAlter, t.Topic) })
 	return then(func(resp kmsg.Response) {
-		cr := resp.(*kmsg.CreatePartitionsResponse)
+		cr, ok := resp.(*kmsg.CreatePartitionsResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
@@ -134,7 +149,10 @@ func (b *API) checkDeleteRecords(ctx *network.RequestContext, r *kmsg.DeleteReco
 	var denied []kmsg.DeleteRecordsRequestTopic
 	r.Topics, denied = split(r.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool { return b.authorizedTopic(ctx, opDelete, t.Topic) })
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DeleteRecordsResponse)
+		dr, ok := resp.(*kmsg.DeleteRecordsResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			rt := kmsg.NewDeleteRecordsResponseTopic()
 			rt.Topic = t.Topic
@@ -153,7 +171,10 @@ func (b *API) checkDescribeProducers(ctx *network.RequestContext, r *kmsg.Descri
 	var denied []kmsg.DescribeProducersRequestTopic
 	r.Topics, denied = split(r.Topics, func(t kmsg.DescribeProducersRequestTopic) bool { return b.authorizedTopic(ctx, opRead, t.Topic) })
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DescribeProducersResponse)
+		dr, ok := resp.(*kmsg.DescribeProducersResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			rt := kmsg.NewDescribeProducersResponseTopic()
 			rt.Topic = t.Topic
@@ -173,7 +194,10 @@ func (b *API) checkDescribeProducers(ctx *network.RequestContext, r *kmsg.Descri
 func (b *API) checkDescribeTopicPartitions(ctx *network.RequestContext, r *kmsg.DescribeTopicPartitionsRequest) checked {
 	all := len(r.Topics) == 0
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DescribeTopicPartitionsResponse)
+		dr, ok := resp.(*kmsg.DescribeTopicPartitionsResponse)
+		if !ok {
+			return
+		}
 		kept := dr.Topics[:0]
 		for _, t := range dr.Topics {
 			if t.Topic == nil || b.authorizedTopic(ctx, opDescribe, *t.Topic) {
@@ -236,7 +260,10 @@ func (b *API) checkDescribeConfigs(ctx *network.RequestContext, r *kmsg.Describe
 		return false
 	})
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DescribeConfigsResponse)
+		dr, ok := resp.(*kmsg.DescribeConfigsResponse)
+		if !ok {
+			return
+		}
 		dr.Resources = append(dr.Resources, denied...)
 	})
 }
@@ -256,7 +283,10 @@ func (b *API) checkAlterConfigs(ctx *network.RequestContext, r *kmsg.AlterConfig
 		return false
 	})
 	return then(func(resp kmsg.Response) {
-		ar := resp.(*kmsg.AlterConfigsResponse)
+		ar, ok := resp.(*kmsg.AlterConfigsResponse)
+		if !ok {
+			return
+		}
 		ar.Resources = append(ar.Resources, denied...)
 	})
 }
@@ -276,7 +306,10 @@ func (b *API) checkIncrementalAlterConfigs(ctx *network.RequestContext, r *kmsg.
 		return false
 	})
 	return then(func(resp kmsg.Response) {
-		ar := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		ar, ok := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		if !ok {
+			return
+		}
 		ar.Resources = append(ar.Resources, denied...)
 	})
 }

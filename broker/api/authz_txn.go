@@ -123,7 +123,10 @@ func (b *API) checkAddPartitionsToTxn(ctx *network.RequestContext, r *kmsg.AddPa
 		return false
 	})
 	return then(func(resp kmsg.Response) {
-		ar := resp.(*kmsg.AddPartitionsToTxnResponse)
+		ar, ok := resp.(*kmsg.AddPartitionsToTxnResponse)
+		if !ok {
+			return
+		}
 		ar.Transactions = append(ar.Transactions, answers...)
 	})
 }
@@ -155,7 +158,10 @@ func (b *API) checkTxnOffsetCommit(ctx *network.RequestContext, r *kmsg.TxnOffse
 		return b.authorizedTopic(ctx, opRead, name)
 	})
 	return then(func(resp kmsg.Response) {
-		tr := resp.(*kmsg.TxnOffsetCommitResponse)
+		tr, ok := resp.(*kmsg.TxnOffsetCommitResponse)
+		if !ok {
+			return
+		}
 		for _, t := range denied {
 			tr.Topics = append(tr.Topics, txnCommitDenied(t, kerr.TopicAuthorizationFailed))
 		}
@@ -179,7 +185,10 @@ func (b *API) checkDescribeTransactions(ctx *network.RequestContext, r *kmsg.Des
 	var denied []string
 	r.TransactionalIDs, denied = split(r.TransactionalIDs, func(id string) bool { return b.authorized(ctx, opDescribe, txnRes(id)) })
 	return then(func(resp kmsg.Response) {
-		dr := resp.(*kmsg.DescribeTransactionsResponse)
+		dr, ok := resp.(*kmsg.DescribeTransactionsResponse)
+		if !ok {
+			return
+		}
 		for i := range dr.TransactionStates {
 			s := &dr.TransactionStates[i]
 			s.Topics, _ = split(s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) bool {
