@@ -190,13 +190,16 @@ func (b *API) checkOffsetCommit(ctx *network.RequestContext, r *kmsg.OffsetCommi
 	groupOK := b.authorized(ctx, opRead, groupRes(r.Group))
 	var denied []kmsg.OffsetCommitRequestTopic
 	r.Topics, denied = split(r.Topics, func(t kmsg.OffsetCommitRequestTopic) bool {
+		if !groupOK {
+			return false
+		}
 		name := t.Topic
 		if r.Version >= 10 {
 			if name = b.topicNameByID(t.TopicID); name == "" {
 				return true // the handler answers UNKNOWN_TOPIC_ID
 			}
 		}
-		return groupOK && b.authorizedTopic(ctx, opRead, name)
+		return b.authorizedTopic(ctx, opRead, name)
 	})
 	answer := func(resp *kmsg.OffsetCommitResponse) {
 		for _, t := range denied {
