@@ -40,6 +40,8 @@ type clusterNode struct {
 	// request handlers, hence atomic.
 	reg  atomic.Pointer[zkclient.Registration]
 	ctrl atomic.Pointer[zkcontroller.Controller]
+	// aclStop and aclDone stop and await the ACL watch (cluster_acls.go).
+	aclStop, aclDone chan struct{}
 }
 
 // ZKClientConfig maps the broker config onto the ZooKeeper client's.
@@ -176,6 +178,7 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.reg.Store(reg)
+	b.startACLWatch() // cluster_acls.go
 	ctrl, err := zkcontroller.Start(ControllerConfig(b.cfg, c.zk))
 	if err != nil {
 		return err
@@ -190,6 +193,7 @@ func (b *Broker) closeController() {
 	if b.cluster == nil {
 		return
 	}
+	b.stopACLWatch()
 	if ctrl := b.cluster.ctrl.Load(); ctrl != nil {
 		ctrl.Close()
 	}

@@ -200,7 +200,9 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 			return deny(alterScramDenied(r))
 		}
 	case *kmsg.LeaderAndISRRequest, *kmsg.StopReplicaRequest, *kmsg.UpdateMetadataRequest, *kmsg.ControlledShutdownRequest:
-		return b.needCluster(ctx, req, opClusterAction)
+		if b.cluster != nil { // a single node closes the connection (cluster.go)
+			return b.needCluster(ctx, req, opClusterAction)
+		}
 	}
 	return checked{}
 }
