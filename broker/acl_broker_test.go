@@ -259,7 +259,9 @@ func TestACLDeniedGroupJoin(t *testing.T) {
 	for {
 		fs := cons.PollFetches(pctx)
 		var groupErr bool
-		fs.EachError(func(_ string, _ int32, err error) { groupErr = groupErr || errors.Is(err, kerr.GroupAuthorizationFailed) })
+		fs.EachError(func(_ string, _ int32, err error) {
+			groupErr = groupErr || errors.Is(err, kerr.GroupAuthorizationFailed)
+		})
 		if groupErr {
 			break
 		}

@@ -81,17 +81,23 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 	case *kmsg.LeaveGroupRequest:
 		return b.needGroup(ctx, req, opRead, r.Group)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return b.needGroup(ctx, req, opRead, r.Group)
+		return b.checkConsumerGroupHeartbeat(ctx, r)
+
+	// Share groups (authz_share.go).
 	case *kmsg.ShareGroupHeartbeatRequest:
 		return b.needGroup(ctx, req, opRead, r.GroupID)
 	case *kmsg.ShareFetchRequest:
-		if r.GroupID != nil {
-			return b.needGroup(ctx, req, opRead, *r.GroupID)
-		}
+		return b.checkShareFetch(ctx, r)
 	case *kmsg.ShareAcknowledgeRequest:
-		if r.GroupID != nil {
-			return b.needGroup(ctx, req, opRead, *r.GroupID)
-		}
+		return b.checkShareAcknowledge(ctx, r)
+	case *kmsg.ShareGroupDescribeRequest:
+		return b.checkShareGroupDescribe(ctx, r)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return b.checkDescribeShareGroupOffsets(ctx, r)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return b.needGroup(ctx, req, opRead, r.GroupID)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return b.needGroup(ctx, req, opDelete, r.GroupID)
 	case *kmsg.DescribeGroupsRequest:
 		return b.checkDescribeGroups(ctx, r)
 	case *kmsg.ConsumerGroupDescribeRequest:
@@ -169,6 +175,12 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 		return b.checkIncrementalAlterConfigs(ctx, r)
 	case *kmsg.ListConfigResourcesRequest:
 		return b.needCluster(ctx, req, opDescribeConfigs)
+	case *kmsg.DescribeClientQuotasRequest:
+		return b.needCluster(ctx, req, opDescribeConfigs)
+	case *kmsg.AlterClientQuotasRequest:
+		if !b.authorizedCluster(ctx, opAlterConfigs) {
+			return deny(alterClientQuotasDenied(r))
+		}
 
 	// The cluster.
 	case *kmsg.DescribeClusterRequest:
