@@ -398,3 +398,108 @@ func TestNoAuthorizerStaysOpen(t *testing.T) {
 		t.Fatalf("creating a topic anonymously: %v", err)
 	}
 }
+
+// TestACLDescribeAndList: listings show what the principal may describe,
+// and authorizedOperations are the principal's.
+func TestACLDescribeAndList(t *testing.T) {
+	f := newACLFixture(t)
+	for _, g := range []string{"g1", "g2"} {
+		offs := kadm.Offsets{}
+		offs.AddOffset("t", 0, 0, -1)
+		if _, err := f.adm.CommitOffsets(f.ctx, g, offs); err != nil {
+			t.Fatalf("committing for %s: %v", g, err)
+		}
+	}
+	f.grant(kadm.NewACLs().Groups("g1").Allow("User:alice").Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
+	alice := f0(t, f.b, "alice")
+
+	lg := f.direct(alice, kmsg.NewPtrListGroupsRequest()).(*kmsg.ListGroupsResponse)
+	if len(lg.Groups) != 1 || lg.Groups[0].Group != "g1" {
+		t.Fatalf("alice lists %+v, want only g1", lg.Groups)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g1", "g2"}, true
+	dr := f.direct(alice, dg).(*kmsg.DescribeGroupsResponse)
+	got := map[string]kmsg.DescribeGroupsResponseGroup{}
+	for _, g := range dr.Groups {
+		got[g.Group] = g
+	}
+	if g := got["g1"]; g.ErrorCode != 0 || g.AuthorizedOperations != 1<<8 {
+		t.Errorf("g1: error %d, operations %b, want DESCRIBE only", g.ErrorCode, g.AuthorizedOperations)
+	}
+	if g := got["g2"]; g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("g2: error %d, want GROUP_AUTHORIZATION_FAILED", g.ErrorCode)
+	}
+
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	if r := f.direct(alice, dc).(*kmsg.DescribeClusterResponse); r.ClusterAuthorizedOperations != 0 {
+		t.Errorf("alice's cluster operations %b, want none", r.ClusterAuthorizedOperations)
+	}
+	admin := f0(t, f.b, "admin")
+	if r := f.direct(admin, dc).(*kmsg.DescribeClusterResponse); r.ClusterAuthorizedOperations != 1<<5|1<<7|1<<8|1<<9|1<<10|1<<11|1<<12 {
+		t.Errorf("admin's cluster operations %b", r.ClusterAuthorizedOperations)
+	}
+
+	// OffsetFetch: g2 is refused; g1's offsets of t are left out (no
+	// DESCRIBE on t).
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 8
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g1"}, {Group: "g2"}}
+	ofr := f.direct(alice, of).(*kmsg.OffsetFetchResponse)
+	for _, g := range ofr.Groups {
+		switch g.Group {
+		case "g1":
+			if g.ErrorCode != 0 || len(g.Topics) != 0 {
+				t.Errorf("g1 offsets: error %d, topics %+v, want none", g.ErrorCode, g.Topics)
+			}
+		case "g2":
+			if g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+				t.Errorf("g2 offsets: error %d", g.ErrorCode)
+			}
+		}
+	}
+}
+
+// TestACLFetchSessionRevoked: taking READ away also stops an incremental
+// fetch session that already holds the partition.
+func TestACLFetchSessionRevoked(t *testing.T) {
+	f := newACLFixture(t)
+	read := kadm.NewACLs().Topics("t").Allow("User:bob").AllowHosts().Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral)
+	f.grant(read)
+	bob := f0(t, f.b, "bob")
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 100, 1, 1<<20
+	req.SessionID, req.SessionEpoch = 0, 0 // open a session
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = "t", f.topicID()
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	fr := f.direct(bob, req).(*kmsg.FetchResponse)
+	if fr.SessionID == 0 || len(fr.Topics) != 1 || fr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("opening the session: %+v", fr)
+	}
+	if del, err := f.adm.DeleteACLs(f.ctx, read); err != nil || len(del) != 1 || len(del[0].Deleted) != 1 {
+		t.Fatalf("revoking: %+v, %v", del, err)
+	}
+	admin := f0(t, f.b, "admin", kgo.DefaultProduceTopic("t"))
+	if err := admin.ProduceSync(f.ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	inc := kmsg.NewPtrFetchRequest()
+	inc.MaxWaitMillis, inc.MinBytes, inc.MaxBytes = 100, 1, 1<<20
+	inc.SessionID, inc.SessionEpoch = fr.SessionID, 1
+	fr = f.direct(bob, inc).(*kmsg.FetchResponse)
+	for _, t2 := range fr.Topics {
+		for _, p := range t2.Partitions {
+			if p.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(p.RecordBatches) != 0 {
+				t.Fatalf("session partition after revoking: error %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
+			}
+		}
+	}
+	if len(fr.Topics) == 0 {
+		t.Fatal("the session's partition with new data is not in the answer")
+	}
+}
