@@ -5,6 +5,7 @@ package api
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -38,9 +39,11 @@ func initProducerIDDenied(r *kmsg.InitProducerIDRequest, e *kerr.Error) kmsg.Res
 // rest OPERATION_NOT_ATTEMPTED), as Kafka; nil when all is allowed.
 func (b *API) addTxnPartitionsDenied(ctx *network.RequestContext, txnID string, topics []kmsg.AddPartitionsToTxnRequestTopic) map[string]map[int32]int16 {
 	txnOK := b.authorized(ctx, opWrite, txnRes(txnID))
+	// Internal topics are left to the coordinator, as Kafka does.
+	writable := func(topic string) bool { return replica.IsInternal(topic) || b.authorizedTopic(ctx, opWrite, topic) }
 	anyDenied := !txnOK
 	for _, t := range topics {
-		if !b.authorizedTopic(ctx, opWrite, t.Topic) {
+		if !writable(t.Topic) {
 			anyDenied = true
 		}
 	}
@@ -53,7 +56,7 @@ func (b *API) addTxnPartitionsDenied(ctx *network.RequestContext, txnID string, 
 		switch {
 		case !txnOK:
 			code = kerr.TransactionalIDAuthorizationFailed.Code
-		case !b.authorizedTopic(ctx, opWrite, t.Topic):
+		case !writable(t.Topic):
 			code = kerr.TopicAuthorizationFailed.Code
 		case b.rm.TopicByName(t.Topic) == nil && (b.cluster == nil || b.cluster.Cache == nil):
 			code = kerr.UnknownTopicOrPartition.Code
@@ -69,8 +72,7 @@ func (b *API) addTxnPartitionsDenied(ctx *network.RequestContext, txnID string, 
 }
 
 // AddPartitionsToTxn: v0–3 from clients (addTxnPartitionsDenied); v4+
-// batched by brokers, which needs CLUSTER_ACTION unless every transaction
-// is verify-only, then the same per transaction.
+// batched by brokers, which needs CLUSTER_ACTION (Kafka's KafkaApis).
 func (b *API) checkAddPartitionsToTxn(ctx *network.RequestContext, r *kmsg.AddPartitionsToTxnRequest) checked {
 	if r.Version < 4 {
 		denied := b.addTxnPartitionsDenied(ctx, r.TransactionalID, r.Topics)
@@ -90,45 +92,12 @@ func (b *API) checkAddPartitionsToTxn(ctx *network.RequestContext, r *kmsg.AddPa
 		}
 		return deny(resp)
 	}
-	verifyOnly := true
-	for _, t := range r.Transactions {
-		verifyOnly = verifyOnly && t.VerifyOnly
-	}
-	if !verifyOnly && !b.authorizedCluster(ctx, opClusterAction) {
+	// Brokers send v4+ (KIP-890 verification): CLUSTER_ACTION, and no
+	// per-transaction checks (the producer's own Produce was checked).
+	if !b.authorizedCluster(ctx, opClusterAction) {
 		return denyAll(r, kerr.ClusterAuthorizationFailed)
 	}
-	var answers []kmsg.AddPartitionsToTxnResponseTransaction
-	r.Transactions, _ = split(r.Transactions, func(t kmsg.AddPartitionsToTxnRequestTransaction) bool {
-		topics := make([]kmsg.AddPartitionsToTxnRequestTopic, len(t.Topics))
-		for i, tt := range t.Topics {
-			topics[i] = kmsg.AddPartitionsToTxnRequestTopic{Topic: tt.Topic, Partitions: tt.Partitions}
-		}
-		denied := b.addTxnPartitionsDenied(ctx, t.TransactionalID, topics)
-		if denied == nil {
-			return true
-		}
-		rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
-		rt.TransactionalID = t.TransactionalID
-		for _, tt := range t.Topics {
-			rtt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-			rtt.Topic = tt.Topic
-			for _, p := range tt.Partitions {
-				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-				rp.Partition, rp.ErrorCode = p, denied[tt.Topic][p]
-				rtt.Partitions = append(rtt.Partitions, rp)
-			}
-			rt.Topics = append(rt.Topics, rtt)
-		}
-		answers = append(answers, rt)
-		return false
-	})
-	return then(func(resp kmsg.Response) {
-		ar, ok := resp.(*kmsg.AddPartitionsToTxnResponse)
-		if !ok {
-			return
-		}
-		ar.Transactions = append(ar.Transactions, answers...)
-	})
+	return checked{}
 }
 
 // TxnOffsetCommit: WRITE on the transactional id, READ on the group, READ
