@@ -6,12 +6,15 @@ package api
 // Without authorizer.class.name b.authz is nil and everything is allowed, as
 // in Kafka without an authorizer.
 //
-// Brokers: in cluster mode a request that arrives on the inter-broker
-// listener is allowed CLUSTER_ACTION whatever its principal (Kafka makes the
-// brokers' principal a super user; kbroker's brokers connect without
-// credentials). Clients must therefore not be able to reach the inter-broker
-// listener: give it its own name and port, or SASL/mTLS, and keep clients
-// on the others.
+// Brokers: in cluster mode a request from another broker is allowed
+// CLUSTER_ACTION (LeaderAndIsr, UpdateMetadata, StopReplica, follower
+// Fetch and OffsetForLeaderEpoch, WriteTxnMarkers, AddPartitionsToTxn v4)
+// without an ACL, as Kafka's brokers are super users. A request is a
+// broker's when it arrives on the inter-broker listener and, if that
+// listener uses SASL, its principal is User:<the inter-broker username of
+// sasl.jaas.config>; on a PLAINTEXT or SSL inter-broker listener every
+// connection counts, so clients must not reach it (give them listeners of
+// their own). Putting the brokers' principal in super.users works too.
 
 import (
 	"net"
@@ -48,7 +51,7 @@ func (b *API) authorized(ctx *network.RequestContext, op authz.Operation, r auth
 	if b.authz == nil {
 		return true
 	}
-	if op == authz.OpClusterAction && r.Type == authz.ResourceCluster && b.fromInterBrokerListener(ctx) {
+	if op == authz.OpClusterAction && r.Type == authz.ResourceCluster && b.fromBroker(ctx) {
 		return true
 	}
 	return b.authz.Authorize(ctx.Principal, remoteHost(ctx), op, r)
@@ -79,16 +82,20 @@ func (b *API) authorizedOpsOf(ctx *network.RequestContext, requested bool, def i
 		return def
 	}
 	ops := b.authz.AuthorizedOps(ctx.Principal, remoteHost(ctx), r)
-	if r.Type == authz.ResourceCluster && b.fromInterBrokerListener(ctx) {
+	if r.Type == authz.ResourceCluster && b.fromBroker(ctx) {
 		ops |= 1 << authz.OpClusterAction
 	}
 	return ops
 }
 
-// fromInterBrokerListener reports a request on the inter-broker listener
-// of a cluster-mode broker.
-func (b *API) fromInterBrokerListener(ctx *network.RequestContext) bool {
-	return b.cluster != nil && ctx.Listener.Name == b.cluster.Listener
+// fromBroker reports a request of another broker of the cluster: on the
+// inter-broker listener, with the brokers' SASL principal if it uses SASL.
+func (b *API) fromBroker(ctx *network.RequestContext) bool {
+	if b.cluster == nil || ctx.Listener.Name != b.cluster.Listener {
+		return false
+	}
+	ib := b.cfg.InterBroker
+	return ib.Mechanism == "" || ctx.Principal == "User:"+ib.Username
 }
 
 // remoteHost is the client's IP address, as ACL hosts name it.
