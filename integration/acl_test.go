@@ -14,17 +14,36 @@ import (
 
 // TestClusterACLs: ACLs created through one broker reach every broker
 // through ZooKeeper's /kafka-acl-changes, and replication keeps working
-// under the authorizer although the brokers' principal (User:ANONYMOUS on
-// the PLAINTEXT inter-broker listener) is denied CLUSTER_ACTION by an ACL:
-// requests on the inter-broker listener are the brokers'.
+// under the authorizer although clients' principal (User:ANONYMOUS) is
+// denied CLUSTER_ACTION by an ACL: the brokers' requests are recognised by
+// the inter-broker listener (plaintext: shared with the clients) and, on a
+// SASL_SSL inter-broker listener, by the brokers' SASL username — then a
+// controller request from a client listener is refused.
 func TestClusterACLs(t *testing.T) {
-	z := StartZooKeeper(t)
-	bs := StartCluster(t, z, 2, map[string]string{
+	authzProps := map[string]string{
 		"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"allow.everyone.if.no.acl.found": "true",
 		"min.insync.replicas":            "2",
 		"default.replication.factor":     "2",
+	}
+	t.Run("plaintext", func(t *testing.T) {
+		z := StartZooKeeper(t)
+		clusterACLs(t, StartCluster(t, z, 2, authzProps), false)
 	})
+	t.Run("sasl_ssl", func(t *testing.T) {
+		z := StartZooKeeper(t)
+		secure := secureInterBrokerProps(t)
+		clusterACLs(t, StartClusterFunc(t, z, 2, func(b *BrokerProc) map[string]string {
+			props := secure(b, "broker-secret")
+			for k, v := range authzProps {
+				props[k] = v
+			}
+			return props
+		}), true)
+	})
+}
+
+func clusterACLs(t *testing.T, bs []*BrokerProc, separateListener bool) {
 	waitClusterFormed(t, bs, 2)
 	createTopic(t, bs[0].Addr(), "locked", 2, 2, false)
 	createTopic(t, bs[0].Addr(), "open", 2, 2, false)
@@ -117,5 +136,19 @@ func TestClusterACLs(t *testing.T) {
 	}
 	if d := r.(*kmsg.DescribeACLsResponse); d.ErrorCode != 0 || len(d.Resources) != 2 {
 		t.Fatalf("DescribeAcls on broker 2: error %d, %d resources, want 2", d.ErrorCode, len(d.Resources))
+	}
+	if !separateListener {
+		return
+	}
+	// A client is not a broker: a controller request on its listener is
+	// refused before the epoch checks.
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 8, 1, 1<<20, 1<<40
+	r, err = send(bs[1].Addr(), um)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := r.(*kmsg.UpdateMetadataResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("UpdateMetadata from a client: error %d, want CLUSTER_AUTHORIZATION_FAILED", code)
 	}
 }
