@@ -98,10 +98,13 @@ type Resource struct {
 	Name string
 }
 
-// Topic, Group, TransactionalID and Cluster name the resources the
-// handlers check most.
-func Topic(name string) Resource           { return Resource{ResourceTopic, name} }
-func Group(name string) Resource           { return Resource{ResourceGroup, name} }
+// Topic is the topic resource called name.
+func Topic(name string) Resource { return Resource{ResourceTopic, name} }
+
+// Group is the consumer (or share) group resource with id name.
+func Group(name string) Resource { return Resource{ResourceGroup, name} }
+
+// TransactionalID is the transactional id resource name.
 func TransactionalID(name string) Resource { return Resource{ResourceTransactionalID, name} }
 
 // Cluster is the cluster resource.
@@ -157,11 +160,9 @@ func (b Binding) Validate() error {
 	if b.ResourceType == ResourceCluster && b.Name != ClusterName {
 		return fmt.Errorf("The only valid name for the CLUSTER resource is %s", ClusterName)
 	}
-	typ, name, ok := strings.Cut(b.Principal, ":")
-	if !ok || typ == "" {
+	if typ, _, ok := strings.Cut(b.Principal, ":"); !ok || typ == "" {
 		return fmt.Errorf("Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", b.Principal)
 	}
-	_ = name
 	if b.Host == "" {
 		return fmt.Errorf("Invalid empty host specified")
 	}
