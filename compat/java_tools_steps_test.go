@@ -153,7 +153,7 @@ func consoleToolSteps(dirs []string) []toolStep {
 			noDiff: "kbroker has no KRaft quorum to describe",
 			check:  onlyKbroker(both(wantExit(1), wantOutput("does not support DESCRIBE_QUORUM")))},
 		{name: "acls-list", tool: "kafka-acls.sh", args: []string{"--bootstrap-server", B, "--list"},
-			check: both(wantExit(1), wantOutput("SecurityDisabledException", "No Authorizer is configured."))},
+			check: both(wantExit(1), wantOutput("SecurityDisabledException", "No Authorizer is configured on the broker"))},
 		{name: "reassign-partitions-list", tool: "kafka-reassign-partitions.sh", args: []string{"--bootstrap-server", B, "--list"},
 			check: both(wantExit(0), wantOutput("No partition reassignments found."))},
 

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const noAuthorizerMsg = "No Authorizer is configured."
+const noAuthorizerMsg = "No Authorizer is configured on the broker"
 
 func (b *API) handleCreateACLs(ctx *network.RequestContext, req *kmsg.CreateACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
