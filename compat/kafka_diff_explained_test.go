@@ -5,8 +5,7 @@ package compat
 // test prints it: a difference that is not listed fails the test, and so
 // does an entry whose difference is gone. Missing features name the issue
 // that adds them: ACLs, quotas and delegation tokens (issue 14), the
-// cluster, reassignment and DescribeQuorum (issue 11), dynamic broker
-// configs (issue 15).
+// cluster, reassignment and DescribeQuorum (issue 11).
 
 // apiVersionsExplained are the differences of TestKafkaDiffApiVersions, by
 // the line it prints.
@@ -102,9 +101,10 @@ var corpusExplained = append([]corpusExplanation{
 // default: a KRaft cluster formatted with eligible leader replicas (KIP-966,
 // on by default since 4.1) stores the cluster-wide min.insync.replicas as a
 // dynamic broker default, so every topic inherits it from there. kbroker
-// has no dynamic broker configs (issue 15); its value comes from
-// server.properties or the default, as a ZooKeeper-mode Kafka reports it.
-const minISRDynamicDefault = "KRaft with KIP-966 keeps min.insync.replicas as a cluster dynamic default; kbroker has no dynamic broker configs (issue 15)"
+// has dynamic broker configs but sets none when its metadata is created;
+// its value comes from server.properties or the default, as a
+// ZooKeeper-mode Kafka reports it.
+const minISRDynamicDefault = "KRaft with KIP-966 keeps min.insync.replicas as a cluster dynamic default; kbroker sets no dynamic default when its metadata is created, as ZooKeeper-mode Kafka"
 
 // kafkaOnlyTopicConfigs are the topic configs Kafka 4.4.0 lists in a
 // CreateTopics answer (v5+) that kbroker does not have: tiered storage,

@@ -50,6 +50,8 @@ type API struct {
 	featuresMu sync.Mutex
 	// cluster is set in cluster mode (cluster.go), nil on a single node.
 	cluster *Cluster
+	// brokerCfg enables dynamic broker configs (broker_configs.go); nil: none.
+	brokerCfg *brokerConfigState
 	// authz decides requests (authz.go); nil without authorizer.class.name.
 	authz *authz.Authorizer
 	// aclMu serialises CreateAcls and DeleteAcls (read, change, store, reload).

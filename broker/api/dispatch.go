@@ -122,7 +122,7 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		c.finish(resp)
 		return resp
 	}
-	b.log.Error("closing connection: no handler for api", "api", kmsg.NameForKey(req.Header.APIKey))
+	b.log.Error("closing connection: no handler for api", clientAttrs(ctx)...)
 	ctx.CloseConn = true
 	return nil
 }

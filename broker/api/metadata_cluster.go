@@ -101,7 +101,7 @@ func (b *API) handleMetadataCluster(ctx *network.RequestContext, req *kmsg.Metad
 			case err == nil, errors.Is(err, controller.ErrTopicExists):
 				mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			default:
-				b.log.Warn("auto-creating topic failed", "topic", name, "err", err)
+				b.log.Warn("auto-creating topic failed", clientAttrs(ctx, "topic", name, "err", err)...)
 				mt.ErrorCode = kerrOf(err).Code
 			}
 		}

@@ -125,6 +125,8 @@ type Config struct {
 
 	// HTTP is the broker's own HTTP listener (http.go).
 	HTTP HTTPConfig
+	// Logging is log.level and log.format (logging.go).
+	Logging LoggingConfig
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string

@@ -83,6 +83,9 @@ type Server struct {
 	closeOnce sync.Once
 	// perIP counts the open connections of each remote address (limits.go).
 	perIP map[string]int32
+	// tls are the TLS listeners' configurations by listener name, for
+	// ReconfigureTLS (tls_reconfigure.go).
+	tls map[string]*tlsSource
 
 	// pool is queued.max.request.bytes for request frames, shared by every
 	// connection; decodePool bounds as much again for decoded requests
@@ -157,6 +160,12 @@ func (s *Server) Start() error {
 			return err
 		}
 		srcs[i] = src
+		s.mu.Lock()
+		if s.tls == nil {
+			s.tls = map[string]*tlsSource{}
+		}
+		s.tls[l.Name] = src
+		s.mu.Unlock()
 	}
 	for i, l := range s.cfg.Listeners {
 		ln, err := net.Listen("tcp", l.Addr())
