@@ -46,6 +46,8 @@ type clusterNode struct {
 	// quotaWatch is closed when the quota watcher (quotas_cluster.go)
 	// has returned; nil until it starts.
 	quotaWatch chan struct{}
+	// aclStop and aclDone stop and await the ACL watch (cluster_acls.go).
+	aclStop, aclDone chan struct{}
 }
 
 // ZKClientConfig maps the broker config onto the ZooKeeper client's.
@@ -187,6 +189,7 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.reg.Store(reg)
+	b.startACLWatch() // cluster_acls.go
 	ccfg := ControllerConfig(b.cfg, c.zk)
 	ccfg.Conn = c.conn
 	ctrl, err := zkcontroller.Start(ccfg)
@@ -204,6 +207,7 @@ func (b *Broker) closeController() {
 	if b.cluster == nil {
 		return
 	}
+	b.stopACLWatch()
 	if ctrl := b.cluster.ctrl.Load(); ctrl != nil {
 		ctrl.Close()
 	}

@@ -21,6 +21,9 @@ var apiVersionsExplained = map[string]string{
 	"DeleteTopics(20): Kafka v1-6, kbroker v0-6":         oldVersionsKept,
 	"OffsetForLeaderEpoch(23): Kafka v2-4, kbroker v0-4": oldVersionsKept,
 	"DescribeConfigs(32): Kafka v1-4, kbroker v0-4":      oldVersionsKept,
+	"DescribeACLs(29): Kafka v1-3, kbroker v0-3":         oldVersionsKept,
+	"CreateACLs(30): Kafka v1-3, kbroker v0-3":           oldVersionsKept,
+	"DeleteACLs(31): Kafka v1-3, kbroker v0-3":           oldVersionsKept,
 	// KIP-932 v0 was the early-access share-group protocol of Kafka 4.0;
 	// 4.1 made v1 the first version. kbroker still answers 4.0 clients.
 	"ShareGroupHeartbeat(76): Kafka v1-1, kbroker v0-1": shareV0Kept,
@@ -34,9 +37,6 @@ var apiVersionsExplained = map[string]string{
 	"DescribeLogDirs(35): Kafka v1-5, kbroker v0-4": "v5 adds IsCordoned (cordoned log dirs), not in kbroker yet; broker/api/describe_log_dirs.go belongs to helper hardcoord; v0 kept (KIP-896)",
 
 	// Missing features, with the issue that adds them.
-	"DescribeACLs(29): Kafka v1-3, kbroker does not advertise it":            "ACLs: issue 14",
-	"CreateACLs(30): Kafka v1-3, kbroker does not advertise it":              "ACLs: issue 14",
-	"DeleteACLs(31): Kafka v1-3, kbroker does not advertise it":              "ACLs: issue 14",
 	"CreateDelegationToken(38): Kafka v1-3, kbroker does not advertise it":   "delegation tokens: issue 14",
 	"RenewDelegationToken(39): Kafka v1-2, kbroker does not advertise it":    "delegation tokens: issue 14",
 	"ExpireDelegationToken(40): Kafka v1-2, kbroker does not advertise it":   "delegation tokens: issue 14",

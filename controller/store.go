@@ -63,6 +63,10 @@ type Store interface {
 	// "<default>" (config.DefaultBrokerEntity), Kafka's names for them.
 	BrokerConfigs(entity string) map[string]string
 	UpdateBrokerConfigs(entity string, configs map[string]string) error
+	// ACL bindings (acls.go). UpdateACLs removes remove and adds add in one
+	// change; adding a binding that exists keeps it once.
+	ACLs() []ACL
+	UpdateACLs(add, remove []ACL) error
 	Close() error
 }
 
@@ -95,6 +99,8 @@ type fileState struct {
 	// BrokerConfigs maps a broker id or "<default>" to its dynamic broker
 	// configs (ConfigResource BROKER).
 	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+	// ACLs are the authorizer's bindings (CreateAcls, DeleteAcls).
+	ACLs []ACL `json:"acls,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.

@@ -93,6 +93,8 @@ func (b *API) handleMetadataCluster(ctx *network.RequestContext, req *kmsg.Metad
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code // created, not yet propagated
 		case !autoCreate || replica.IsInternal(name):
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case !b.mayAutoCreate(ctx, name):
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		default:
 			err := b.store.CreateTopic(controller.Topic{Name: name, Partitions: b.cfg.NumPartitions, ReplicationFactor: b.cfg.DefaultReplicationFactor})
 			switch {

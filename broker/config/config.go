@@ -65,6 +65,9 @@ type Config struct {
 	// resolved in cluster mode.
 	InterBroker InterBrokerClient
 	SASL        SASLConfig
+	// Authz is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authz.go).
+	Authz AuthzConfig
 
 	// Cluster is the cluster-mode config (cluster.go); inert without
 	// zookeeper.connect.
