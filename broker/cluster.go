@@ -26,6 +26,7 @@ import (
 	"github.com/kbroker/kbroker/controller/zkcontroller"
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/kbroker/kbroker/controller/zkstore"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,10 +37,17 @@ type clusterNode struct {
 	store *zkstore.Store
 	cache *metacache.Cache
 	fence controller.Fence
+	// conn is how this broker dials others on the inter-broker listener.
+	conn kconn.Options
 	// reg and ctrl are set by Start (after the listeners bind) and read by
 	// request handlers, hence atomic.
 	reg  atomic.Pointer[zkclient.Registration]
 	ctrl atomic.Pointer[zkcontroller.Controller]
+	// quotaWatch is closed when the quota watcher (quotas_cluster.go)
+	// has returned; nil until it starts.
+	quotaWatch chan struct{}
+	// aclStop and aclDone stop and await the ACL watch (cluster_acls.go).
+	aclStop, aclDone chan struct{}
 }
 
 // ZKClientConfig maps the broker config onto the ZooKeeper client's.
@@ -78,7 +86,12 @@ func (b *Broker) openCluster() error {
 		zk.Close()
 		return err
 	}
-	b.cluster = &clusterNode{zk: zk, store: store, cache: metacache.New()}
+	conn, err := interBrokerConn(b.cfg.InterBroker)
+	if err != nil {
+		zk.Close()
+		return err
+	}
+	b.cluster = &clusterNode{zk: zk, store: store, cache: metacache.New(), conn: conn}
 	return nil
 }
 
@@ -192,11 +205,15 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.reg.Store(reg)
-	ctrl, err := zkcontroller.Start(ControllerConfig(b.cfg, c.zk))
+	b.startACLWatch() // cluster_acls.go
+	ccfg := ControllerConfig(b.cfg, c.zk)
+	ccfg.Conn = c.conn
+	ctrl, err := zkcontroller.Start(ccfg)
 	if err != nil {
 		return err
 	}
 	c.ctrl.Store(ctrl)
+	b.watchQuotaChanges()
 	b.log.Info("joined cluster", "broker", b.cfg.NodeID, "cluster.id", c.store.ClusterID(), "broker.epoch", reg.Epoch())
 	return nil
 }
@@ -206,6 +223,7 @@ func (b *Broker) closeController() {
 	if b.cluster == nil {
 		return
 	}
+	b.stopACLWatch()
 	if ctrl := b.cluster.ctrl.Load(); ctrl != nil {
 		ctrl.Close()
 	}
@@ -216,6 +234,9 @@ func (b *Broker) closeController() {
 func (b *Broker) closeZK() {
 	if b.cluster != nil {
 		b.cluster.zk.Close()
+		if w := b.cluster.quotaWatch; w != nil {
+			<-w // returns once b.closing is closed
+		}
 	}
 }
 
@@ -300,7 +321,11 @@ func (b *Broker) controlledShutdownOnce(epoch int64) (remaining int, err error) 
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), timeout)
+	opts := c.conn
+	opts.ClientID = "broker-" + strconv.Itoa(int(b.cfg.NodeID))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := kconn.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), opts)
 	if err != nil {
 		return 0, err
 	}
@@ -308,7 +333,7 @@ func (b *Broker) controlledShutdownOnce(epoch int64) (remaining int, err error) 
 	req := kmsg.NewPtrControlledShutdownRequest()
 	req.Version = 3
 	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, epoch
-	resp, err := zkcontroller.RoundTrip(conn, "broker-"+strconv.Itoa(int(b.cfg.NodeID)), req, timeout)
+	resp, err := conn.RoundTrip(req, timeout)
 	if err != nil {
 		return 0, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/controller/zkcontroller"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -46,24 +47,24 @@ func (c coordCluster) Leader(topic string, partition int32) (int32, bool) {
 	return st.Leader, true
 }
 
-// Send dials broker's inter-broker endpoint, sends req and reads its
-// answer within ctx.
+// Send dials broker's inter-broker endpoint (with the inter-broker
+// listener's TLS and SASL settings), sends req and reads its answer within
+// ctx.
 func (c coordCluster) Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
 	e, ok := c.b.cluster.cache.BrokerEndpoint(broker, c.listener)
 	if !ok {
 		return nil, fmt.Errorf("broker %d: %w", broker, zkcontroller.ErrNoEndpoint)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))))
+	opts := c.b.cluster.conn
+	opts.ClientID = "broker-" + strconv.Itoa(int(c.b.cfg.NodeID)) + "-coordinator"
+	conn, err := kconn.Dial(ctx, net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), opts)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
+	defer conn.Close() // it also closes when ctx ends, which unblocks the round trip
 	timeout := 30 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	return zkcontroller.RoundTrip(conn, "broker-"+strconv.Itoa(int(c.b.cfg.NodeID))+"-coordinator", req, timeout)
+	return conn.RoundTrip(req, timeout)
 }

@@ -30,6 +30,9 @@ var importRules = []struct {
 	{"broker/replica", []string{"broker/api", "broker/coordhost", "broker/network", "coordinator"}},
 	{"broker/coordhost", []string{"broker/api", "broker/network", "ext:github.com/prometheus"}},
 	{"broker/metacache", []string{"broker", "storage", "controller", "coordinator"}},
+	{"broker/quota", []string{"broker/api", "broker/coordhost", "broker/replica", "storage", "coordinator", "controller", "ext:github.com/prometheus"}},
+	// The authorizer is pure: ACLs and a request in, a decision out.
+	{"broker/authz", []string{"broker", "storage", "controller", "coordinator", "protocol", "std:net", "ext:github.com"}},
 	// The rooms know no metrics library: broker/metrics reads their state
 	// and wraps the network's Handler.
 	{"broker/config", []string{"ext:github.com/prometheus"}},
@@ -38,7 +41,10 @@ var importRules = []struct {
 	{"broker/api", []string{"ext:github.com/prometheus", "broker/metrics", "broker/httpserver"}},
 	{"broker/metrics", []string{"broker/api", "broker/httpserver"}},
 	// The HTTP server serves what it is handed and knows no room.
-	{"broker/httpserver", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "storage", "coordinator", "controller"}},
+	{"broker/httpserver", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "broker/console", "storage", "coordinator", "controller"}},
+	// The web console is a Kafka client of the broker's own listener: it
+	// knows no room, not even the config, only kgo/kadm and a Gatherer.
+	{"broker/console", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "broker/httpserver", "broker/config", "broker/metacache", "storage", "coordinator", "controller", "protocol"}},
 }
 
 // TestImportRules fails when a package depends on one its row forbids, or

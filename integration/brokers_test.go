@@ -1,13 +1,13 @@
 package integration
 
 import (
+	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/controller/zkcontroller"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,12 +15,12 @@ import (
 // send is one raw request to one broker: the tests ask each broker what its
 // own metadata cache says, which a client library would hide.
 func send(addr string, req kmsg.Request) (kmsg.Response, error) {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	conn, err := kconn.Dial(context.Background(), addr, kconn.Options{ClientID: "integration", DialTimeout: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return zkcontroller.RoundTrip(conn, "integration", req, 10*time.Second)
+	return conn.RoundTrip(req, 10*time.Second)
 }
 
 func describeCluster(addr string) (*kmsg.DescribeClusterResponse, error) {
@@ -106,9 +106,10 @@ func byID(bs []*BrokerProc, id int32) *BrokerProc {
 // exits 0, and the broker rejoins; a deleted topic leaves every cache.
 func TestBrokerProcessesFormCluster(t *testing.T) {
 	z := StartZooKeeper(t)
-	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
+	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.listeners": "http://127.0.0.1:0"})
 	ctrl := waitClusterFormed(t, bs, 3)
 	t.Logf("controller: broker %d", ctrl)
+	checkDynamicDefaultPropagates(t, bs) // ops_test.go
 
 	// ZooKeeper-mode brokers advertise the inter-broker APIs.
 	av := kmsg.NewPtrApiVersionsRequest()
@@ -176,6 +177,7 @@ func TestBrokerProcessesFormCluster(t *testing.T) {
 		}
 		return true, nil
 	})
+	checkControllerMetrics(t, bs, ctrl, 3) // ops_test.go
 	// Every broker leads one partition: replicas are spread round-robin.
 	led := map[int32]int{}
 	for _, l := range leaders {

@@ -27,7 +27,11 @@ func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) k
 		// As Kafka: a MinBytes the cap can never satisfy would always wait MaxWait.
 		req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	}
-	b.rm.Fetch(req, resp)
+	denied := b.fetchAuthzBefore(ctx, req) // authz_fetch.go
+	if !denied.skip {
+		b.rm.Fetch(req, resp)
+	}
+	b.fetchAuthzAfter(ctx, req, resp, denied)
 	b.leaderHintsFetch(ctx, resp) // cluster mode: metadata_cluster.go
 	return resp
 }

@@ -61,7 +61,13 @@ type Config struct {
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
 	InterBrokerListenerName string
-	SASL                    SASLConfig
+	// InterBroker is how this broker dials other brokers (interbroker.go),
+	// resolved in cluster mode.
+	InterBroker InterBrokerClient
+	SASL        SASLConfig
+	// Authz is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authz.go).
+	Authz AuthzConfig
 
 	// Cluster is the cluster-mode config (cluster.go); inert without
 	// zookeeper.connect.
@@ -116,9 +122,13 @@ type Config struct {
 
 	// Limits of the network edge and of fetch responses (network.go).
 	NetworkLimits
+	// QuotaConfig is quota.window.* (quota.go).
+	QuotaConfig
 
 	// HTTP is the broker's own HTTP listener (http.go).
 	HTTP HTTPConfig
+	// Logging is log.level and log.format (logging.go).
+	Logging LoggingConfig
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string
@@ -410,6 +420,9 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 		return Config{}, nil, fmt.Errorf("config listeners: no listener")
 	}
 	if err := cfg.resolveSecurity(p); err != nil {
+		return Config{}, nil, err
+	}
+	if err := cfg.resolveConsoleSASL(p); err != nil { // http.go
 		return Config{}, nil, err
 	}
 	return cfg, unknown, nil

@@ -10,7 +10,7 @@ package config
 //	listener.name.<l>.plain.sasl.jaas.config           PLAIN users of listener <l>
 //	sasl.jaas.config                                   PLAIN users of every SASL listener without the above
 //	listener.name.<l>.scram-sha-256.sasl.jaas.config   accepted; SCRAM users live in the metadata store
-//	inter.broker.listener.name      accepted and checked; a single node has no inter-broker traffic
+//	inter.broker.listener.name      the listener brokers use among themselves (interbroker.go)
 //	sasl.scram.bootstrap.users      kbroker's `kafka-storage format --add-scram`
 //
 // sasl.jaas.config and sasl.scram.bootstrap.users hold passwords: they are
@@ -61,6 +61,12 @@ type SASLConfig struct {
 	// BootstrapScram are the credentials of sasl.scram.bootstrap.users,
 	// stored at start-up for users that have none for that mechanism.
 	BootstrapScram []ScramBootstrapUser
+	// OAuth is OAUTHBEARER's validators (oauth.go).
+	OAuth OAuthConfig
+	// FailedAuthenticationDelayMs is connection.failed.authentication.delay.ms.
+	FailedAuthenticationDelayMs int64
+	// ConnectionsMaxReauthMs is connections.max.reauth.ms (KIP-368; 0: none).
+	ConnectionsMaxReauthMs int64
 }
 
 // ScramBootstrapUser is one entry of sasl.scram.bootstrap.users, in the
@@ -106,9 +112,9 @@ func parseSASLMechanisms(v string) ([]string, error) {
 	var out []string
 	for _, m := range SplitList(v) {
 		switch m {
-		case MechPlain, MechScramSHA256, MechScramSHA512:
+		case MechPlain, MechScramSHA256, MechScramSHA512, MechOAuthBearer:
 			out = append(out, m)
-		case "GSSAPI", "OAUTHBEARER":
+		case "GSSAPI":
 			return nil, fmt.Errorf("SASL mechanism %s is not supported by kbroker (supported: %s)", m, defaultSASLMechanisms)
 		default:
 			return nil, fmt.Errorf("unknown SASL mechanism %q (supported: %s)", m, defaultSASLMechanisms)
@@ -120,11 +126,11 @@ func parseSASLMechanisms(v string) ([]string, error) {
 // isSecurityKey reports whether k is a security property outside the props
 // table: a secret or a listener.name.<l>. property.
 func isSecurityKey(k string) bool {
-	if k == keyJAAS || k == KeyScramBootstrap || isSSLKey(k) {
+	if k == keyJAAS || k == KeyScramBootstrap || k == keyInterBrokerMechanism || k == KeyConsoleSASLPassword || isSSLKey(k) {
 		return true
 	}
 	_, rest, ok := listenerKey(k)
-	return ok && (rest == "sasl.enabled.mechanisms" || strings.HasSuffix(rest, ".sasl.jaas.config"))
+	return ok && (rest == "sasl.enabled.mechanisms" || strings.HasSuffix(rest, ".sasl.jaas.config") || isOAuthListenerKey(rest))
 }
 
 // listenerKey splits listener.name.<l>.<rest> into the upper-cased listener
@@ -231,7 +237,13 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 		}
 		c.SASL.BootstrapScram = users
 	}
-	return c.resolveTLS(p)
+	if err := c.resolveOAuth(p); err != nil {
+		return err
+	}
+	if err := c.resolveTLS(p); err != nil {
+		return err
+	}
+	return c.resolveInterBroker(p)
 }
 
 // jaasModule is the one login module of a sasl.jaas.config value:

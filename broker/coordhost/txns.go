@@ -107,20 +107,16 @@ func (x *txns) ensureLocked() error {
 	n := 0
 	cluster := b.cfg.Cluster.Enabled()
 	for _, p := range t.Partitions {
-		end := p.HighWatermark()
-		if cluster {
-			// A coordinator serves the partitions this broker leads, and
-			// reads them to the log end as Kafka does: a new leader's HW
-			// can lag records its ISR already acknowledged (a
-			// PrepareCommit the old coordinator answered), and missing one
-			// would let this coordinator abort a committed transaction.
-			if !p.IsLeader() {
-				continue
-			}
-			end = p.Log.LogEndOffset()
+		// In a cluster a coordinator serves the partitions this broker
+		// leads. ReplayPartition reads to the log end, as Kafka does: a
+		// new leader's HW can lag records its ISR already acknowledged (a
+		// PrepareCommit the old coordinator answered), and missing one
+		// would let this coordinator abort a committed transaction.
+		if cluster && !p.IsLeader() {
+			continue
 		}
 		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch())
-		err := replica.ReplayPartitionTo(p, end, func(h records.Header, recs []records.Record) {
+		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
 			if h.IsControl() {
 				return
 			}
