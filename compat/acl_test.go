@@ -44,7 +44,7 @@ func startACLBroker(t *testing.T) *aclSetup {
 // allow grants alice op on a literal resource ("topic", "group" or "txn").
 func (s *aclSetup) allow(kind, name string, op kadm.ACLOperation) {
 	s.t.Helper()
-	b := kadm.NewACLs().Allow("User:"+saslUser).Operations(op).ResourcePatternType(kadm.ACLPatternLiteral)
+	b := kadm.NewACLs().Allow("User:" + saslUser).Operations(op).ResourcePatternType(kadm.ACLPatternLiteral)
 	switch kind {
 	case "topic":
 		b.Topics(name)
@@ -237,9 +237,13 @@ func TestACLJava(t *testing.T) {
 		{"produce", func(string) {}, string(rec) + "\n",
 			func(topic string) []string { return []string{"produce", s.saslAddr, topic, "none", "0"} }, "TopicAuthorizationException"},
 		{"consume", func(string) { s.allow("group", "acl-java-c-group", kadm.OpRead) }, "",
-			func(topic string) []string { return []string{"consume", s.saslAddr, topic, "acl-java-c-group", "", "1"} }, "TopicAuthorizationException"},
+			func(topic string) []string {
+				return []string{"consume", s.saslAddr, topic, "acl-java-c-group", "", "1"}
+			}, "TopicAuthorizationException"},
 		{"group", func(topic string) { s.allow("topic", topic, kadm.OpRead) }, "",
-			func(topic string) []string { return []string{"consume", s.saslAddr, topic, "acl-java-g-group", "", "1"} }, "GroupAuthorizationException"},
+			func(topic string) []string {
+				return []string{"consume", s.saslAddr, topic, "acl-java-g-group", "", "1"}
+			}, "GroupAuthorizationException"},
 		{"transact", func(topic string) { s.allow("topic", topic, kadm.OpWrite) }, string(txn) + "\n",
 			func(topic string) []string {
 				return []string{"transact", s.saslAddr, topic, "acl-java-tx", "acl-java-tx-group", topic}
