@@ -22,6 +22,9 @@ import (
 func (b *API) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
 	for _, k := range protocol.SupportedKeys() {
+		if !b.advertised(k) {
+			continue // share groups on a cluster (share_cluster.go)
+		}
 		vr, _ := protocol.Supported(k)
 		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: vr.Min, MaxVersion: vr.Max})
 	}

@@ -113,6 +113,9 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.apiVersionsUnsupported()
 	}
 	if h, ok := handlers[req.Body.Key()]; ok {
+		if !b.advertised(req.Body.Key()) {
+			return b.notAdvertised(ctx, req.Body.Key()) // share_cluster.go
+		}
 		c := b.checkRequest(ctx, req.Body) // authz_dispatch.go
 		if c.resp != nil {
 			return c.resp
