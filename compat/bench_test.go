@@ -11,7 +11,9 @@ package compat
 // the per-iteration payload over the time to produce it all (acks=all,
 // idempotent) and then consume it all back; produce-MB/s and consume-MB/s
 // report the two halves, and kbroker's line reports its ratio to kfake and
-// to the loopback limit.
+// to the loopback limit. KBROKER_BENCH_PPROF=host:port serves kbroker's
+// /debug/pprof/ there, for a CPU or allocation profile taken during the run
+// (curl host:port/debug/pprof/profile?seconds=20 > cpu.pprof).
 
 import (
 	"context"
@@ -76,7 +78,11 @@ func BenchmarkProduceConsume(b *testing.B) {
 		loopMBps = benchLoopback(b, int64(len(pool)))
 	})
 	b.Run("kbroker", func(b *testing.B) {
-		p := startBroker(b, b.TempDir())
+		var overrides []string
+		if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" {
+			overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true")
+		}
+		p := startBroker(b, b.TempDir(), overrides...)
 		mbps := benchKafka(b, p.Addr(), values)
 		if kfakeMBps > 0 {
 			b.ReportMetric(mbps/kfakeMBps, "x-kfake")

@@ -15,6 +15,7 @@ package api
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,7 +28,10 @@ func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) k
 		// As Kafka: a MinBytes the cap can never satisfy would always wait MaxWait.
 		req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	}
-	b.rm.Fetch(req, resp)
+	// The records stay in the segment files (protocol.Spliced); the
+	// connection sends them with sendfile and releases them.
+	spl := protocol.NewSpliced(resp)
+	b.rm.FetchSpliced(req, resp, spl)
 	b.leaderHintsFetch(ctx, resp) // cluster mode: metadata_cluster.go
-	return resp
+	return spl
 }

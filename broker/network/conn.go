@@ -165,7 +165,14 @@ func (c *conn) answer(item queued, w *bufio.Writer, buf *[]byte, flush bool) boo
 	}
 	ctx := &RequestContext{Header: item.req.Header, Listener: c.listener, Principal: c.principal, RemoteAddr: c.addr}
 	resp := c.handle(ctx, item.req)
-	if resp != nil {
+	if spl, ok := resp.(*protocol.Spliced); ok {
+		err := c.writeSpliced(w, buf, item.req.Header.CorrelationID, spl) // sendfile.go
+		spl.Release()
+		if err != nil {
+			c.s.log.Debug("write response", "remote", c.addr, "err", err)
+			return false
+		}
+	} else if resp != nil {
 		*buf = protocol.AppendResponse((*buf)[:0], item.req.Header.CorrelationID, resp)
 		if _, err := w.Write(*buf); err != nil {
 			return false
