@@ -40,47 +40,20 @@ func (m *Manager) FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse,
 // shutdown (a delayed fetch, delayed.go).
 func (m *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced) {
 	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp, spl: spl}, deadline)
+	(&delayedFetch{m: m, req: req, resp: resp, spl: spl}).run(deadline)
 }
 
-// delayedFetch is a fetch waiting for MinBytes, Kafka's DelayedFetch.
+// delayedFetch is a fetch waiting for MinBytes, Kafka's DelayedFetch
+// (fetch_wait.go).
 type delayedFetch struct {
 	m    *Manager
 	req  *kmsg.FetchRequest
 	resp *kmsg.FetchResponse
 	// spl, when not nil, takes the records as file ranges.
 	spl *protocol.Spliced
-}
-
-// tryComplete reads every requested partition into resp; it is done when a
-// partition has an error or MinBytes are ready. The arrival channels are
-// taken before reading so an append between the read and the wait is not
-// missed.
-func (d *delayedFetch) tryComplete() (bool, []<-chan struct{}) {
-	waits := d.m.arrivalChans(d.req)
-	bytes, stop := d.m.fillFetch(d.req, d.resp, d.spl)
-	return stop || int64(bytes) >= int64(d.req.MinBytes), waits
-}
-
-// onExpire answers with what there is.
-func (d *delayedFetch) onExpire() { d.m.fillFetch(d.req, d.resp, d.spl) }
-
-// arrivalChans collects each requested partition's wake-up channel. They are
-// taken before reading so an append between the read and the wait is not missed.
-func (m *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
-	var out []<-chan struct{}
-	for _, rt := range req.Topics {
-		t := m.fetchTopic(req.Version, rt)
-		if t == nil {
-			continue
-		}
-		for _, rp := range rt.Partitions {
-			if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
-				out = append(out, t.Partitions[rp.Partition].WaitArrival())
-			}
-		}
-	}
-	return out
+	// have is what the last read found, base the partitions' appended
+	// bytes just before it.
+	have, base int64
 }
 
 func (m *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *Topic {

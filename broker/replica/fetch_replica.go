@@ -30,7 +30,7 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 func (m *Manager) replicaFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced, replicaID int32) {
 	m.recordFollowerFetches(req, replicaID)
 	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp, spl: spl}, deadline)
+	(&delayedFetch{m: m, req: req, resp: resp, spl: spl}).run(deadline)
 }
 
 // recordFollowerFetches applies FollowerFetch for every requested partition
