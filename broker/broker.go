@@ -16,6 +16,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/api"
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/console"
 	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/broker/httpserver"
 	"github.com/kbroker/kbroker/broker/metrics"
@@ -50,6 +51,7 @@ type Broker struct {
 	// once the logs are loaded and the Kafka listeners open.
 	http      *httpserver.Server
 	metrics   *metrics.Metrics
+	console   *console.Console // nil unless http.console.enable (console.go)
 	ready     atomic.Bool
 	closeOnce sync.Once
 	// cluster is the cluster-mode state (cluster.go), nil on a single node.
@@ -171,6 +173,7 @@ func (b *Broker) Close() error {
 		close(b.closing)
 		b.co.CloseShares() // parked ShareFetches return on closing
 		b.closeController()
+		b.closeConsole()
 		b.net.Close() // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()

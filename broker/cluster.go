@@ -26,6 +26,7 @@ import (
 	"github.com/kbroker/kbroker/controller/zkcontroller"
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/kbroker/kbroker/controller/zkstore"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,6 +37,8 @@ type clusterNode struct {
 	store *zkstore.Store
 	cache *metacache.Cache
 	fence controller.Fence
+	// conn is how this broker dials others on the inter-broker listener.
+	conn kconn.Options
 	// reg and ctrl are set by Start (after the listeners bind) and read by
 	// request handlers, hence atomic.
 	reg  atomic.Pointer[zkclient.Registration]
@@ -78,7 +81,12 @@ func (b *Broker) openCluster() error {
 		zk.Close()
 		return err
 	}
-	b.cluster = &clusterNode{zk: zk, store: store, cache: metacache.New()}
+	conn, err := interBrokerConn(b.cfg.InterBroker)
+	if err != nil {
+		zk.Close()
+		return err
+	}
+	b.cluster = &clusterNode{zk: zk, store: store, cache: metacache.New(), conn: conn}
 	return nil
 }
 
@@ -176,7 +184,9 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.reg.Store(reg)
-	ctrl, err := zkcontroller.Start(ControllerConfig(b.cfg, c.zk))
+	ccfg := ControllerConfig(b.cfg, c.zk)
+	ccfg.Conn = c.conn
+	ctrl, err := zkcontroller.Start(ccfg)
 	if err != nil {
 		return err
 	}
@@ -284,7 +294,11 @@ func (b *Broker) controlledShutdownOnce(epoch int64) (remaining int, err error) 
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), timeout)
+	opts := c.conn
+	opts.ClientID = "broker-" + strconv.Itoa(int(b.cfg.NodeID))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := kconn.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), opts)
 	if err != nil {
 		return 0, err
 	}
@@ -292,7 +306,7 @@ func (b *Broker) controlledShutdownOnce(epoch int64) (remaining int, err error) 
 	req := kmsg.NewPtrControlledShutdownRequest()
 	req.Version = 3
 	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, epoch
-	resp, err := zkcontroller.RoundTrip(conn, "broker-"+strconv.Itoa(int(b.cfg.NodeID)), req, timeout)
+	resp, err := conn.RoundTrip(req, timeout)
 	if err != nil {
 		return 0, err
 	}

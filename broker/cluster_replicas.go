@@ -33,7 +33,9 @@ func ReplicationConfig(cfg config.Config) replica.ReplicationConfig {
 // startReplication puts the replica manager in cluster mode (before the
 // listeners serve).
 func (b *Broker) startReplication() {
-	b.rm.SetReplicationConfig(ReplicationConfig(b.cfg))
+	rc := ReplicationConfig(b.cfg)
+	rc.Conn = b.cluster.conn
+	b.rm.SetReplicationConfig(rc)
 	b.rm.OnLeadershipChange(b.co.OnLeadershipChange)
 	listener := b.cfg.InterBrokerListener().Name
 	c := b.cluster

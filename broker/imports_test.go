@@ -38,7 +38,10 @@ var importRules = []struct {
 	{"broker/api", []string{"ext:github.com/prometheus", "broker/metrics", "broker/httpserver"}},
 	{"broker/metrics", []string{"broker/api", "broker/httpserver"}},
 	// The HTTP server serves what it is handed and knows no room.
-	{"broker/httpserver", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "storage", "coordinator", "controller"}},
+	{"broker/httpserver", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "broker/console", "storage", "coordinator", "controller"}},
+	// The web console is a Kafka client of the broker's own listener: it
+	// knows no room, not even the config, only kgo/kadm and a Gatherer.
+	{"broker/console", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "broker/httpserver", "broker/config", "broker/metacache", "storage", "coordinator", "controller", "protocol"}},
 }
 
 // TestImportRules fails when a package depends on one its row forbids, or

@@ -13,6 +13,9 @@ import (
 
 // errNotReady is /readyz's answer while the broker loads its logs and
 // coordinators, before its Kafka listeners are open, and once Close starts.
+// In a cluster the broker is ready only once the controller lists it as
+// live and it is in the ISR of every partition it follows under a live
+// leader (metacache.Snapshot.CaughtUp).
 var errNotReady = errors.New("logs loading or Kafka listeners not open")
 
 // startHTTP creates the metrics and starts the HTTP listener
@@ -21,6 +24,7 @@ var errNotReady = errors.New("logs loading or Kafka listeners not open")
 // the network: the metrics count every request through it.
 func (b *Broker) startHTTP() error {
 	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load})
+	consoleHandler, consoleErr := b.newConsole() // console.go
 	b.http = httpserver.New(httpserver.Config{
 		Listeners: b.cfg.HTTP.Listeners,
 		Pprof:     b.cfg.HTTP.PprofEnable,
@@ -29,10 +33,18 @@ func (b *Broker) startHTTP() error {
 			if !b.ready.Load() {
 				return errNotReady
 			}
+			// b.cluster was set before ready (an atomic store) became true.
+			if b.cluster != nil {
+				return b.cluster.cache.Snapshot().CaughtUp(b.cfg.NodeID)
+			}
 			return nil
 		},
-		Logger: b.log,
+		Console: consoleHandler,
+		Logger:  b.log,
 	})
+	if consoleErr != nil { // after b.http exists: New's cleanup closes it
+		return consoleErr
+	}
 	return b.http.Start()
 }
 

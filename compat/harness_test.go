@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/integration"
 )
 
 // brokerStartTimeout bounds how long a broker may take to accept connections.
@@ -58,6 +60,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "compat: %v\n", buildErr)
 	}
 	code := m.Run()
+	integration.RemoveKbroker() // the cluster tests' broker binary
 	// The results file (results_test.go) is written after full runs, or
 	// whenever KBROKER_COMPAT_RESULTS names it explicitly, so that running
 	// one test by hand does not overwrite the last full matrix.

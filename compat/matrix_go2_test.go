@@ -163,9 +163,8 @@ func (c *kafkaGoClient) consume(t *testing.T, topic, group, instanceID string, n
 // ---------------------------------------------------------------- confluent-kafka-go
 
 func TestMatrixConfluentKafkaGo(t *testing.T) {
-	_, lib := ckafka.LibraryVersion()
 	runMatrix(t, &confluentGoClient{}, matrixCase{
-		client: "confluent-kafka-go", version: moduleVersion("github.com/confluentinc/confluent-kafka-go/v2") + " (librdkafka " + lib + ")",
+		client: "confluent-kafka-go", version: confluentGoVersion(),
 		codecs:   []string{"none", "gzip", "snappy", "lz4", "zstd"},
 		hasAdmin: true, idempotent: true, static: true, kip848: true, txn: true,
 	})

@@ -31,7 +31,7 @@ const (
 )
 
 // allCaps is the column order.
-var allCaps = []string{capProduce, capConsume, capGroups, capStatic, capKIP848, capIdempotent, capTxn, capAdmin, capSASL}
+var allCaps = []string{capProduce, capConsume, capGroups, capStatic, capKIP848, capIdempotent, capTxn, capAdmin, capSASL, capFailover}
 
 // Cell values in the results file.
 const (

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,8 +54,9 @@ func buildKbroker(t testing.TB) string {
 	return kbroker.bin
 }
 
-// removeKbroker deletes the built binary (TestMain).
-func removeKbroker() {
+// RemoveKbroker deletes the binary StartCluster built (each TestMain that
+// starts clusters calls it).
+func RemoveKbroker() {
 	if kbroker.dir != "" {
 		os.RemoveAll(kbroker.dir)
 	}
@@ -64,7 +67,9 @@ func removeKbroker() {
 type BrokerProc struct {
 	ID   int32
 	Port int
-	Dir  string
+	// HTTPPort serves /metrics, /healthz and /readyz.
+	HTTPPort int
+	Dir      string
 	// Props are the --override properties it starts with.
 	Props map[string]string
 
@@ -84,6 +89,13 @@ func (b *BrokerProc) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) 
 // defaults. Every process is killed when the test ends.
 func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []*BrokerProc {
 	t.Helper()
+	return StartClusterFunc(t, z, n, func(*BrokerProc) map[string]string { return props })
+}
+
+// StartClusterFunc is StartCluster with properties of each broker's own
+// (props sees the broker's id, ports and dir, and may read b.Props).
+func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerProc) map[string]string) []*BrokerProc {
+	t.Helper()
 	bin := buildKbroker(t)
 	var out []*BrokerProc
 	for i := 1; i <= n; i++ {
@@ -91,7 +103,11 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := &BrokerProc{ID: int32(i), Port: port, Dir: t.TempDir(), t: t, Props: map[string]string{
+		hport, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &BrokerProc{ID: int32(i), Port: port, HTTPPort: hport, Dir: t.TempDir(), t: t, Props: map[string]string{
 			"broker.id":                            strconv.Itoa(i),
 			"listeners":                            fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
 			"zookeeper.connect":                    z.Addr + "/kbroker",
@@ -103,12 +119,10 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 			"transaction.state.log.num.partitions": "3",
 			"group.initial.rebalance.delay.ms":     "0",
 			"auto.leader.rebalance.enable":         "false",
-			// No HTTP listener: its default port would collide between
-			// the brokers.
-			"http.listeners": "",
+			"http.listeners":                       fmt.Sprintf("http://127.0.0.1:%d", hport),
 		}}
 		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")
-		for k, v := range props {
+		for k, v := range props(b) {
 			b.Props[k] = v
 		}
 		b.start(bin)
@@ -137,6 +151,17 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 		}
 	})
 	return out
+}
+
+// Readyz returns the status code and body of the broker's /readyz.
+func (b *BrokerProc) Readyz() (int, string, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", b.HTTPPort))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(body)), err
 }
 
 func (b *BrokerProc) logPath() string { return filepath.Join(b.Dir, "kbroker.log") }
@@ -203,6 +228,7 @@ func (b *BrokerProc) dumpStacks() {
 		return
 	default:
 	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused broker cannot dump
 	_ = cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-ch:
@@ -222,6 +248,27 @@ func (b *BrokerProc) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-ch
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets and its
+// ZooKeeper session until the session times out, and answers nothing.
+func (b *BrokerProc) Pause() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		b.t.Fatalf("SIGSTOP broker %d: %v", b.ID, err)
+	}
+}
+
+// Resume continues a paused process with SIGCONT.
+func (b *BrokerProc) Resume() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		b.t.Fatalf("SIGCONT broker %d: %v", b.ID, err)
+	}
 }
 
 // Term sends SIGTERM and waits up to timeout for a clean exit, returning

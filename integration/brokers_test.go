@@ -1,13 +1,13 @@
 package integration
 
 import (
+	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/controller/zkcontroller"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,12 +15,12 @@ import (
 // send is one raw request to one broker: the tests ask each broker what its
 // own metadata cache says, which a client library would hide.
 func send(addr string, req kmsg.Request) (kmsg.Response, error) {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	conn, err := kconn.Dial(context.Background(), addr, kconn.Options{ClientID: "integration", DialTimeout: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return zkcontroller.RoundTrip(conn, "integration", req, 10*time.Second)
+	return conn.RoundTrip(req, 10*time.Second)
 }
 
 func describeCluster(addr string) (*kmsg.DescribeClusterResponse, error) {

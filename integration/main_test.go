@@ -15,7 +15,7 @@ import (
 func TestMain(m *testing.M) {
 	before := runtime.NumGoroutine()
 	code := m.Run()
-	removeKbroker() // brokers.go: the kbroker binary built for the process tests
+	RemoveKbroker() // brokers.go: the kbroker binary built for the process tests
 	if code == 0 {
 		deadline := time.Now().Add(10 * time.Second)
 		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {

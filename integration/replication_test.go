@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -207,12 +209,31 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 	ch := history.New()
 	p := startProducer(t, bs, "hist", ch)
 	p.waitAcked(t, 300, "records acknowledged before the kill")
+	onlyLeaderAnswers(t, bs, "hist", leaders[0])
 
 	victim := byID(bs, leaders[0])
 	victim.Kill()
 	t.Logf("SIGKILLed broker %d (leader of hist/0)", victim.ID)
 	p.waitAcked(t, 300, "records acknowledged after the kill")
 	victim.Restart()
+	// /readyz turns 200 only once the restarted broker is back in the ISR
+	// of every partition it follows (what a rolling restart waits for).
+	waitFor(t, 90*time.Second, "the restarted broker's /readyz", func() (bool, error) {
+		code, body, err := victim.Readyz()
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusOK, fmt.Errorf("%d %s", code, body)
+	})
+	ps, err := partitionsOf(victim.Addr(), "hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if !slices.Contains(p.ISR, victim.ID) {
+			t.Fatalf("broker %d said ready while outside the ISR of hist/%d: %+v", victim.ID, p.Partition, p)
+		}
+	}
 	waitClusterFormed(t, bs, 3)
 	waitFullISR(t, bs, "hist", 3)
 	p.waitAcked(t, 100, "records acknowledged after the restart")
@@ -254,6 +275,54 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 		return code == kerr.NotEnoughReplicas.Code, fmt.Errorf("error code %d", code)
 	})
 	checkHistory(t, []*BrokerProc{survivor}, "hist", ch, "with two of three brokers down")
+}
+
+// onlyLeaderAnswers checks that ListOffsets and DescribeProducers for
+// topic's partition 0 are answered by its leader only: a follower (or a
+// restarted replica with no role yet) says NOT_LEADER_OR_FOLLOWER, except
+// to ListOffsets from the debugging replica id -2, as in Kafka.
+func onlyLeaderAnswers(t *testing.T, bs []*BrokerProc, topic string, leader int32) {
+	t.Helper()
+	lo := func(replicaID int32) *kmsg.ListOffsetsRequest {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version, req.ReplicaID = 7, replicaID
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dpt := kmsg.NewDescribeProducersRequestTopic()
+	dpt.Topic, dpt.Partitions = topic, []int32{0}
+	dp.Topics = append(dp.Topics, dpt)
+	for _, b := range bs {
+		want := int16(0)
+		if b.ID != leader {
+			want = kerr.NotLeaderForPartition.Code
+		}
+		r, err := send(b.Addr(), lo(-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; got.ErrorCode != want {
+			t.Errorf("ListOffsets of %s/0 on broker %d (leader %d): error %d, want %d", topic, b.ID, leader, got.ErrorCode, want)
+		}
+		if r, err = send(b.Addr(), lo(-2)); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset < 0 {
+			t.Errorf("debugging ListOffsets of %s/0 on broker %d: %+v", topic, b.ID, got)
+		}
+		if r, err = send(b.Addr(), dp); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]; got.ErrorCode != want {
+			t.Errorf("DescribeProducers of %s/0 on broker %d (leader %d): error %d, want %d", topic, b.ID, leader, got.ErrorCode, want)
+		}
+	}
 }
 
 // TestConsumerGroupOnCluster: a franz-go consumer group on the three-broker

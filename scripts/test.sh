@@ -2,7 +2,8 @@
 # The one command that runs every test of kbroker on a fresh Debian machine
 # that has only Go: it installs the tools and clients the tests drive (gcc
 # for the race detector and confluent-kafka-go; kcat, kafka-python and
-# confluent-kafka python from Debian; kafkajs through npm ci), then builds,
+# confluent-kafka python and chromium from Debian; kafkajs and
+# playwright-core through npm ci), then builds,
 # vets and tests every package, and regenerates COMPATIBILITY.md from the
 # compat results.
 set -euo pipefail
@@ -43,6 +44,9 @@ has_deb() {
 missing=()
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+# Debian's chromium: the web console's browser test (compat/console_browser_test.go)
+# drives it headless through playwright-core.
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 # Java (compat/java): a JDK 17+ and Maven; see the Java block below.
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
@@ -72,6 +76,11 @@ step "kcat: $(command -v kcat); node $(node --version); npm $(npm --version)"
 # (npm keeps its download cache in ~/.npm).
 step "npm ci (compat/js)"
 (cd compat/js && npm ci --no-audit --no-fund)
+
+# playwright-core (no browser download: it drives /usr/bin/chromium), as
+# compat/browser/package-lock.json pins it.
+step "npm ci (compat/browser); $(/usr/bin/chromium --version 2>/dev/null)"
+(cd compat/browser && npm ci --no-audit --no-fund)
 
 # ---------------------------------------------------------------- Java
 # compat/java is a Maven project (kafka-clients 4.4.0 and 3.9.2, Kafka

@@ -2,7 +2,7 @@ package api
 
 // DescribeProducers v0: the idempotent and transactional producers a
 // partition knows, with their epoch, last sequence and the first offset of
-// their open transaction (-1 when none).
+// their open transaction (-1 when none). Only the leader answers.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -19,9 +19,12 @@ func (b *API) handleDescribeProducers(_ *network.RequestContext, req *kmsg.Descr
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = pi
 			p := b.rm.PartitionOf(rt.Topic, pi)
-			if p == nil {
+			switch {
+			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
+			case !p.IsLeader(): // Kafka answers only from the leader
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
 				sp.ActiveProducers = p.ActiveProducers()
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -14,6 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// debuggingConsumerID is the ListOffsets replica id that may read any
+// replica, not only the leader (Kafka's DebuggingConsumerId).
+const debuggingConsumerID = -2
+
 // Special timestamps of ListOffsets.
 const (
 	listLatest        = -1
@@ -35,7 +39,7 @@ func (b *API) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsets
 			sp.Timestamp = -1
 			sp.Offset = -1
 			sp.LeaderEpoch = -1
-			if kerrv := b.listOffset(req.Version, req.IsolationLevel, rt.Topic, rp, &sp); kerrv != nil {
+			if kerrv := b.listOffset(req.Version, req.IsolationLevel, req.ReplicaID, rt.Topic, rp, &sp); kerrv != nil {
 				sp.ErrorCode = kerrv.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -45,10 +49,18 @@ func (b *API) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsets
 	return resp
 }
 
-func (b *API) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
+// listOffset answers one partition. Only its leader answers (Kafka's
+// fetchOnlyFromLeader) unless the request comes from the debugging
+// consumer id -2: a replica without a role yet, just restarted, knows only
+// its checkpointed HW, and a client told that as the end offset would stop
+// reading short of acknowledged records.
+func (b *API) listOffset(version int16, isolation int8, replicaID int32, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
 	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
+	}
+	if replicaID != debuggingConsumerID && !p.IsLeader() {
+		return kerr.NotLeaderForPartition
 	}
 	if version >= 4 && rp.CurrentLeaderEpoch >= 0 {
 		switch {

@@ -61,7 +61,10 @@ type Config struct {
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string
 	InterBrokerListenerName string
-	SASL                    SASLConfig
+	// InterBroker is how this broker dials other brokers (interbroker.go),
+	// resolved in cluster mode.
+	InterBroker InterBrokerClient
+	SASL        SASLConfig
 
 	// Cluster is the cluster-mode config (cluster.go); inert without
 	// zookeeper.connect.
@@ -410,6 +413,9 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 		return Config{}, nil, fmt.Errorf("config listeners: no listener")
 	}
 	if err := cfg.resolveSecurity(p); err != nil {
+		return Config{}, nil, err
+	}
+	if err := cfg.resolveConsoleSASL(p); err != nil { // http.go
 		return Config{}, nil, err
 	}
 	return cfg, unknown, nil

@@ -20,7 +20,25 @@ type HTTPConfig struct {
 	// PprofEnable is http.pprof.enable: serve /debug/pprof/. Off by default,
 	// since profiles expose the process's internals.
 	PprofEnable bool
+	// ConsoleEnable is http.console.enable: serve the web console
+	// (broker/console) at /. On by default: the listener is loopback-only
+	// unless an operator widens it.
+	ConsoleEnable bool
+	// ConsoleSASL is what the console logs in with when it should use a
+	// SASL_PLAINTEXT listener (and so have a principal of its own for the
+	// authorizer) instead of a PLAINTEXT one: http.console.sasl.mechanism,
+	// .username and .password. The password is kept out of the props table,
+	// as sasl.jaas.config is, so that DescribeConfigs never returns it.
+	ConsoleSASL ConsoleSASL
 }
+
+// ConsoleSASL are the console's SASL credentials; Mechanism "" means none.
+type ConsoleSASL struct {
+	Mechanism, Username, Password string
+}
+
+// KeyConsoleSASLPassword is the console's SASL password property.
+const KeyConsoleSASLPassword = "http.console.sasl.password"
 
 // HTTPListener is one http.listeners entry, http://host:port.
 type HTTPListener struct {
@@ -39,11 +57,37 @@ const DefaultHTTPListeners = "http://127.0.0.1:9644"
 
 // httpProps are the properties of HTTPConfig; init adds them to props.
 var httpProps = map[string]prop{
-	"http.listeners": {DefaultHTTPListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port) of the broker's HTTP server: /metrics, /healthz, /readyz, /debug/pprof/; empty disables it.", func(c *Config, v string) (err error) {
+	"http.listeners": {DefaultHTTPListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port) of the broker's HTTP server: /metrics, /healthz, /readyz, /debug/pprof/, the web console; empty disables it.", func(c *Config, v string) (err error) {
 		c.HTTP.Listeners, err = parseHTTPListeners(v)
 		return err
 	}},
-	"http.pprof.enable": {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
+	"http.pprof.enable":   {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
+	"http.console.enable": {"true", kmsg.ConfigTypeBoolean, "Serve the web console at / on the HTTP listeners (it acts as a Kafka client of this broker's first PLAINTEXT listener).", boolProp(func(c *Config, v bool) { c.HTTP.ConsoleEnable = v })},
+	"http.console.sasl.mechanism": {"", kmsg.ConfigTypeString, "SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) the web console logs in with on this broker's first SASL_PLAINTEXT listener; empty: the console uses a PLAINTEXT listener.", func(c *Config, v string) error {
+		ms, err := parseSASLMechanisms(v)
+		if err != nil {
+			return err
+		}
+		if len(ms) > 1 {
+			return fmt.Errorf("%q names more than one mechanism", v)
+		}
+		c.HTTP.ConsoleSASL.Mechanism = strings.TrimSpace(v)
+		return nil
+	}},
+	"http.console.sasl.username": {"", kmsg.ConfigTypeString, "The web console's SASL user (with http.console.sasl.mechanism; its password is http.console.sasl.password).", func(c *Config, v string) error {
+		c.HTTP.ConsoleSASL.Username = v
+		return nil
+	}},
+}
+
+// resolveConsoleSASL reads the console's password (outside the props table)
+// and checks that a mechanism comes with a user.
+func (c *Config) resolveConsoleSASL(p map[string]string) error {
+	c.HTTP.ConsoleSASL.Password = p[KeyConsoleSASLPassword]
+	if cs := c.HTTP.ConsoleSASL; cs.Mechanism != "" && cs.Username == "" {
+		return fmt.Errorf("config http.console.sasl.mechanism: set http.console.sasl.username (and %s) too", KeyConsoleSASLPassword)
+	}
+	return nil
 }
 
 func init() {

@@ -10,7 +10,7 @@ package config
 //	listener.name.<l>.plain.sasl.jaas.config           PLAIN users of listener <l>
 //	sasl.jaas.config                                   PLAIN users of every SASL listener without the above
 //	listener.name.<l>.scram-sha-256.sasl.jaas.config   accepted; SCRAM users live in the metadata store
-//	inter.broker.listener.name      accepted and checked; a single node has no inter-broker traffic
+//	inter.broker.listener.name      the listener brokers use among themselves (interbroker.go)
 //	sasl.scram.bootstrap.users      kbroker's `kafka-storage format --add-scram`
 //
 // sasl.jaas.config and sasl.scram.bootstrap.users hold passwords: they are
@@ -120,7 +120,7 @@ func parseSASLMechanisms(v string) ([]string, error) {
 // isSecurityKey reports whether k is a security property outside the props
 // table: a secret or a listener.name.<l>. property.
 func isSecurityKey(k string) bool {
-	if k == keyJAAS || k == KeyScramBootstrap || isSSLKey(k) {
+	if k == keyJAAS || k == KeyScramBootstrap || k == keyInterBrokerMechanism || k == KeyConsoleSASLPassword || isSSLKey(k) {
 		return true
 	}
 	_, rest, ok := listenerKey(k)
@@ -231,7 +231,10 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 		}
 		c.SASL.BootstrapScram = users
 	}
-	return c.resolveTLS(p)
+	if err := c.resolveTLS(p); err != nil {
+		return err
+	}
+	return c.resolveInterBroker(p)
 }
 
 // jaasModule is the one login module of a sasl.jaas.config value:

@@ -63,6 +63,10 @@ type TLSConfig struct {
 	// PrincipalMappingRules is ssl.principal.mapping.rules, parsed by the
 	// listener (broker/network/tls_principal.go).
 	PrincipalMappingRules string
+	// EndpointIdentification is ssl.endpoint.identification.algorithm=https
+	// (Kafka's default; empty turns it off): this broker's connections to
+	// other brokers check that the peer's certificate names the host.
+	EndpointIdentification bool
 }
 
 // isSSLKey reports whether k is an ssl.* property (global or with a
@@ -107,15 +111,6 @@ func (c *Config) resolveTLS(p map[string]string) error {
 			return fmt.Errorf("listener %s (%s): %w", l.Name, l.SecurityProtocol, err)
 		}
 		c.Listeners[i].TLS = tc
-	}
-	// The broker's own inter-broker clients (replica fetchers, the
-	// controller's channel) dial without TLS or SASL, so in a cluster the
-	// inter-broker listener must be PLAINTEXT; clients can still use TLS
-	// listeners beside it (INTERNAL:PLAINTEXT,EXTERNAL:SSL).
-	if c.Cluster.Enabled() {
-		if l := c.InterBrokerListener(); l.SecurityProtocol != "" && l.SecurityProtocol != protoPlaintext {
-			return fmt.Errorf("config inter.broker.listener.name: the inter-broker listener %s uses %s; kbroker's brokers talk to each other over PLAINTEXT only (add a PLAINTEXT listener such as INTERNAL and name it)", l.Name, l.SecurityProtocol)
-		}
 	}
 	return nil
 }
@@ -179,6 +174,16 @@ func parseTLS(get func(key string) (v, from string, set bool)) (*TLSConfig, erro
 		tc.CipherSuites = suites
 	}
 	tc.PrincipalMappingRules, _, _ = get("ssl.principal.mapping.rules")
+	tc.EndpointIdentification = true
+	if v, from, set := get("ssl.endpoint.identification.algorithm"); set {
+		switch strings.ToLower(v) {
+		case "":
+			tc.EndpointIdentification = false
+		case "https":
+		default:
+			return nil, fmt.Errorf("config %s: %q is not https or empty", from, v)
+		}
+	}
 	return tc, nil
 }
 

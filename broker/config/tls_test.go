@@ -95,24 +95,42 @@ func TestTLSConfigErrors(t *testing.T) {
 	}
 }
 
-// TestTLSInterBrokerListener: in a cluster the inter-broker listener must be
-// PLAINTEXT (the broker's own clients speak nothing else); TLS listeners
-// for clients beside it are fine.
-func TestTLSInterBrokerListener(t *testing.T) {
+// TestInterBrokerClient: the inter-broker listener's security protocol,
+// ssl.* settings and SASL credentials become this broker's client side.
+func TestInterBrokerClient(t *testing.T) {
 	p := map[string]string{
 		"zookeeper.connect":              "127.0.0.1:2181",
 		"listeners":                      "INTERNAL://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
-		"listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SSL",
+		"listener.security.protocol.map": "INTERNAL:SASL_SSL,EXTERNAL:PLAINTEXT",
 		"inter.broker.listener.name":     "INTERNAL",
 		"ssl.keystore.type":              "PEM",
 		"ssl.truststore.type":            "PEM",
 		"ssl.keystore.location":          "/k.pem",
+		"ssl.truststore.location":        "/ca.pem",
 	}
-	if _, _, err := ParseConfig(p); err != nil {
+	if _, _, err := ParseConfig(p); err == nil || !strings.Contains(err.Error(), "GSSAPI") {
+		t.Fatalf("SASL_SSL inter-broker listener without a mechanism (Kafka's default GSSAPI): %v", err)
+	}
+	p["sasl.mechanism.inter.broker.protocol"] = "SCRAM-SHA-256"
+	if _, _, err := ParseConfig(p); err == nil || !strings.Contains(err.Error(), "username and password") {
+		t.Fatalf("no JAAS config for the inter-broker mechanism: %v", err)
+	}
+	p["listener.name.internal.scram-sha-256.sasl.jaas.config"] = `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="s3cret";`
+	cfg, _, err := ParseConfig(p)
+	if err != nil {
 		t.Fatal(err)
 	}
-	p["inter.broker.listener.name"] = "EXTERNAL"
-	if _, _, err := ParseConfig(p); err == nil || !strings.Contains(err.Error(), "PLAINTEXT only") {
-		t.Fatalf("SSL inter-broker listener: %v", err)
+	ib := cfg.InterBroker
+	if ib.Listener.Name != "INTERNAL" || ib.Listener.TLS == nil || !ib.Listener.TLS.EndpointIdentification ||
+		ib.Mechanism != MechScramSHA256 || ib.Username != "broker" || ib.Password != "s3cret" {
+		t.Fatalf("inter-broker client %+v", ib)
+	}
+	p["ssl.endpoint.identification.algorithm"] = ""
+	if cfg, _, err = ParseConfig(p); err != nil || cfg.InterBroker.Listener.TLS.EndpointIdentification {
+		t.Fatalf("ssl.endpoint.identification.algorithm empty: %v %+v", err, cfg.InterBroker.Listener.TLS)
+	}
+	p["listener.name.internal.sasl.enabled.mechanisms"] = "PLAIN"
+	if _, _, err := ParseConfig(p); err == nil || !strings.Contains(err.Error(), "not enabled on the inter-broker listener") {
+		t.Fatalf("mechanism not enabled on the listener: %v", err)
 	}
 }

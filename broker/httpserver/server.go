@@ -1,6 +1,7 @@
 // Package httpserver is the broker's own HTTP listener (http.listeners):
 // /metrics (Prometheus), /healthz (the process answers), /readyz (the broker
-// serves Kafka clients) and, with http.pprof.enable, /debug/pprof/. It knows
+// serves Kafka clients), with http.pprof.enable /debug/pprof/, and the web
+// console (broker/console) at every other path. It knows
 // no broker room: what it serves is handed to it (Config).
 package httpserver
 
@@ -27,8 +28,11 @@ type Config struct {
 	Metrics http.Handler
 	// Ready reports why the broker is not ready (nil: ready); /readyz
 	// answers 503 with that reason until it is. nil: always ready.
-	Ready  func() error
-	Logger *slog.Logger
+	Ready func() error
+	// Console serves every path the others do not (the web console); nil:
+	// 404.
+	Console http.Handler
+	Logger  *slog.Logger
 }
 
 // shutdownGrace bounds how long Close waits for requests in flight (a
@@ -88,6 +92,9 @@ func (s *Server) mux() *http.ServeMux {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if s.cfg.Console != nil {
+		mux.Handle("/", s.cfg.Console)
 	}
 	return mux
 }

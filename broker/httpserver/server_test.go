@@ -93,3 +93,17 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// TestConsoleAtEveryOtherPath: the console handler gets / and any path the
+// others do not serve; /metrics and /healthz stay theirs.
+func TestConsoleAtEveryOtherPath(t *testing.T) {
+	text := func(s string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, s) })
+	}
+	_, get := start(t, Config{Metrics: text("metrics"), Console: text("console")})
+	for path, want := range map[string]string{"/": "console", "/topics/x": "console", "/metrics": "metrics", "/healthz": "ok\n"} {
+		if code, body := get(path); code != http.StatusOK || body != want {
+			t.Errorf("%s: %d %q, want %q", path, code, body, want)
+		}
+	}
+}

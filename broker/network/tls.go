@@ -119,36 +119,16 @@ func (s *tlsSource) current() *tls.Config {
 // load reads the keystore and truststore and builds the configuration.
 func (s *tlsSource) load() (*tls.Config, error) {
 	c := s.cfg
-	chain, key := normalizePEM(c.KeystoreCertificateChain), normalizePEM(c.KeystoreKey)
-	if c.KeystoreLocation != "" {
-		b, err := os.ReadFile(c.KeystoreLocation)
-		if err != nil {
-			return nil, fmt.Errorf("ssl.keystore.location: %w", err)
-		}
-		chain, key = b, b
-	}
-	cert, err := tls.X509KeyPair(chain, key)
+	cert, trust, err := loadStores(c)
 	if err != nil {
-		return nil, fmt.Errorf("keystore (PEM key and certificate chain): %w", err)
+		return nil, err
 	}
 	conf := &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		MinVersion:   c.MinVersion,
 		MaxVersion:   c.MaxVersion,
 		CipherSuites: c.CipherSuites,
-	}
-	trust := normalizePEM(c.TruststoreCertificates)
-	if c.TruststoreLocation != "" {
-		if trust, err = os.ReadFile(c.TruststoreLocation); err != nil {
-			return nil, fmt.Errorf("ssl.truststore.location: %w", err)
-		}
-	}
-	if len(bytes.TrimSpace(trust)) > 0 {
-		pool, err := certPool(trust)
-		if err != nil {
-			return nil, fmt.Errorf("truststore: %w", err)
-		}
-		conf.ClientCAs = pool
+		ClientCAs:    trust,
 	}
 	switch c.ClientAuth {
 	case config.ClientAuthRequired:
@@ -159,6 +139,37 @@ func (s *tlsSource) load() (*tls.Config, error) {
 		conf.ClientAuth = tls.NoClientCert
 	}
 	return conf, nil
+}
+
+// loadStores reads a listener's keystore (its certificate chain and key)
+// and truststore (nil when none is configured).
+func loadStores(c *config.TLSConfig) (tls.Certificate, *x509.CertPool, error) {
+	chain, key := normalizePEM(c.KeystoreCertificateChain), normalizePEM(c.KeystoreKey)
+	if c.KeystoreLocation != "" {
+		b, err := os.ReadFile(c.KeystoreLocation)
+		if err != nil {
+			return tls.Certificate{}, nil, fmt.Errorf("ssl.keystore.location: %w", err)
+		}
+		chain, key = b, b
+	}
+	cert, err := tls.X509KeyPair(chain, key)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("keystore (PEM key and certificate chain): %w", err)
+	}
+	trust := normalizePEM(c.TruststoreCertificates)
+	if c.TruststoreLocation != "" {
+		if trust, err = os.ReadFile(c.TruststoreLocation); err != nil {
+			return tls.Certificate{}, nil, fmt.Errorf("ssl.truststore.location: %w", err)
+		}
+	}
+	if len(bytes.TrimSpace(trust)) == 0 {
+		return cert, nil, nil
+	}
+	pool, err := certPool(trust)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("truststore: %w", err)
+	}
+	return cert, pool, nil
 }
 
 // pemBlock is one PEM block, whatever whitespace separates its parts.

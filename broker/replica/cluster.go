@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/replica/isr"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -39,6 +40,10 @@ type ReplicationConfig struct {
 	HighWatermarkCheckpointInterval time.Duration
 	// ClientID names this broker's fetch connections ("replica-fetcher" if empty).
 	ClientID string
+	// Conn is how fetchers reach leaders on the inter-broker listener:
+	// TLS and SASL as its security protocol wants (ClientID is set from
+	// the field above).
+	Conn kconn.Options
 }
 
 // DefaultReplicationConfig returns Kafka's defaults.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -417,11 +418,11 @@ func (c *testCluster) stepTo(id, leader int32, fetch bool) {
 		c.t.Fatalf("broker %d has no fetcher for leader %d", id, leader)
 	}
 	addr, _ := c.addr(leader)
-	conn, err := dialLeader(f.ctx, addr, "test")
+	conn, err := kconn.Dial(f.ctx, addr, kconn.Options{ClientID: "test"})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	defer conn.close()
+	defer conn.Close()
 	for i := 0; ; i++ {
 		trunc := map[storage.TopicPartition]fetchPart{}
 		all := f.snapshot()

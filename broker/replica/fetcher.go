@@ -5,7 +5,7 @@ package replica
 // first MakeFollower that needs it, stopped when MakeLeader, StopReplica or
 // another leader takes its last partition, and by Stop). A fetcher speaks
 // kmsg over one TCP connection to its leader's inter-broker endpoint
-// (fetcher_conn.go), and for each partition:
+// (protocol/kconn), and for each partition:
 //
 //   - after a new leader epoch, truncates first: OffsetForLeaderEpoch for
 //     the log's latest epoch, then isr.Truncate (KIP-101, KIP-279: never to
@@ -23,16 +23,28 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"hash/fnv"
 	"sync"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/replica/isr"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// connOptions are the inter-broker connection settings, with the
+// fetcher's client id and a response bound: the fetch asks for at most
+// replica.fetch.response.max.bytes of records plus the first batch whole,
+// so a size prefix above 256 MiB means a corrupt stream.
+func (f *fetcher) connOptions() kconn.Options {
+	o := f.cfg.Conn
+	o.ClientID, o.MaxResponse = f.cfg.ClientID, 256<<20
+	return o
+}
 
 // fetcherKey names one fetcher: its leader broker and its index below
 // num.replica.fetchers.
@@ -217,10 +229,11 @@ func (f *fetcher) sleep(d time.Duration) bool {
 func (f *fetcher) run() {
 	defer f.m.repl.wg.Done()
 	defer close(f.done)
-	var conn *leaderConn
+	var conn *kconn.Conn
+	lastDialErr := "" // the authentication error last logged
 	defer func() {
 		if conn != nil {
-			conn.close()
+			conn.Close()
 		}
 	}()
 	for f.ctx.Err() == nil {
@@ -254,10 +267,23 @@ func (f *fetcher) run() {
 			addr, ok := f.addr(f.key.leader)
 			var err error
 			if ok {
-				conn, err = dialLeader(f.ctx, addr, f.cfg.ClientID)
+				if conn, err = kconn.Dial(f.ctx, addr, f.connOptions()); err == nil {
+					lastDialErr = ""
+				}
 			}
 			if !ok || err != nil {
-				f.m.log.Debug("replica fetcher cannot reach its leader", "leader", f.key.leader, "addr", addr, "err", err)
+				// A refused handshake or login is a configuration error
+				// the operator must see (once per distinct error); a
+				// leader that is down is routine.
+				var cerr *tls.CertificateVerificationError
+				if errors.Is(err, kconn.ErrAuthentication) || errors.As(err, &cerr) {
+					if msg := err.Error(); msg != lastDialErr {
+						f.m.log.Warn("replica fetcher cannot authenticate to its leader", "leader", f.key.leader, "addr", addr, "err", err)
+						lastDialErr = msg
+					}
+				} else {
+					f.m.log.Debug("replica fetcher cannot reach its leader", "leader", f.key.leader, "addr", addr, "err", err)
+				}
 				conn = nil
 				if !f.sleep(f.cfg.FetchBackoff) {
 					return
@@ -276,7 +302,7 @@ func (f *fetcher) run() {
 				return
 			}
 			f.m.log.Info("replica fetch failed; reconnecting", "leader", f.key.leader, "err", err)
-			conn.close()
+			conn.Close()
 			conn = nil
 			if !f.sleep(f.cfg.FetchBackoff) {
 				return
@@ -298,7 +324,7 @@ const requestTimeout = 30 * time.Second
 
 // truncate runs one OffsetForLeaderEpoch round for parts and truncates
 // each log as isr.Truncate decides.
-func (f *fetcher) truncate(conn *leaderConn, parts map[storage.TopicPartition]fetchPart) error {
+func (f *fetcher) truncate(conn *kconn.Conn, parts map[storage.TopicPartition]fetchPart) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = 3
 	req.ReplicaID = f.self
@@ -336,7 +362,7 @@ func (f *fetcher) truncate(conn *leaderConn, parts map[storage.TopicPartition]fe
 	if len(asked) == 0 {
 		return nil
 	}
-	r, err := conn.roundTrip(req, requestTimeout)
+	r, err := conn.RoundTrip(req, requestTimeout)
 	if err != nil {
 		return err
 	}
@@ -393,7 +419,7 @@ func (f *fetcher) applyTruncation(tp storage.TopicPartition, fp fetchPart, leade
 }
 
 // fetch runs one Fetch for parts and applies the answer.
-func (f *fetcher) fetch(conn *leaderConn, parts map[storage.TopicPartition]fetchPart) error {
+func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetchPart) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 15
 	for _, fp := range parts {
@@ -427,7 +453,7 @@ func (f *fetcher) fetch(conn *leaderConn, parts map[storage.TopicPartition]fetch
 		offsets[tp] = rp.FetchOffset
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	r, err := conn.roundTrip(req, f.cfg.FetchWaitMax+requestTimeout)
+	r, err := conn.RoundTrip(req, f.cfg.FetchWaitMax+requestTimeout)
 	if err != nil {
 		return err
 	}

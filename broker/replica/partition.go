@@ -377,9 +377,14 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 	return AppendResult{BaseOffset: info.FirstOffset}, nil
 }
 
-// ReplayPartition calls f with every batch of the partition up to its HW.
+// ReplayPartition calls f with every batch of the partition up to its log
+// end, as Kafka loads a coordinator (FetchLogEnd isolation), not up to the
+// HW: a leader never truncates its own log, and a new leader's HW lags its
+// log end until the followers fetch again, while the records above it may
+// already be acknowledged (a coordinator that stopped at the HW would forget
+// a LeaveGroup it had answered and wait for the departed member).
 func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Record)) error {
-	off, end := p.Log.LogStartOffset(), p.HighWatermark()
+	off, end := p.Log.LogStartOffset(), p.Log.LogEndOffset()
 	for off < end {
 		data, err := p.Log.Read(off, rebuildChunk, end, true)
 		if err != nil {

@@ -67,7 +67,9 @@ def create(addr, topic, partitions):
 def produce(addr, topic, codec, idempotent):
     if idempotent == "1":
         fail("kafka-python 2.0 has no idempotent producer")
-    p = KafkaProducer(bootstrap_servers=addr, client_id="kbroker-compat", acks="all",
+    # kafka-python 2.0 defaults to retries=0, which hands a leader change's
+    # NOT_LEADER_FOR_PARTITION to the application; on a cluster users set it.
+    p = KafkaProducer(bootstrap_servers=addr, client_id="kbroker-compat", acks="all", retries=10,
                       compression_type=None if codec == "none" else codec, linger_ms=5,
                       request_timeout_ms=TIMEOUT_S * 1000)
     futures = []

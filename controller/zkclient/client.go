@@ -69,6 +69,8 @@ type Client struct {
 	conn   *zk.Conn
 	chroot string
 	log    *slog.Logger
+	// sessionTimeout is the configured zookeeper.session.timeout.ms.
+	sessionTimeout time.Duration
 
 	mu struct {
 		sync.Mutex
@@ -115,7 +117,7 @@ func Dial(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("creating chroot %s: %w", chroot, err)
 		}
 	}
-	c := &Client{chroot: chroot, log: log, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &Client{chroot: chroot, log: log, sessionTimeout: cfg.SessionTimeout, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := c.open(servers, cfg); err != nil {
 		return nil, err
 	}

@@ -21,6 +21,10 @@ func (c *Client) EnsurePersistentPaths() error {
 	return nil
 }
 
+// errOtherSession marks a registration refused because another session
+// holds the broker's znode.
+var errOtherSession = errors.New("registered by another session")
+
 // Registration is a broker's ephemeral /brokers/ids/<id>, kept across
 // session expiries: every new session registers it again, with a new
 // broker epoch.
@@ -38,16 +42,37 @@ type Registration struct {
 }
 
 // RegisterBroker writes reg (timestamped now) to /brokers/ids/<id> as an
-// ephemeral znode and re-registers after every session expiry. It fails if
-// the id is registered by another live session (another broker with the
-// same broker.id, or this broker's previous session not yet expired).
+// ephemeral znode and re-registers after every session expiry. When the id
+// is registered by another session it waits up to twice
+// zookeeper.session.timeout.ms for that znode to go: a broker restarted
+// right after a crash finds its previous session's registration, which
+// ZooKeeper removes when the session expires (Kafka fails at once here).
+// It fails if the znode outlives the wait: another live broker has the
+// same broker.id.
 func (c *Client) RegisterBroker(reg zkdata.BrokerRegistration) (*Registration, error) {
 	r := &Registration{c: c, reg: reg, now: time.Now}
 	if err := c.EnsurePersistentPaths(); err != nil {
 		return nil, err
 	}
-	if err := r.register(); err != nil {
-		return nil, err
+	deadline := time.Now().Add(2 * c.sessionTimeout)
+	for logged := false; ; {
+		err := r.register()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errOtherSession) || time.Now().After(deadline) {
+			return nil, err
+		}
+		if !logged {
+			c.log.Warn("broker id still registered by a previous session; waiting for it to expire",
+				"broker", reg.ID, "err", err, "wait_max", (2 * c.sessionTimeout).String())
+			logged = true
+		}
+		select {
+		case <-c.done:
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	c.OnNewSession(func() {
 		if err := r.register(); err != nil {
@@ -79,7 +104,7 @@ func (r *Registration) register() error {
 			case gerr != nil:
 				err = gerr
 			case stat.EphemeralOwner != r.c.SessionID():
-				err = fmt.Errorf("broker id %d is registered by another session (0x%x): %w", reg.ID, stat.EphemeralOwner, zk.ErrNodeExists)
+				err = fmt.Errorf("broker id %d is %w (0x%x): %w", reg.ID, errOtherSession, stat.EphemeralOwner, zk.ErrNodeExists)
 			default:
 				err, epoch = nil, stat.Czxid
 			}

@@ -1,19 +1,16 @@
 package zkcontroller
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
+	"crypto/tls"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -37,11 +34,10 @@ type Channel interface {
 // controller's reactions to errors).
 type ResponseFunc func(broker int32, req kmsg.Request, resp kmsg.Response)
 
-// TCPChannel is a Channel over plain TCP with Kafka framing, one connection
-// per broker. Requests are framed with kmsg (request header v1, v2 for
-// flexible versions) and answers decoded into the request's ResponseKind.
+// TCPChannel is a Channel over TCP with Kafka framing (protocol/kconn: TLS
+// and SASL as the inter-broker listener wants), one connection per broker.
 type TCPChannel struct {
-	clientID   string
+	conn       kconn.Options
 	log        *slog.Logger
 	onResponse ResponseFunc
 	backoff    time.Duration
@@ -52,13 +48,16 @@ type TCPChannel struct {
 	closed bool
 }
 
-// NewTCPChannel returns a channel naming itself clientID
-// ("controller-<id>"), calling onResponse (may be nil) for every answer.
-func NewTCPChannel(clientID string, log *slog.Logger, onResponse ResponseFunc) *TCPChannel {
+// NewTCPChannel returns a channel connecting with conn (its ClientID names
+// the controller, "controller-<id>"), calling onResponse (may be nil) for
+// every answer. A response's size prefix above 100 MiB means a corrupt
+// stream.
+func NewTCPChannel(conn kconn.Options, log *slog.Logger, onResponse ResponseFunc) *TCPChannel {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &TCPChannel{clientID: clientID, log: log, onResponse: onResponse,
+	conn.MaxResponse = 100 << 20
+	return &TCPChannel{conn: conn, log: log, onResponse: onResponse,
 		backoff: 100 * time.Millisecond, timeout: 30 * time.Second, queues: map[int32]*brokerQueue{}}
 }
 
@@ -139,17 +138,15 @@ func (t *TCPChannel) Close() {
 // retrying the head of the queue until it is answered.
 func (t *TCPChannel) run(q *brokerQueue) {
 	defer close(q.done)
-	var conn net.Conn
-	var unwatch func() bool
+	var conn *kconn.Conn
+	lastDialErr := "" // the authentication error last logged
 	closeConn := func() {
 		if conn != nil {
-			unwatch()
 			conn.Close()
 			conn = nil
 		}
 	}
 	defer closeConn()
-	var corr int32
 	for {
 		q.mu.Lock()
 		var req kmsg.Request
@@ -166,19 +163,27 @@ func (t *TCPChannel) run(q *brokerQueue) {
 			}
 		}
 		if conn == nil {
-			d := net.Dialer{Timeout: 5 * time.Second}
-			c, err := d.DialContext(q.ctx, "tcp", q.addr)
+			c, err := kconn.Dial(q.ctx, q.addr, t.conn)
 			if err != nil {
+				// A refused handshake or login is a configuration error
+				// the operator must see (once per distinct error).
+				var cerr *tls.CertificateVerificationError
+				if errors.Is(err, kconn.ErrAuthentication) || errors.As(err, &cerr) {
+					if msg := err.Error(); msg != lastDialErr {
+						t.log.Warn("controller cannot authenticate to broker", "broker", q.id, "addr", q.addr, "err", err)
+						lastDialErr = msg
+					}
+				} else {
+					t.log.Debug("controller cannot reach broker", "broker", q.id, "addr", q.addr, "err", err)
+				}
 				if !t.sleep(q) {
 					return
 				}
 				continue
 			}
 			conn = c
-			unwatch = context.AfterFunc(q.ctx, func() { c.Close() })
 		}
-		corr++
-		resp, err := roundTrip(conn, t.clientID, req, corr, t.timeout)
+		resp, err := conn.RoundTrip(req, t.timeout)
 		if err != nil {
 			if q.ctx.Err() != nil {
 				return
@@ -210,59 +215,9 @@ func (t *TCPChannel) sleep(q *brokerQueue) bool {
 	}
 }
 
-// maxResponse bounds a controller response; a larger size prefix means a
-// corrupt stream.
-const maxResponse = 100 << 20
-
-// roundTrip writes one framed request and reads its answer.
-func roundTrip(conn net.Conn, clientID string, req kmsg.Request, corr int32, timeout time.Duration) (kmsg.Response, error) {
-	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return nil, err
-	}
-	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, corr)
-	if _, err := conn.Write(buf); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	r := bufio.NewReader(conn)
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, fmt.Errorf("reading %s response: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 4 || n > maxResponse {
-		return nil, fmt.Errorf("%s response size %d out of range", kmsg.NameForKey(req.Key()), n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return nil, fmt.Errorf("reading %s response: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	b := kbin.Reader{Src: body}
-	if got := b.Int32(); got != corr {
-		return nil, fmt.Errorf("%s response has correlation id %d, want %d", kmsg.NameForKey(req.Key()), got, corr)
-	}
-	if req.IsFlexible() {
-		kmsg.SkipTags(&b)
-	}
-	if !b.Ok() {
-		return nil, fmt.Errorf("%s response header truncated", kmsg.NameForKey(req.Key()))
-	}
-	resp := req.ResponseKind()
-	if err := resp.ReadFrom(b.Src); err != nil {
-		return nil, fmt.Errorf("decoding %s response: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	return resp, nil
-}
-
 // ErrNoEndpoint reports a broker without the inter-broker listener.
 var ErrNoEndpoint = errors.New("broker has no endpoint on the inter-broker listener")
 
 func hostPort(host string, port int32) string {
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
-}
-
-// RoundTrip sends one request on conn and reads its answer (correlation id
-// 1), within timeout: for one-off broker → controller requests such as
-// ControlledShutdown.
-func RoundTrip(conn net.Conn, clientID string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
-	return roundTrip(conn, clientID, req, 1, timeout)
 }

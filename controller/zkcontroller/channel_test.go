@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -104,7 +105,7 @@ func TestTCPChannelSendsInOrderAndRetries(t *testing.T) {
 	f := startFakeBroker(t)
 	var mu sync.Mutex
 	var answered []int16
-	ch := NewTCPChannel("controller-1", nil, func(broker int32, req kmsg.Request, resp kmsg.Response) {
+	ch := NewTCPChannel(kconn.Options{ClientID: "controller-1"}, nil, func(broker int32, req kmsg.Request, resp kmsg.Response) {
 		mu.Lock()
 		answered = append(answered, resp.Key())
 		mu.Unlock()
@@ -167,7 +168,7 @@ func TestTCPChannelRemoveWhileUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	ch := NewTCPChannel("c", nil, nil)
+	ch := NewTCPChannel(kconn.Options{ClientID: "c"}, nil, nil)
 	ch.backoff = 5 * time.Millisecond
 	ch.AddBroker(1, addr)
 	ch.Send(1, kmsg.NewPtrStopReplicaRequest())

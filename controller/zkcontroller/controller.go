@@ -13,6 +13,7 @@ import (
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/controller/zkclient"
 	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/kbroker/kbroker/protocol/kconn"
 )
 
 // Config configures a controller.
@@ -22,6 +23,9 @@ type Config struct {
 	// Listener is inter.broker.listener.name: requests go to, and
 	// LeaderAndIsr names, the brokers' endpoints on it (default PLAINTEXT).
 	Listener string
+	// Conn is how the controller's connections to brokers authenticate
+	// and encrypt (the inter-broker listener's security protocol).
+	Conn kconn.Options
 	// UncleanLeaderElection is the cluster's unclean.leader.election.enable;
 	// a topic's own config overrides it.
 	UncleanLeaderElection bool
@@ -125,7 +129,9 @@ func Start(cfg Config) (*Controller, error) {
 		configs: map[string]map[string]string{}, armed: map[watchKey]uint64{},
 	}
 	if c.channel == nil {
-		c.channel = NewTCPChannel("controller-"+strconv.Itoa(int(cfg.BrokerID)), log, logResponses(log))
+		conn := cfg.Conn
+		conn.ClientID = "controller-" + strconv.Itoa(int(cfg.BrokerID))
+		c.channel = NewTCPChannel(conn, log, logResponses(log))
 	}
 	c.activeID.Store(-1)
 	if err := c.zk.EnsurePersistentPaths(); err != nil {

@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kbroker/kbroker/broker/config"
+)
+
+// TestConsoleWiring: the console answers at / once the Kafka listeners are
+// open (an error page before), showing this broker through its own
+// listener; http.console.enable=false leaves / unserved.
+func TestConsoleWiring(t *testing.T) {
+	b, get := openConsoleBroker(t, map[string]string{})
+	if code, body := get("/"); code != http.StatusBadGateway || !strings.Contains(body, errNotReady.Error()) {
+		t.Errorf("/ before Start: %d, want 502 saying why:\n%s", code, body)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	port := b.Addrs()[0].String()[strings.LastIndex(b.Addrs()[0].String(), ":")+1:]
+	if code, body := get("/"); code != http.StatusOK || !strings.Contains(body, "<td>"+port+"</td>") {
+		t.Errorf("/ after Start: %d, want the brokers table with port %s:\n%s", code, port, body)
+	}
+
+	b, get = openConsoleBroker(t, map[string]string{"http.console.enable": "false"})
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get("/"); code != http.StatusNotFound {
+		t.Errorf("/ with http.console.enable=false: %d, want 404", code)
+	}
+}
+
+// TestConsoleSASL: on a broker with only a SASL_PLAINTEXT listener the
+// console logs in with http.console.sasl.* (PLAIN or SCRAM); without
+// credentials, or with a wrong password, its pages say why they are empty.
+func TestConsoleSASL(t *testing.T) {
+	props := func(extra ...string) map[string]string {
+		p := map[string]string{
+			"listeners":                  "SASL_PLAINTEXT://127.0.0.1:0",
+			"sasl.jaas.config":           `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-plain";`,
+			"sasl.scram.bootstrap.users": "SCRAM-SHA-512=[name=console,password=console-secret]",
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			p[extra[i]] = extra[i+1]
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		props map[string]string
+		code  int
+		want  string
+	}{
+		{"plain", props("http.console.sasl.mechanism", "PLAIN", "http.console.sasl.username", "alice", "http.console.sasl.password", "alice-plain"), 200, `id="brokers"`},
+		{"scram", props("http.console.sasl.mechanism", "SCRAM-SHA-512", "http.console.sasl.username", "console", "http.console.sasl.password", "console-secret"), 200, `id="brokers"`},
+		{"no credentials", props(), http.StatusBadGateway, "needs a PLAINTEXT listener"},
+		{"wrong password", props("http.console.sasl.mechanism", "PLAIN", "http.console.sasl.username", "alice", "http.console.sasl.password", "nope"), http.StatusBadGateway, `class="error"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, get := openConsoleBroker(t, tc.props)
+			if err := b.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if code, body := get("/"); code != tc.code || !strings.Contains(body, tc.want) {
+				t.Errorf("/: %d, want %d with %q:\n%s", code, tc.code, tc.want, body)
+			}
+		})
+	}
+}
+
+// openConsoleBroker creates (not starts) a broker with an HTTP listener
+// and returns it with a GET of its HTTP server.
+func openConsoleBroker(t *testing.T, props map[string]string) (*Broker, func(string) (int, string)) {
+	t.Helper()
+	if props["listeners"] == "" {
+		props["listeners"] = "PLAINTEXT://127.0.0.1:0"
+	}
+	props["log.dirs"], props["http.listeners"] = t.TempDir(), "http://127.0.0.1:0"
+	cfg, _, err := config.ParseConfig(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	return b, func(path string) (int, string) {
+		t.Helper()
+		resp, err := hc.Get("http://" + b.HTTPAddrs()[0].String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+}

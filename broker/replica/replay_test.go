@@ -1,0 +1,39 @@
+package replica
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kbroker/kbroker/protocol/records"
+)
+
+// A coordinator that takes over a partition replays it to the log end, not
+// to the HW (Kafka loads coordinators with FetchLogEnd isolation): a new
+// leader's HW lags until its followers fetch again, and the records above
+// it (say a group's LeaveGroup) are already acknowledged to clients.
+func TestReplayPartitionReadsToLogEndOnNewLeader(t *testing.T) {
+	c := newTestCluster(t, 3, manualRC(), true, 1)
+	all := []int32{1, 2, 3}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.mustProduce(1, 1, "m2")
+	c.step(2, 1) // broker 2 copies both; the HW it learns is still behind
+	c.broker(1).stop()
+	// Broker 3 has not fetched yet, so the new leader's HW cannot move.
+	c.elect(0, 2, []int32{2, 3}, all, 2)
+	p := c.part(2, 0)
+	if hw, leo := p.HighWatermark(), p.Log.LogEndOffset(); hw >= leo {
+		t.Fatalf("setup: new leader HW %d, LEO %d; want the HW behind", hw, leo)
+	}
+	var got []string
+	if err := ReplayPartition(p, func(_ records.Header, recs []records.Record) {
+		for _, r := range recs {
+			got = append(got, string(r.Value))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"m1", "m2"}; !slices.Equal(got, want) {
+		t.Fatalf("replayed %q, want %q", got, want)
+	}
+}
