@@ -19,6 +19,8 @@ package compat
 //     compat/java built, as the Java tests).
 //   - KBROKER_BENCH_BASELINE=/path/to/kbroker: include another kbroker
 //     build as "baseline", for before/after numbers in one run.
+//   - KBROKER_BENCH_TLS=1: include kbroker over an SSL listener as
+//     "kbroker-tls" (no sendfile there: records are copied through TLS).
 //   - KBROKER_BENCH_PPROF=host:port: serve kbroker's /debug/pprof/ there,
 //     for a CPU or allocation profile taken during the run
 //     (curl host:port/debug/pprof/profile?seconds=20 > cpu.pprof).
@@ -67,8 +69,12 @@ func benchMiB(b *testing.B) int {
 	return n
 }
 
-// benchTarget is one broker under test.
-type benchTarget struct{ name, addr string }
+// benchTarget is one broker under test; opts are the clients' extra options
+// (TLS).
+type benchTarget struct {
+	name, addr string
+	opts       []kgo.Opt
+}
 
 // benchResult is one round of one target.
 type benchResult struct {
@@ -91,20 +97,24 @@ func BenchmarkProduceConsume(b *testing.B) {
 		overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true")
 	}
 	kb := startBroker(b, b.TempDir(), overrides...)
-	targets := []benchTarget{{"kbroker", kb.Addr()}}
+	targets := []benchTarget{{name: "kbroker", addr: kb.Addr()}}
+	if os.Getenv("KBROKER_BENCH_TLS") != "" {
+		tb := startTLSBroker(b)
+		targets = append(targets, benchTarget{name: "kbroker-tls", addr: tb.ssl, opts: []kgo.Opt{kgo.DialTLSConfig(tb.tlsConf(nil))}})
+	}
 	if bin := os.Getenv("KBROKER_BENCH_BASELINE"); bin != "" {
 		base := startBrokerBin(b, bin, b.TempDir())
-		targets = append(targets, benchTarget{"baseline", base.Addr()})
+		targets = append(targets, benchTarget{name: "baseline", addr: base.Addr()})
 	}
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(b.TempDir()))
 	if err != nil {
 		b.Fatalf("kfake: %v", err)
 	}
 	defer kf.Close()
-	targets = append(targets, benchTarget{"kfake", kf.ListenAddrs()[0]})
+	targets = append(targets, benchTarget{name: "kfake", addr: kf.ListenAddrs()[0]})
 	if os.Getenv("KBROKER_BENCH_KAFKA") != "" {
 		k := startKafka(b)
-		targets = append(targets, benchTarget{"kafka", k.Addr()})
+		targets = append(targets, benchTarget{name: "kafka", addr: k.Addr()})
 	}
 
 	results := map[string][]benchResult{}
@@ -116,7 +126,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 			for j := range targets {
 				t := targets[(round+j)%len(targets)]
 				topic := fmt.Sprintf("bench-%d", round)
-				results[t.name] = append(results[t.name], benchKafka(b, t.addr, topic, values))
+				results[t.name] = append(results[t.name], benchKafka(b, t, topic, values))
 			}
 			round++
 		}
@@ -175,16 +185,17 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 
 // benchKafka runs one produce-then-consume round of values against the
 // broker at addr on a new topic.
-func benchKafka(b *testing.B, addr, topic string, values [][]byte) benchResult {
+func benchKafka(b *testing.B, t benchTarget, topic string, values [][]byte) benchResult {
+	addr := t.addr
 	total := int64(len(values)) * benchValueSize
-	prod, err := kgo.NewClient(
+	prod, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
-		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchMaxBytes(1 << 20),
 		kgo.ProducerLinger(time.Millisecond),
-		kgo.MaxBufferedRecords(len(values)+1),
+		kgo.MaxBufferedRecords(len(values) + 1),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-	)
+	}, t.opts...)...)
 	if err != nil {
 		b.Fatalf("producer: %v", err)
 	}
@@ -219,7 +230,7 @@ func benchKafka(b *testing.B, addr, topic string, values [][]byte) benchResult {
 		b.Fatalf("produce: %v", *e)
 	}
 	mid := time.Now()
-	got := benchConsume(b, ctx, addr, topic, total)
+	got := benchConsume(b, ctx, t, topic, total)
 	end := time.Now()
 	if got != total {
 		b.Fatalf("consumed %d bytes, want %d", got, total)
@@ -235,18 +246,18 @@ func benchKafka(b *testing.B, addr, topic string, values [][]byte) benchResult {
 
 // benchConsume reads every partition of topic from the start until total
 // value bytes arrived, and returns the byte count.
-func benchConsume(b *testing.B, ctx context.Context, addr, topic string, total int64) int64 {
+func benchConsume(b *testing.B, ctx context.Context, t benchTarget, topic string, total int64) int64 {
 	offsets := make(map[int32]kgo.Offset, benchPartitions)
 	for p := int32(0); p < benchPartitions; p++ {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	cons, err := kgo.NewClient(
-		kgo.SeedBrokers(addr),
+	cons, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(t.addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxBytes(50<<20),
-		kgo.FetchMaxPartitionBytes(16<<20),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+		kgo.FetchMaxBytes(50 << 20),
+		kgo.FetchMaxPartitionBytes(16 << 20),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, t.opts...)...)
 	if err != nil {
 		b.Fatalf("consumer: %v", err)
 	}
