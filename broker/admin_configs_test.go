@@ -104,8 +104,8 @@ func TestAdminAlterConfigs(t *testing.T) {
 		t.Fatalf("cleanup.policy after legacy alter: %s (%v)", v, src)
 	}
 
-	// Broker configs are read-only here.
-	bresp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: strp("1")}})
+	// Static broker configs are read-only (dynamic ones: dynamic_configs_test.go).
+	bresp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.dirs", Value: strp("/x")}})
 	if err != nil {
 		t.Fatal(err)
 	}

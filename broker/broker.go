@@ -21,6 +21,7 @@ import (
 	"github.com/kbroker/kbroker/broker/httpserver"
 	"github.com/kbroker/kbroker/broker/metrics"
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/quota"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/storage"
@@ -57,6 +58,16 @@ type Broker struct {
 	// cluster is the cluster-mode state (cluster.go), nil on a single node.
 	cluster  *clusterNode
 	closeErr error
+	// quotas are the client quotas (quotas.go).
+	quotas *quota.Manager
+	// dyn holds the dynamic broker configs; applied is the configuration
+	// in effect, guarded by dynMu (dynamic.go).
+	dyn     *config.Dynamic
+	dynMu   sync.Mutex
+	applied config.Config
+	// dynWatch is closed when the cluster-mode watch of /config/changes
+	// ends (dynamic_cluster.go); nil on a single node.
+	dynWatch chan struct{}
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -72,7 +83,7 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{}), applied: cfg}
 	b.rm = replica.NewManager(cfg, b.closing)
 	b.co = coordhost.NewHost(cfg, b.rm, b.closing)
 
@@ -115,12 +126,17 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 			return nil, err
 		}
 	}
+	b.loadDynamicConfigs() // dynamic.go
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
+	b.api.SetBrokerConfigs(b.brokerConfigHooks())
 	if b.cluster != nil {
 		b.api.SetCluster(b.apiCluster())
 	}
+	if err := b.startQuotas(); err != nil {
+		return nil, err
+	}
 	b.net = network.NewServer(network.Config{
-		Listeners:             cfg.Listeners,
+		Listeners:             b.dyn.Current().Listeners, // with dynamic TLS files
 		SocketRequestMaxBytes: cfg.SocketRequestMaxBytes,
 		Logger:                b.log,
 		Handler:               b.handler(),
@@ -157,6 +173,7 @@ func (b *Broker) Start() error {
 			b.Close()
 			return err
 		}
+		b.startDynamicWatch() // dynamic_cluster.go
 	}
 	b.ready.Store(true)
 	return nil
@@ -171,7 +188,8 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.ready.Store(false)
 		close(b.closing)
-		b.co.CloseShares() // parked ShareFetches return on closing
+		b.stopDynamicWatch() // no dynamic config applied to closing logs
+		b.co.CloseShares()   // parked ShareFetches return on closing
 		b.closeController()
 		b.closeConsole()
 		b.net.Close() // in-flight requests are answered first

@@ -43,6 +43,11 @@ type clusterNode struct {
 	// request handlers, hence atomic.
 	reg  atomic.Pointer[zkclient.Registration]
 	ctrl atomic.Pointer[zkcontroller.Controller]
+	// quotaWatch is closed when the quota watcher (quotas_cluster.go)
+	// has returned; nil until it starts.
+	quotaWatch chan struct{}
+	// aclStop and aclDone stop and await the ACL watch (cluster_acls.go).
+	aclStop, aclDone chan struct{}
 }
 
 // ZKClientConfig maps the broker config onto the ZooKeeper client's.
@@ -184,6 +189,7 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.reg.Store(reg)
+	b.startACLWatch() // cluster_acls.go
 	ccfg := ControllerConfig(b.cfg, c.zk)
 	ccfg.Conn = c.conn
 	ctrl, err := zkcontroller.Start(ccfg)
@@ -191,6 +197,7 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.ctrl.Store(ctrl)
+	b.watchQuotaChanges()
 	b.log.Info("joined cluster", "broker", b.cfg.NodeID, "cluster.id", c.store.ClusterID(), "broker.epoch", reg.Epoch())
 	return nil
 }
@@ -200,6 +207,7 @@ func (b *Broker) closeController() {
 	if b.cluster == nil {
 		return
 	}
+	b.stopACLWatch()
 	if ctrl := b.cluster.ctrl.Load(); ctrl != nil {
 		ctrl.Close()
 	}
@@ -210,6 +218,9 @@ func (b *Broker) closeController() {
 func (b *Broker) closeZK() {
 	if b.cluster != nil {
 		b.cluster.zk.Close()
+		if w := b.cluster.quotaWatch; w != nil {
+			<-w // returns once b.closing is closed
+		}
 	}
 }
 

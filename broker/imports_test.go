@@ -30,6 +30,9 @@ var importRules = []struct {
 	{"broker/replica", []string{"broker/api", "broker/coordhost", "broker/network", "coordinator"}},
 	{"broker/coordhost", []string{"broker/api", "broker/network", "ext:github.com/prometheus"}},
 	{"broker/metacache", []string{"broker", "storage", "controller", "coordinator"}},
+	{"broker/quota", []string{"broker/api", "broker/coordhost", "broker/replica", "storage", "coordinator", "controller", "ext:github.com/prometheus"}},
+	// The authorizer is pure: ACLs and a request in, a decision out.
+	{"broker/authz", []string{"broker", "storage", "controller", "coordinator", "protocol", "std:net", "ext:github.com"}},
 	// The rooms know no metrics library: broker/metrics reads their state
 	// and wraps the network's Handler.
 	{"broker/config", []string{"ext:github.com/prometheus"}},

@@ -23,7 +23,7 @@ var errNotReady = errors.New("logs loading or Kafka listeners not open")
 // /readyz says 503 while the logs load. It returns the API handler to give
 // the network: the metrics count every request through it.
 func (b *Broker) startHTTP() error {
-	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load})
+	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load, Controller: b.controllerStats})
 	consoleHandler, consoleErr := b.newConsole() // console.go
 	b.http = httpserver.New(httpserver.Config{
 		Listeners: b.cfg.HTTP.Listeners,
@@ -48,8 +48,11 @@ func (b *Broker) startHTTP() error {
 	return b.http.Start()
 }
 
-// handler is the API wrapped by the request metrics.
-func (b *Broker) handler() network.Handler { return b.metrics.Handler(b.api) }
+// handler is the API wrapped by the client quotas (quotas.go), the request
+// metrics and the request log (requestlog.go).
+func (b *Broker) handler() network.Handler {
+	return requestLog(b.log, b.metrics.Handler(b.quotaHandler(b.api)))
+}
 
 // HTTPAddrs returns the bound HTTP listener addresses (useful with port 0).
 func (b *Broker) HTTPAddrs() []net.Addr { return b.http.Addrs() }

@@ -53,4 +53,12 @@ func TestReadyzFollowsStartAndClose(t *testing.T) {
 	if _, body := get("/metrics"); !strings.Contains(body, "kafka_server_replicamanager_partitioncount 0") {
 		t.Errorf("/metrics after Start lacks the partition count:\n%s", body)
 	}
+	// A single node is its own controller.
+	_, body := get("/metrics")
+	for _, want := range []string{"kafka_controller_kafkacontroller_activecontrollercount 1", "kafka_controller_kafkacontroller_offlinepartitionscount 0",
+		"kafka_controller_kafkacontroller_globaltopiccount 0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics after Start lacks %q", want)
+		}
+	}
 }

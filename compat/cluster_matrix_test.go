@@ -163,13 +163,15 @@ func TestMatrixClusterFailover(t *testing.T) {
 	}
 }
 
-// waitFullISR waits until every partition of topic has a leader and all
-// three replicas in its ISR.
+// waitFullISR waits until the bootstrap broker's metadata lists three live
+// brokers (the next CreateTopics counts them, as Kafka's ZooKeeper mode
+// does, from the cache the controller fills) and every partition of topic
+// has a leader and all three replicas in its ISR.
 func waitFullISR(t *testing.T, adm *kadm.Client, topic string) {
 	t.Helper()
-	waitFor(t, 90*time.Second, "a full ISR of "+topic, func() bool {
+	waitFor(t, 90*time.Second, "three live brokers and a full ISR of "+topic, func() bool {
 		m, err := adm.Metadata(context.Background(), topic)
-		if err != nil {
+		if err != nil || len(m.Brokers) != 3 {
 			return false
 		}
 		td, ok := m.Topics[topic]

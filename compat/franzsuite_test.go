@@ -57,9 +57,7 @@ var expectedFranzSkips = []struct {
 	// untilAPI: the entry is inactive once the broker advertises every one
 	// of these API keys at the given minimum versions.
 	untilAPI map[int16]int16
-}{
-	{`TestOAuthAuth`, "needs KGO_TEST_OAUTH_SEEDS: kbroker has no OAUTHBEARER", nil},
-}
+}{}
 
 const (
 	// franzBuildTimeout bounds downloading and compiling the suite.
@@ -112,8 +110,10 @@ func TestFranzGoSuite(t *testing.T) {
 	t.Logf("franz-go %s pkg/kgo compiled in %v", franzVersion, time.Since(start).Round(time.Second))
 
 	// A PLAINTEXT listener for the suite and a SASL_PLAINTEXT one with a
-	// SCRAM-SHA-256 user for its SCRAM tests.
-	b, saslAddr := startSASLBroker(t, "group.initial.rebalance.delay.ms=0")
+	// SCRAM-SHA-256 user for its SCRAM tests and OAUTHBEARER (the unsecured
+	// JWS validator, Kafka's default) for TestOAuthAuth.
+	b, saslAddr := startSASLBroker(t, "group.initial.rebalance.delay.ms=0",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER")
 	active := activeSkips(t, b.Addr())
 	events, stderrTail, runErr := runFranzBinary(t, bin, filepath.Join(src, "pkg", "kgo"), b.Addr(), saslAddr)
 
@@ -192,11 +192,11 @@ func TestFranzGoSuite(t *testing.T) {
 	t.Log(res.Summary)
 	fmt.Println(res.Summary)
 
-	// franz-go's SCRAM tests ran against the SASL listener: they are the
-	// matrix's SASL cell for franz-go.
+	// franz-go's SCRAM and OAUTHBEARER tests ran against the SASL
+	// listener: they are the matrix's SASL cell for franz-go.
 	t.Run("SASL", func(t *testing.T) {
 		recordCap(t, "franz-go (kgo, kadm)", moduleVersion(franzModule)+" (kadm "+moduleVersion(franzModule+"/pkg/kadm")+")", capSASL)
-		for _, name := range []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials"} {
+		for _, name := range []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"} {
 			if final[name] != "pass" {
 				t.Errorf("franz-go %s: %q, want pass", name, final[name])
 			}
@@ -381,6 +381,7 @@ func runFranzBinary(t *testing.T, bin, dir, addr, saslAddr string) ([]testEvent,
 		"KGO_TEST_RF=1",
 		"KGO_TEST_SCRAM_SEEDS="+saslAddr,
 		"KGO_TEST_SCRAM="+saslUser+":"+saslScramPass+":256",
+		"KGO_TEST_OAUTH_SEEDS="+saslAddr,
 	)
 	cmd.SysProcAttr = groupProcAttr()
 	cmd.Cancel = func() error { return killProcGroup(cmd) }

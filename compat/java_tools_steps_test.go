@@ -106,10 +106,43 @@ func consoleToolSteps(dirs []string) []toolStep {
 			"--alter", "--add-config", "log.cleaner.threads=2"}},
 		{name: "configs-broker-default-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "brokers", "--entity-default",
 			"--alter", "--add-config", "log.retention.ms=100000000"}},
-		{name: "configs-broker-describe-after-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "brokers", "--entity-name", "0", "--describe"}},
+		{name: "configs-broker-describe-after-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "brokers", "--entity-name", "0", "--describe"},
+			check: wantOutput("log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}")},
+		{name: "configs-broker-default-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "brokers", "--entity-default", "--describe"},
+			check: wantOutput("log.retention.ms=100000000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=100000000}")},
+		{name: "configs-broker-static-refused", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "brokers", "--entity-name", "0",
+			"--alter", "--add-config", "log.dirs=/elsewhere"}, check: wantExit(1)},
+		{name: "configs-broker-default-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "brokers", "--entity-default",
+			"--alter", "--delete-config", "log.retention.ms"}},
 		{name: "configs-group-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "groups", "--entity-name", toolsGroup,
 			"--alter", "--add-config", "consumer.session.timeout.ms=50000"}},
 		{name: "configs-group-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "groups", "--entity-name", toolsGroup, "--describe"}},
+
+		// kafka-configs: client quotas of users, clients and both, and
+		// their defaults (removed again: a quota left would throttle the
+		// steps after).
+		{name: "configs-user-quota-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--alter", "--add-config", "producer_byte_rate=1048576,request_percentage=50"}, check: wantExit(0)},
+		{name: "configs-user-client-quota-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--entity-type", "clients", "--entity-name", "app", "--alter", "--add-config", "consumer_byte_rate=2048"}, check: wantExit(0)},
+		{name: "configs-client-default-quota-alter", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "clients", "--entity-default",
+			"--alter", "--add-config", "producer_byte_rate=4096000"}, check: wantExit(0)},
+		{name: "configs-user-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice", "--describe"},
+			check: wantOutput("producer_byte_rate=1048576", "request_percentage=50")},
+		{name: "configs-user-client-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--entity-type", "clients", "--entity-name", "app", "--describe"}, check: wantOutput("consumer_byte_rate=2048")},
+		{name: "configs-clients-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "clients", "--describe"},
+			check: wantOutput("producer_byte_rate=4096000")},
+		{name: "configs-users-quota-describe", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--describe"}},
+		{name: "configs-user-quota-invalid", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--alter", "--add-config", "producer_byte_rate=-5"}},
+		{name: "configs-user-quota-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--alter", "--delete-config", "producer_byte_rate,request_percentage"}, check: wantExit(0)},
+		{name: "configs-user-client-quota-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice",
+			"--entity-type", "clients", "--entity-name", "app", "--alter", "--delete-config", "consumer_byte_rate"}, check: wantExit(0)},
+		{name: "configs-client-default-quota-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "clients", "--entity-default",
+			"--alter", "--delete-config", "producer_byte_rate"}, check: wantExit(0)},
+		{name: "configs-quotas-describe-after-delete", tool: "kafka-configs.sh", args: []string{"--bootstrap-server", B, "--entity-type", "users", "--entity-name", "alice", "--describe"}},
 
 		// kafka-transactions: a hanging transaction, found and aborted
 		{name: "transactions-topic", tool: "kafka-topics.sh", args: []string{"--bootstrap-server", B, "--create", "--topic", toolsTxn, "--partitions", "1"}},
@@ -146,14 +179,14 @@ func consoleToolSteps(dirs []string) []toolStep {
 		{name: "features-describe", tool: "kafka-features.sh", args: []string{"--bootstrap-server", B, "describe"}, masks: []toolMask{mask(`Epoch: \d+`, "Epoch: <n>")}},
 
 		// Tools for what only a KRaft cluster or an authorizer has: the
-		// user must get a clear error from kbroker. Listing reassignments
+		// user must get a clear error from kbroker (without
+		// authorizer.class.name, kafka-acls gets Kafka's SECURITY_DISABLED). Listing reassignments
 		// works on one node too (none), as on Kafka.
 		{name: "metadata-quorum", tool: "kafka-metadata-quorum.sh", args: []string{"--bootstrap-server", B, "describe", "--status"},
 			noDiff: "kbroker has no KRaft quorum to describe",
 			check:  onlyKbroker(both(wantExit(1), wantOutput("does not support DESCRIBE_QUORUM")))},
 		{name: "acls-list", tool: "kafka-acls.sh", args: []string{"--bootstrap-server", B, "--list"},
-			noDiff: "kbroker has no ACLs yet; Kafka without an authorizer answers SECURITY_DISABLED",
-			check:  both(wantExit(1), onlyKbroker(wantOutput("does not support DESCRIBE_ACLS")))},
+			check: both(wantExit(1), wantOutput("SecurityDisabledException", "No Authorizer is configured on the broker"))},
 		{name: "reassign-partitions-list", tool: "kafka-reassign-partitions.sh", args: []string{"--bootstrap-server", B, "--list"},
 			check: both(wantExit(0), wantOutput("No partition reassignments found."))},
 

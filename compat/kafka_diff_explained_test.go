@@ -5,8 +5,7 @@ package compat
 // test prints it: a difference that is not listed fails the test, and so
 // does an entry whose difference is gone. Missing features name the issue
 // that adds them: ACLs, quotas and delegation tokens (issue 14), the
-// cluster, reassignment and DescribeQuorum (issue 11), dynamic broker
-// configs (issue 15).
+// cluster, reassignment and DescribeQuorum (issue 11).
 
 // apiVersionsExplained are the differences of TestKafkaDiffApiVersions, by
 // the line it prints.
@@ -22,6 +21,9 @@ var apiVersionsExplained = map[string]string{
 	"DeleteTopics(20): Kafka v1-6, kbroker v0-6":         oldVersionsKept,
 	"OffsetForLeaderEpoch(23): Kafka v2-4, kbroker v0-4": oldVersionsKept,
 	"DescribeConfigs(32): Kafka v1-4, kbroker v0-4":      oldVersionsKept,
+	"DescribeACLs(29): Kafka v1-3, kbroker v0-3":         oldVersionsKept,
+	"CreateACLs(30): Kafka v1-3, kbroker v0-3":           oldVersionsKept,
+	"DeleteACLs(31): Kafka v1-3, kbroker v0-3":           oldVersionsKept,
 	// KIP-932 v0 was the early-access share-group protocol of Kafka 4.0;
 	// 4.1 made v1 the first version. kbroker still answers 4.0 clients.
 	"ShareGroupHeartbeat(76): Kafka v1-1, kbroker v0-1": shareV0Kept,
@@ -35,9 +37,6 @@ var apiVersionsExplained = map[string]string{
 	"DescribeLogDirs(35): Kafka v1-5, kbroker v0-4": "v5 adds IsCordoned (cordoned log dirs), not in kbroker yet; broker/api/describe_log_dirs.go belongs to helper hardcoord; v0 kept (KIP-896)",
 
 	// Missing features, with the issue that adds them.
-	"DescribeACLs(29): Kafka v1-3, kbroker does not advertise it":            "ACLs: issue 14",
-	"CreateACLs(30): Kafka v1-3, kbroker does not advertise it":              "ACLs: issue 14",
-	"DeleteACLs(31): Kafka v1-3, kbroker does not advertise it":              "ACLs: issue 14",
 	"CreateDelegationToken(38): Kafka v1-3, kbroker does not advertise it":   "delegation tokens: issue 14",
 	"RenewDelegationToken(39): Kafka v1-2, kbroker does not advertise it":    "delegation tokens: issue 14",
 	"ExpireDelegationToken(40): Kafka v1-2, kbroker does not advertise it":   "delegation tokens: issue 14",
@@ -102,9 +101,10 @@ var corpusExplained = append([]corpusExplanation{
 // default: a KRaft cluster formatted with eligible leader replicas (KIP-966,
 // on by default since 4.1) stores the cluster-wide min.insync.replicas as a
 // dynamic broker default, so every topic inherits it from there. kbroker
-// has no dynamic broker configs (issue 15); its value comes from
-// server.properties or the default, as a ZooKeeper-mode Kafka reports it.
-const minISRDynamicDefault = "KRaft with KIP-966 keeps min.insync.replicas as a cluster dynamic default; kbroker has no dynamic broker configs (issue 15)"
+// has dynamic broker configs but sets none when its metadata is created;
+// its value comes from server.properties or the default, as a
+// ZooKeeper-mode Kafka reports it.
+const minISRDynamicDefault = "KRaft with KIP-966 keeps min.insync.replicas as a cluster dynamic default; kbroker sets no dynamic default when its metadata is created, as ZooKeeper-mode Kafka"
 
 // kafkaOnlyTopicConfigs are the topic configs Kafka 4.4.0 lists in a
 // CreateTopics answer (v5+) that kbroker does not have: tiered storage,

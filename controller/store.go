@@ -56,6 +56,17 @@ type Store interface {
 	UpdateGroupConfigs(group string, configs map[string]string) error
 	FinalizedFeatures() (levels map[string]int16, epoch int64, set bool)
 	UpdateFinalizedFeatures(levels map[string]int16) error
+	// Client quotas by entity path (quotas.go).
+	ClientQuotas() map[string]map[string]float64
+	AlterClientQuotas(changes []QuotaChange) error
+	// Dynamic broker configs (broker_configs.go): entity is a broker id or
+	// "<default>" (config.DefaultBrokerEntity), Kafka's names for them.
+	BrokerConfigs(entity string) map[string]string
+	UpdateBrokerConfigs(entity string, configs map[string]string) error
+	// ACL bindings (acls.go). UpdateACLs removes remove and adds add in one
+	// change; adding a binding that exists keeps it once.
+	ACLs() []ACL
+	UpdateACLs(add, remove []ACL) error
 	Close() error
 }
 
@@ -82,6 +93,14 @@ type fileState struct {
 	// them (nil: the broker's defaults); FeaturesEpoch counts the updates.
 	Features      map[string]int16 `json:"finalized_features,omitempty"`
 	FeaturesEpoch int64            `json:"finalized_features_epoch,omitempty"`
+	// Quotas maps a client quota entity's path (users/U, clients/C,
+	// users/U/clients/C) -> quota key -> value.
+	Quotas map[string]map[string]float64 `json:"client_quotas,omitempty"`
+	// BrokerConfigs maps a broker id or "<default>" to its dynamic broker
+	// configs (ConfigResource BROKER).
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+	// ACLs are the authorizer's bindings (CreateAcls, DeleteAcls).
+	ACLs []ACL `json:"acls,omitempty"`
 }
 
 // MetadataFile is the name of the FileStore's file inside the first log dir.

@@ -156,3 +156,34 @@ func TestFileStoreRefusesMissingMetadataNextToData(t *testing.T) {
 		t.Fatalf("fresh log dirs: %v", err)
 	}
 }
+
+// Client quotas survive a reopen; removing an entity's last quota removes
+// the entity.
+func TestFileStoreClientQuotas(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenFileStore(dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AlterClientQuotas([]QuotaChange{
+		{Entity: "users/alice", Key: "producer_byte_rate", Value: 1024},
+		{Entity: "users/<default>/clients/app", Key: "request_percentage", Value: 12.5},
+		{Entity: "clients/x", Key: "consumer_byte_rate", Value: 1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AlterClientQuotas([]QuotaChange{{Entity: "clients/x", Key: "consumer_byte_rate", Remove: true}}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := OpenFileStore(dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := s2.ClientQuotas()
+	if len(q) != 2 || q["users/alice"]["producer_byte_rate"] != 1024 || q["users/<default>/clients/app"]["request_percentage"] != 12.5 {
+		t.Fatalf("after reopen: %v", q)
+	}
+	if err := s2.AlterClientQuotas([]QuotaChange{{Key: "producer_byte_rate", Value: 1}}); err == nil {
+		t.Fatal("a change without an entity was accepted")
+	}
+}

@@ -106,9 +106,10 @@ func byID(bs []*BrokerProc, id int32) *BrokerProc {
 // exits 0, and the broker rejoins; a deleted topic leaves every cache.
 func TestBrokerProcessesFormCluster(t *testing.T) {
 	z := StartZooKeeper(t)
-	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
+	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.listeners": "http://127.0.0.1:0"})
 	ctrl := waitClusterFormed(t, bs, 3)
 	t.Logf("controller: broker %d", ctrl)
+	checkDynamicDefaultPropagates(t, bs) // ops_test.go
 
 	// ZooKeeper-mode brokers advertise the inter-broker APIs.
 	av := kmsg.NewPtrApiVersionsRequest()
@@ -176,6 +177,7 @@ func TestBrokerProcessesFormCluster(t *testing.T) {
 		}
 		return true, nil
 	})
+	checkControllerMetrics(t, bs, ctrl, 3) // ops_test.go
 	// Every broker leads one partition: replicas are spread round-robin.
 	led := map[int32]int{}
 	for _, l := range leaders {

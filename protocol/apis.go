@@ -75,6 +75,14 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.SASLAuthenticate):             {0, 2},
 	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
 	int16(kmsg.AlterUserSCRAMCredentials):    {0, 0},
+
+	// Client quotas (KIP-546; broker/quota).
+	int16(kmsg.DescribeClientQuotas): {0, 1},
+	int16(kmsg.AlterClientQuotas):    {0, 1},
+	// ACLs (broker/api/acls.go; SECURITY_DISABLED without authorizer.class.name).
+	int16(kmsg.DescribeACLs): {0, 3},
+	int16(kmsg.CreateACLs):   {0, 3},
+	int16(kmsg.DeleteACLs):   {0, 3},
 }
 
 // Supported returns the version range the broker supports for key.

@@ -64,6 +64,23 @@ type Spliced struct {
 // NewSpliced wraps resp, whose placeholders Add will hand out.
 func NewSpliced(resp kmsg.Response) *Spliced { return &Spliced{Response: resp} }
 
+// Throttle is the wrapped response's throttle (kmsg.ThrottleResponse),
+// which embedding the kmsg.Response interface would not carry over.
+func (s *Spliced) Throttle() (int32, bool) {
+	if t, ok := s.Response.(kmsg.ThrottleResponse); ok {
+		return t.Throttle()
+	}
+	return 0, false
+}
+
+// SetThrottle sets the wrapped response's throttle
+// (kmsg.SetThrottleResponse).
+func (s *Spliced) SetThrottle(ms int32) {
+	if t, ok := s.Response.(kmsg.SetThrottleResponse); ok {
+		t.SetThrottle(ms)
+	}
+}
+
 // Add registers sec and returns the placeholder to store in the byte field
 // that stands for it. The Spliced owns sec from now on.
 func (s *Spliced) Add(sec Section) []byte {

@@ -197,3 +197,20 @@ func BenchmarkFetchEncode(b *testing.B) {
 		}
 	})
 }
+
+// TestSplicedThrottle: quotas set and read a Fetch answer's throttle
+// through the wrapper.
+func TestSplicedThrottle(t *testing.T) {
+	r := kmsg.NewPtrFetchResponse()
+	r.SetVersion(12)
+	var resp kmsg.Response = NewSpliced(r)
+	st, ok := resp.(kmsg.SetThrottleResponse)
+	tr, ok2 := resp.(kmsg.ThrottleResponse)
+	if !ok || !ok2 {
+		t.Fatal("Spliced is not a throttle response")
+	}
+	st.SetThrottle(250)
+	if ms, after := tr.Throttle(); ms != 250 || !after || r.ThrottleMillis != 250 {
+		t.Fatalf("Throttle() = %d, %v; inner %d", ms, after, r.ThrottleMillis)
+	}
+}

@@ -124,7 +124,7 @@ func (b *API) createOneCluster(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopi
 		st.TopicID = t.ID
 	}
 	st.NumPartitions, st.ReplicationFactor = partitions, rf
-	rc := config.ResolveTopicConfig(b.cfg, configs)
+	rc := config.ResolveTopicConfig(b.defaults(), configs)
 	for _, d := range config.TopicConfigs {
 		v := rc.Values[d.Name]
 		c := kmsg.NewCreateTopicsResponseTopicConfig()

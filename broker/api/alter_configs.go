@@ -9,16 +9,13 @@ package api
 // (INVALID_CONFIG naming the key); an unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION. Overrides are persisted in the metadata store
 // and take effect at once (replica.TopicSettings, storage.Log.SetConfig). Broker
-// resources: kbroker has no dynamic broker configs, so any change is
-// INVALID_REQUEST as Kafka answers for a read-only config; an empty set is
-// accepted. Other resource types are INVALID_REQUEST.
+// resources: the dynamic broker configs of broker_configs.go, the whole set
+// of the entity replaced. Other resource types are INVALID_REQUEST.
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,12 +61,10 @@ func (b *API) alterConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly, du
 		return b.rm.AlterTopicConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *kerr.Error, string) {
 			return configs, nil, ""
 		})
-	case kmsg.ConfigResourceTypeBroker:
-		names := make([]string, 0, len(configs))
-		for k := range configs {
-			names = append(names, k)
-		}
-		return b.alterBrokerConfigs(rr.ResourceName, names)
+	case kmsg.ConfigResourceTypeBroker: // broker_configs.go: the new set replaces the entity's
+		return b.alterBrokerConfigs(rr.ResourceName, validateOnly, func(map[string]string, config.Config) (map[string]string, *kerr.Error, string) {
+			return configs, nil, ""
+		})
 	}
 	return kerr.InvalidRequest, fmt.Sprintf("AlterConfigs is not supported for resource type %v", rr.ResourceType)
 }
@@ -92,17 +87,4 @@ func duplicateResources(n int, at func(i int) (kmsg.ConfigResourceType, string))
 		out[i] = count[key{t, name}] > 1
 	}
 	return out
-}
-
-// alterBrokerConfigs answers a change of broker configs: kbroker has no
-// dynamic broker configs, so only an empty change succeeds.
-func (b *API) alterBrokerConfigs(name string, names []string) (*kerr.Error, string) {
-	if name != "" && name != strconv.Itoa(int(b.cfg.NodeID)) {
-		return kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, name)
-	}
-	if len(names) == 0 {
-		return nil, ""
-	}
-	sort.Strings(names)
-	return kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: %s", strings.Join(names, ", "))
 }

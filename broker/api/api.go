@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/authz"
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/coordhost"
+	"github.com/kbroker/kbroker/broker/quota"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/coordinator/group"
@@ -50,12 +52,26 @@ type API struct {
 	featuresMu sync.Mutex
 	// cluster is set in cluster mode (cluster.go), nil on a single node.
 	cluster *Cluster
+	// quotas are the client quotas the broker enforces (client_quotas.go);
+	// quotaMu serialises AlterClientQuotas (store, then manager).
+	quotas  *quota.Manager
+	quotaMu sync.Mutex
+	// oauth are the OAUTHBEARER validators (sasl_oauth.go).
+	oauth oauthValidators
+	// brokerCfg enables dynamic broker configs (broker_configs.go); nil: none.
+	brokerCfg *brokerConfigState
+	// authz decides requests (authz.go); nil without authorizer.class.name.
+	authz *authz.Authorizer
+	// aclMu serialises CreateAcls and DeleteAcls (read, change, store, reload).
+	aclMu sync.Mutex
 }
 
 // New returns the handlers of a broker; addrs returns its bound listener
 // addresses.
 func New(cfg config.Config, store controller.Store, rm Partitions, co Coordinators, closing <-chan struct{}, addrs func() []net.Addr) *API {
-	return &API{cfg: cfg, log: cfg.Logger, now: cfg.Now, store: store, rm: rm, co: co, closing: closing, addrs: addrs}
+	b := &API{cfg: cfg, log: cfg.Logger, now: cfg.Now, store: store, rm: rm, co: co, closing: closing, addrs: addrs}
+	b.authz = b.newAuthorizer()
+	return b
 }
 
 // Partitions is what the handlers need from the partitions (replica.Manager).

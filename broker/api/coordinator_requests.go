@@ -145,7 +145,7 @@ func (b *API) deleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.Delet
 // failed hand-over (callErr) or shutdown closes the connection unanswered.
 func (b *API) awaitReply(ctx *network.RequestContext, req kmsg.Request, tok coordhost.Token, callErr error) kmsg.Response {
 	if callErr != nil {
-		b.log.Warn("closing connection: coordinator request failed", "client", ctx.RemoteAddr, "api", kmsg.NameForKey(req.Key()), "err", callErr)
+		b.log.Warn("closing connection: coordinator request failed", clientAttrs(ctx, "err", callErr)...)
 		ctx.CloseConn = true
 		return nil
 	}

@@ -86,7 +86,7 @@ func (b *API) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsReque
 	if t != nil {
 		st.TopicID = t.Meta.ID
 	}
-	rc := config.ResolveTopicConfig(b.cfg, configs)
+	rc := config.ResolveTopicConfig(b.defaults(), configs)
 	for _, d := range config.TopicConfigs {
 		v := rc.Values[d.Name]
 		c := kmsg.NewCreateTopicsResponseTopicConfig()

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *API) handleDeleteRecords(_ *network.RequestContext, req *kmsg.DeleteRecordsRequest) kmsg.Response {
+func (b *API) handleDeleteRecords(ctx *network.RequestContext, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	dirty := map[*storage.Dir]bool{}
 	for _, rt := range req.Topics {
@@ -28,7 +28,7 @@ func (b *API) handleDeleteRecords(_ *network.RequestContext, req *kmsg.DeleteRec
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			if kerrv := b.deleteRecords(rt.Topic, rp, &sp, dirty); kerrv != nil {
+			if kerrv := b.deleteRecords(ctx, rt.Topic, rp, &sp, dirty); kerrv != nil {
 				sp.ErrorCode = kerrv.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -39,7 +39,7 @@ func (b *API) handleDeleteRecords(_ *network.RequestContext, req *kmsg.DeleteRec
 	return resp
 }
 
-func (b *API) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition, dirty map[*storage.Dir]bool) *kerr.Error {
+func (b *API) deleteRecords(ctx *network.RequestContext, topicName string, rp kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition, dirty map[*storage.Dir]bool) *kerr.Error {
 	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
@@ -57,7 +57,7 @@ func (b *API) deleteRecords(topicName string, rp kmsg.DeleteRecordsRequestTopicP
 	}
 	if off > p.Log.LogStartOffset() {
 		if err := p.SetLogStartOffset(off); err != nil {
-			b.log.Error("delete records failed", "topic", topicName, "partition", rp.Partition, "offset", off, "err", err)
+			b.log.Error("delete records failed", clientAttrs(ctx, "topic", topicName, "partition", rp.Partition, "offset", off, "err", err)...)
 			return kerr.KafkaStorageError
 		}
 		dirty[p.Dir] = true

@@ -58,6 +58,8 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleUpdateFeatures))            // update_features.go
 	add(on((*API).handleAlterPartitionAssignments)) // partition_reassignments.go
 	add(on((*API).handleListPartitionReassignments))
+	add(on((*API).handleDescribeClientQuotas)) // client_quotas.go
+	add(on((*API).handleAlterClientQuotas))
 	add(on((*API).handleFindCoordinator))
 	add(on((*API).handleOffsetCommit))
 	add(on((*API).handleOffsetFetch))
@@ -90,6 +92,10 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleSASLAuthenticate))
 	add(on((*API).handleDescribeUserSCRAMCredentials))
 	add(on((*API).handleAlterUserSCRAMCredentials))
+	// ACLs (acls.go).
+	add(on((*API).handleCreateACLs))
+	add(on((*API).handleDescribeACLs))
+	add(on((*API).handleDeleteACLs))
 	// Cluster mode: controller → broker requests and ControlledShutdown
 	// (protocol.InterBroker; a single node closes the connection).
 	add(on((*API).handleLeaderAndISR))
@@ -107,12 +113,18 @@ func (b *API) Handle(ctx *network.RequestContext, req protocol.Request) kmsg.Res
 		return b.apiVersionsUnsupported()
 	}
 	if h, ok := handlers[req.Body.Key()]; ok {
-		if resp := b.notCoordinator(req.Body); resp != nil {
-			return resp // cluster mode: coordinator_cluster.go
+		c := b.checkRequest(ctx, req.Body) // authz_dispatch.go
+		if c.resp != nil {
+			return c.resp
 		}
-		return h(b, ctx, req.Body)
+		resp := b.notCoordinator(req.Body) // cluster mode: coordinator_cluster.go
+		if resp == nil {
+			resp = h(b, ctx, req.Body)
+		}
+		c.finish(resp)
+		return resp
 	}
-	b.log.Error("closing connection: no handler for api", "api", kmsg.NameForKey(req.Header.APIKey))
+	b.log.Error("closing connection: no handler for api", clientAttrs(ctx)...)
 	ctx.CloseConn = true
 	return nil
 }

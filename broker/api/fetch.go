@@ -28,10 +28,15 @@ func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) k
 		// As Kafka: a MinBytes the cap can never satisfy would always wait MaxWait.
 		req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	}
+	denied := b.fetchAuthzBefore(ctx, req) // authz_fetch.go
 	// The records stay in the segment files (protocol.Spliced); the
-	// connection sends them with sendfile and releases them.
+	// connection sends them with sendfile and releases them (also those
+	// of partitions the checks below leave out of the answer).
 	spl := protocol.NewSpliced(resp)
-	b.rm.FetchSpliced(req, resp, spl)
+	if !denied.skip {
+		b.rm.FetchSpliced(req, resp, spl)
+	}
+	b.fetchAuthzAfter(ctx, req, resp, denied)
 	b.leaderHintsFetch(ctx, resp) // cluster mode: metadata_cluster.go
 	return spl
 }

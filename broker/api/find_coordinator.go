@@ -28,12 +28,12 @@ func (b *API) handleFindCoordinator(ctx *network.RequestContext, req *kmsg.FindC
 		switch req.CoordinatorType {
 		case 0:
 			if err := b.co.EnsureGroups(); err != nil {
-				b.log.Error("group coordinator unavailable", "err", err)
+				b.log.Error("group coordinator unavailable", clientAttrs(ctx, "key", key, "err", err)...)
 				kerrv = kerr.CoordinatorNotAvailable
 			}
 		case 1:
 			if err := b.co.EnsureTxns(); err != nil {
-				b.log.Error("transaction coordinator unavailable", "err", err)
+				b.log.Error("transaction coordinator unavailable", clientAttrs(ctx, "key", key, "err", err)...)
 				kerrv = kerr.CoordinatorNotAvailable
 			}
 		default:

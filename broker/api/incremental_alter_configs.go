@@ -48,13 +48,11 @@ func (b *API) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource, v
 		return kerr.InvalidRequest, fmt.Sprintf("Error due to duplicate resource in request: %s", rr.ResourceName)
 	}
 	seen := map[string]bool{}
-	var names []string
 	for _, c := range rr.Configs {
 		if seen[c.Name] {
 			return kerr.InvalidRequest, fmt.Sprintf("Error due to duplicate config keys: %s", c.Name)
 		}
 		seen[c.Name] = true
-		names = append(names, c.Name)
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 			if c.Value == nil {
@@ -70,8 +68,8 @@ func (b *API) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource, v
 		return b.rm.AlterTopicConfigs(rr.ResourceName, validateOnly, func(cur map[string]string) (map[string]string, *kerr.Error, string) {
 			return b.applyIncremental(cur, rr.Configs)
 		})
-	case kmsg.ConfigResourceTypeBroker:
-		return b.alterBrokerConfigs(rr.ResourceName, names)
+	case kmsg.ConfigResourceTypeBroker: // broker_configs.go
+		return b.alterBrokerConfigs(rr.ResourceName, validateOnly, incrementalBroker(rr.Configs))
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return b.alterGroupConfigs(rr, validateOnly) // share_group_configs.go
 	}
@@ -100,7 +98,7 @@ func (b *API) applyIncremental(cur map[string]string, ops []kmsg.IncrementalAlte
 				return nil, kerr.InvalidRequest, fmt.Sprintf("Config value %s is not allowed for config key: %s", verb, c.Name)
 			}
 			if eff.Values == nil {
-				eff = config.ResolveTopicConfig(b.cfg, cur)
+				eff = config.ResolveTopicConfig(b.defaults(), cur)
 			}
 			items := config.SplitList(cur[c.Name])
 			if _, set := cur[c.Name]; !set {

@@ -21,7 +21,7 @@ func (b *API) handleInitProducerID(ctx *network.RequestContext, req *kmsg.InitPr
 	}
 	id, err := b.co.NextProducerID()
 	if err != nil {
-		b.log.Error("allocating producer id", "err", err)
+		b.log.Error("allocating producer id", clientAttrs(ctx, "err", err)...)
 		resp.ErrorCode = kerr.KafkaStorageError.Code
 		return resp
 	}

@@ -62,6 +62,13 @@ func (b *API) endpointsFor(ctx *network.RequestContext) []kmsg.MetadataResponseB
 }
 
 func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := b.answerMetadata(ctx, req)
+	b.metadataAuthzAfter(ctx, req, resp) // authz_metadata.go
+	return resp
+}
+
+// answerMetadata is Metadata before authorization.
+func (b *API) answerMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequest) kmsg.Response {
 	if b.cluster != nil {
 		return b.handleMetadataCluster(ctx, req) // metadata_cluster.go
 	}
@@ -114,6 +121,8 @@ func (b *API) handleMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequ
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			case !autoCreate || replica.IsInternal(name):
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !b.mayAutoCreate(ctx, name):
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				// Kafka answers the topic it has just created with
 				// LEADER_NOT_AVAILABLE and no partitions (its metadata

@@ -93,13 +93,15 @@ func (b *API) handleMetadataCluster(ctx *network.RequestContext, req *kmsg.Metad
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code // created, not yet propagated
 		case !autoCreate || replica.IsInternal(name):
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case !b.mayAutoCreate(ctx, name):
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		default:
 			err := b.store.CreateTopic(controller.Topic{Name: name, Partitions: b.cfg.NumPartitions, ReplicationFactor: b.cfg.DefaultReplicationFactor})
 			switch {
 			case err == nil, errors.Is(err, controller.ErrTopicExists):
 				mt.ErrorCode = kerr.LeaderNotAvailable.Code
 			default:
-				b.log.Warn("auto-creating topic failed", "topic", name, "err", err)
+				b.log.Warn("auto-creating topic failed", clientAttrs(ctx, "topic", name, "err", err)...)
 				mt.ErrorCode = kerrOf(err).Code
 			}
 		}

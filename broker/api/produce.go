@@ -34,6 +34,7 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 	validAcks := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	// acks=all waits for replication until the request's timeout (TimeoutMillis).
 	deadline := b.now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+	txnDenied := !b.authorizedProduceTxn(ctx, req) // authz_checks.go
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -46,6 +47,7 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 				unknownID = true
 			}
 		}
+		topicDenied := !unknownID && !b.authorizedTopic(ctx, opWrite, name)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -60,8 +62,12 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 			switch {
 			case !validAcks:
 				kerrv = kerr.InvalidRequiredAcks
+			case txnDenied:
+				kerrv = kerr.TransactionalIDAuthorizationFailed
 			case unknownID:
 				kerrv = kerr.UnknownTopicID
+			case topicDenied:
+				kerrv = kerr.TopicAuthorizationFailed
 			case p == nil:
 				kerrv = kerr.UnknownTopicOrPartition
 			case replica.IsInternal(name):

@@ -11,6 +11,7 @@ import (
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"time"
 )
 
 // scramCredential looks a user's credential up in the metadata store.
@@ -21,6 +22,16 @@ func (b *API) scramCredential(user, mechanism string) (sasl.Credential, bool) {
 
 // NewAuthenticator starts the authentication of a connection on listener l.
 func (b *API) NewAuthenticator(l config.Listener) *sasl.Authenticator {
+	a := b.newAuthenticator(l)
+	a.SetFailureDelay(time.Duration(b.cfg.SASL.FailedAuthenticationDelayMs) * time.Millisecond)
+	a.SetMaxReauth(time.Duration(b.cfg.SASL.ConnectionsMaxReauthMs)*time.Millisecond, b.now)
+	if v := b.oauthValidator(l.Name); v != nil { // sasl_oauth.go
+		a.SetOAuth(v)
+	}
+	return a
+}
+
+func (b *API) newAuthenticator(l config.Listener) *sasl.Authenticator {
 	return sasl.NewAuthenticator(b.cfg.SASL.MechanismsFor(l.Name), b.cfg.SASL.PlainUsers[l.Name], b.scramCredential,
 		func(req protocol.Request) kmsg.Response {
 			if req.Body == nil {

@@ -65,6 +65,9 @@ type Config struct {
 	// resolved in cluster mode.
 	InterBroker InterBrokerClient
 	SASL        SASLConfig
+	// Authz is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authz.go).
+	Authz AuthzConfig
 
 	// Cluster is the cluster-mode config (cluster.go); inert without
 	// zookeeper.connect.
@@ -119,9 +122,13 @@ type Config struct {
 
 	// Limits of the network edge and of fetch responses (network.go).
 	NetworkLimits
+	// QuotaConfig is quota.window.* (quota.go).
+	QuotaConfig
 
 	// HTTP is the broker's own HTTP listener (http.go).
 	HTTP HTTPConfig
+	// Logging is log.level and log.format (logging.go).
+	Logging LoggingConfig
 
 	// Props holds the properties set explicitly (file and overrides), for DescribeConfigs.
 	Props map[string]string

@@ -64,7 +64,7 @@ var httpProps = map[string]prop{
 	"http.pprof.enable":   {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
 	"http.console.enable": {"true", kmsg.ConfigTypeBoolean, "Serve the web console at / on the HTTP listeners (it acts as a Kafka client of this broker's first PLAINTEXT listener).", boolProp(func(c *Config, v bool) { c.HTTP.ConsoleEnable = v })},
 	"http.console.sasl.mechanism": {"", kmsg.ConfigTypeString, "SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) the web console logs in with on this broker's first SASL_PLAINTEXT listener; empty: the console uses a PLAINTEXT listener.", func(c *Config, v string) error {
-		ms, err := parseSASLMechanisms(v)
+		ms, err := parseClientSASLMechanisms(v)
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func (c *Config) resolveInterBroker(p map[string]string) error {
 	if mech == "" {
 		mech = "GSSAPI" // Kafka's default
 	}
-	if _, err := parseSASLMechanisms(mech); err != nil {
+	if _, err := parseClientSASLMechanisms(mech); err != nil {
 		return fmt.Errorf("config %s: %w", keyInterBrokerMechanism, err)
 	}
 	if !slices.Contains(c.SASL.MechanismsFor(ib.Name), mech) {

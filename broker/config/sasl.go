@@ -61,6 +61,12 @@ type SASLConfig struct {
 	// BootstrapScram are the credentials of sasl.scram.bootstrap.users,
 	// stored at start-up for users that have none for that mechanism.
 	BootstrapScram []ScramBootstrapUser
+	// OAuth is OAUTHBEARER's validators (oauth.go).
+	OAuth OAuthConfig
+	// FailedAuthenticationDelayMs is connection.failed.authentication.delay.ms.
+	FailedAuthenticationDelayMs int64
+	// ConnectionsMaxReauthMs is connections.max.reauth.ms (KIP-368; 0: none).
+	ConnectionsMaxReauthMs int64
 }
 
 // ScramBootstrapUser is one entry of sasl.scram.bootstrap.users, in the
@@ -106,9 +112,9 @@ func parseSASLMechanisms(v string) ([]string, error) {
 	var out []string
 	for _, m := range SplitList(v) {
 		switch m {
-		case MechPlain, MechScramSHA256, MechScramSHA512:
+		case MechPlain, MechScramSHA256, MechScramSHA512, MechOAuthBearer:
 			out = append(out, m)
-		case "GSSAPI", "OAUTHBEARER":
+		case "GSSAPI":
 			return nil, fmt.Errorf("SASL mechanism %s is not supported by kbroker (supported: %s)", m, defaultSASLMechanisms)
 		default:
 			return nil, fmt.Errorf("unknown SASL mechanism %q (supported: %s)", m, defaultSASLMechanisms)
@@ -124,7 +130,7 @@ func isSecurityKey(k string) bool {
 		return true
 	}
 	_, rest, ok := listenerKey(k)
-	return ok && (rest == "sasl.enabled.mechanisms" || strings.HasSuffix(rest, ".sasl.jaas.config"))
+	return ok && (rest == "sasl.enabled.mechanisms" || strings.HasSuffix(rest, ".sasl.jaas.config") || isOAuthListenerKey(rest))
 }
 
 // listenerKey splits listener.name.<l>.<rest> into the upper-cased listener
@@ -230,6 +236,9 @@ func (c *Config) resolveSecurity(p map[string]string) error {
 			return fmt.Errorf("config %s: %w", KeyScramBootstrap, err)
 		}
 		c.SASL.BootstrapScram = users
+	}
+	if err := c.resolveOAuth(p); err != nil {
+		return err
 	}
 	if err := c.resolveTLS(p); err != nil {
 		return err

@@ -133,7 +133,13 @@ func TestSecurityConfig(t *testing.T) {
 		{map[string]string{"listeners": "CLIENT://127.0.0.1:9093"}, "listener.security.protocol.map"},
 		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:TLS"}, "listener.security.protocol.map"},
 		{map[string]string{"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms"},
-		{map[string]string{"sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER"}, "sasl.enabled.mechanisms"},
+		{map[string]string{"sasl.enabled.mechanisms": "PLAIN,MAGIC"}, "sasl.enabled.mechanisms"},
+		{map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "OAUTHBEARER",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.example.Custom"}, "callback.handler.class"},
+		{map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "OAUTHBEARER",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}, "sasl.oauthbearer.jwks.endpoint.url"},
+		{map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "OAUTHBEARER",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorAllowableClockSkewMs="soon";`}, "unsecuredValidatorAllowableClockSkewMs"},
 		{map[string]string{"advertised.listeners": "OTHER://h:1"}, "advertised.listeners"},
 		{map[string]string{"inter.broker.listener.name": "OTHER"}, "inter.broker.listener.name"},
 		{map[string]string{"listeners": "PLAINTEXT://a:1,PLAINTEXT://b:2"}, "listeners"},
@@ -145,5 +151,43 @@ func TestSecurityConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%v: error %v does not name %s", tc.props, err, tc.key)
 		}
+	}
+}
+
+func TestOAuthConfig(t *testing.T) {
+	cfg, unknown, err := ParseConfig(map[string]string{
+		"listeners":                      "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,OAUTH://127.0.0.1:9094",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":        "SCRAM-SHA-256,OAUTHBEARER",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ` +
+			`unsecuredValidatorRequiredScope="kafka write" unsecuredValidatorAllowableClockSkewMs="500" unsecuredValidatorPrincipalClaimName="user";`,
+		"listener.name.oauth.oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+		"sasl.oauthbearer.jwks.endpoint.url":                                 "https://idp.example/jwks",
+		"sasl.oauthbearer.expected.audience":                                 "kafka,other",
+		"sasl.oauthbearer.clock.skew.seconds":                                "5",
+		"connection.failed.authentication.delay.ms":                          "250",
+		"connections.max.reauth.ms":                                          "60000",
+	})
+	if err != nil || len(unknown) != 0 {
+		t.Fatalf("%v unknown %v", err, unknown)
+	}
+	o := cfg.SASL.OAuth
+	sp := o.Listeners["SASL_PLAINTEXT"]
+	if sp.JWKS || sp.PrincipalClaim != "user" || strings.Join(sp.RequiredScope, ",") != "kafka,write" || sp.AllowableClockSkewMs != 500 {
+		t.Errorf("SASL_PLAINTEXT: %+v", sp)
+	}
+	if !o.Listeners["OAUTH"].JWKS || o.JWKS.URL != "https://idp.example/jwks" || strings.Join(o.JWKS.ExpectedAudience, ",") != "kafka,other" ||
+		o.JWKS.ClockSkewSeconds != 5 || o.JWKS.SubClaim != "sub" || o.JWKS.RefreshMs != 3600000 {
+		t.Errorf("OAUTH: %+v %+v", o.Listeners["OAUTH"], o.JWKS)
+	}
+	if _, ok := o.Listeners["PLAINTEXT"]; ok {
+		t.Error("PLAINTEXT listener got an OAuth validator")
+	}
+	if cfg.SASL.FailedAuthenticationDelayMs != 250 || cfg.SASL.ConnectionsMaxReauthMs != 60000 {
+		t.Errorf("timing: %+v", cfg.SASL)
+	}
+	def, _, _ := ParseConfig(map[string]string{})
+	if def.SASL.FailedAuthenticationDelayMs != 100 || def.SASL.ConnectionsMaxReauthMs != 0 {
+		t.Errorf("defaults: %d %d", def.SASL.FailedAuthenticationDelayMs, def.SASL.ConnectionsMaxReauthMs)
 	}
 }

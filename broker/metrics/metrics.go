@@ -29,6 +29,8 @@ type Sources struct {
 	// before (and once Close starts) the collectors read no partition or
 	// group state. nil: always.
 	Ready func() bool
+	// Controller reads the controller metrics (controller.go); nil: none.
+	Controller func() ControllerStats
 }
 
 // Metrics is one broker's registry: the collectors over Sources, the
@@ -48,6 +50,7 @@ func New(src Sources) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.traffic,
 		&stateCollector{src: m.src},
+		&controllerCollector{src: m.src},
 	)
 	return m
 }

@@ -38,6 +38,8 @@ type conn struct {
 	principal string
 	// tls is the listener's TLS configuration when nc is a *tls.Conn.
 	tls *tlsSource
+	// sess is the SASL session once authenticated (reauth.go).
+	sess *saslSession
 
 	// readAhead bounds the bytes of requests read and not yet answered on
 	// this connection. Its Used() > 0 means a request is in flight, which
@@ -163,8 +165,13 @@ func (c *conn) answer(item queued, w *bufio.Writer, buf *[]byte, flush bool) boo
 		c.s.logs.unsupportedAPI(c.s.log, c.addr, h.ClientID, h.APIKey, h.APIVersion)
 		return false
 	}
-	ctx := &RequestContext{Header: item.req.Header, Listener: c.listener, Principal: c.principal, RemoteAddr: c.addr}
+	if handled, open := c.saslRequest(item, w, buf); handled { // reauth.go
+		return open
+	}
+	ctx := &RequestContext{Header: item.req.Header, Listener: c.listener, Principal: c.principal, RemoteAddr: c.addr, Size: int32(item.frame)}
 	resp := c.handle(ctx, item.req)
+	before, after := throttleDelays(ctx, resp)
+	c.throttleWait(before)
 	if spl, ok := resp.(*protocol.Spliced); ok {
 		err := c.writeSpliced(w, buf, item.req.Header.CorrelationID, spl) // sendfile.go
 		spl.Release()
@@ -180,6 +187,12 @@ func (c *conn) answer(item queued, w *bufio.Writer, buf *[]byte, flush bool) boo
 	}
 	if ctx.CloseConn {
 		return false
+	}
+	if after > 0 {
+		if err := w.Flush(); err != nil {
+			return false
+		}
+		c.throttleWait(after)
 	}
 	if flush {
 		if err := w.Flush(); err != nil {

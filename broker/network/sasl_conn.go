@@ -31,6 +31,7 @@ func (c *conn) authenticate(r *bufio.Reader, w *bufio.Writer) bool {
 			return false
 		}
 		out := a.Handle(frame)
+		c.throttleWait(out.Delay) // a failed authentication answers late (throttle.go)
 		buf = buf[:0]
 		switch {
 		case out.Resp != nil:
@@ -51,6 +52,7 @@ func (c *conn) authenticate(r *bufio.Reader, w *bufio.Writer) bool {
 		}
 		if a.Authenticated() {
 			c.principal = a.Principal
+			c.sess = &saslSession{auth: a, expires: a.Expires}
 			return true
 		}
 	}

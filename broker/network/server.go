@@ -51,6 +51,13 @@ type RequestContext struct {
 	// CloseConn is set by a handler that cannot answer: the connection is
 	// closed after this request, as Kafka does on an unanswerable request.
 	CloseConn bool
+	// Size is the request's frame size in bytes (the produce quota counts it).
+	Size int32
+	// ThrottleMs, set by a handler (the quota handler), throttles the
+	// client: the connection is muted that long after the response is
+	// written (KIP-219), or the response waits that long first when its
+	// version predates KIP-219 (throttle.go).
+	ThrottleMs int32
 }
 
 // Config is what the server needs from the broker.
@@ -83,6 +90,9 @@ type Server struct {
 	closeOnce sync.Once
 	// perIP counts the open connections of each remote address (limits.go).
 	perIP map[string]int32
+	// tls are the TLS listeners' configurations by listener name, for
+	// ReconfigureTLS (tls_reconfigure.go).
+	tls map[string]*tlsSource
 
 	// pool is queued.max.request.bytes for request frames, shared by every
 	// connection; decodePool bounds as much again for decoded requests
@@ -157,6 +167,12 @@ func (s *Server) Start() error {
 			return err
 		}
 		srcs[i] = src
+		s.mu.Lock()
+		if s.tls == nil {
+			s.tls = map[string]*tlsSource{}
+		}
+		s.tls[l.Name] = src
+		s.mu.Unlock()
 	}
 	for i, l := range s.cfg.Listeners {
 		ln, err := net.Listen("tcp", l.Addr())

@@ -177,7 +177,7 @@ func (m *Manager) cleanerConfig(p *Partition, s *TopicSettings) storage.CleanerC
 			overrides = t.Configs
 		}
 	}
-	cc.MaxCompactionLagMs = config.ResolveTopicConfig(m.cfg, overrides).Int64("max.compaction.lag.ms")
+	cc.MaxCompactionLagMs = config.ResolveTopicConfig(m.topicDefaults(), overrides).Int64("max.compaction.lag.ms")
 	return cc
 }
 

@@ -52,6 +52,9 @@ type Manager struct {
 	// repl is the cluster-mode state: roles, fetchers, the leader loop
 	// (cluster.go); unused on a single node.
 	repl replication
+	// defaults is the configuration topic configs default to, when dynamic
+	// broker configs changed it (dynamic_defaults.go); nil: cfg.
+	defaults atomic.Pointer[config.Config]
 }
 
 // NewManager returns a manager with no log dirs and no topics yet; closing

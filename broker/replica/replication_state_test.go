@@ -57,7 +57,7 @@ func TestFollowerTransactionState(t *testing.T) {
 func TestReplicationLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	t.Run("cluster", func(t *testing.T) {
-		c := newTestCluster(t, 3, fastRC(100*time.Millisecond), false, 2)
+		c := newTestCluster(t, 3, fastRC(10*time.Second), false, 2)
 		all := []int32{1, 2, 3}
 		c.elect(0, 1, all, all, all...)
 		c.mustProduce(1, -1, "a")

@@ -157,7 +157,7 @@ func TestAcksAllWaitsForISR(t *testing.T) {
 // it has caught up. With the ISR below min.insync.replicas acks=all is
 // refused with NOT_ENOUGH_REPLICAS.
 func TestISRShrinkAndExpand(t *testing.T) {
-	c := newTestCluster(t, 3, fastRC(300*time.Millisecond), false, 2)
+	c := newTestCluster(t, 3, fastRC(time.Second), false, 2)
 	all := []int32{1, 2, 3}
 	c.elect(0, 1, all, all, all...)
 	c.mustProduce(1, -1, "a")

@@ -405,7 +405,7 @@ func (m *Manager) replicaPartition(topic string, partition int32, topicID [16]by
 // (nil: none yet) kept as they are, the others opened (logs created when
 // missing) with no role yet. m.mu must be held.
 func (m *Manager) growTopicLocked(t *Topic, meta controller.Topic) (*Topic, error) {
-	nt := &Topic{Meta: meta, conf: newTopicConf(m.cfg, meta.Configs)}
+	nt := &Topic{Meta: meta, conf: newTopicConf(m.topicDefaults(), meta.Configs)}
 	if t != nil {
 		nt.conf = t.conf
 		nt.Partitions = append(nt.Partitions, t.Partitions...)

@@ -43,7 +43,7 @@ func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
 	meta := t.Meta
 	meta.Configs = next
 	nt := &Topic{Meta: meta, Partitions: t.Partitions, conf: t.conf}
-	t.conf.p.Store(resolveSettings(m.cfg, next))
+	t.conf.p.Store(resolveSettings(m.topicDefaults(), next))
 	lc := m.logConfig(next)
 	for _, p := range t.Partitions {
 		if err := p.Log.SetConfig(lc); err != nil {

@@ -61,7 +61,7 @@ func (m *Manager) logConfigFor(topicName string, _ int32) storage.Config {
 }
 
 func (m *Manager) logConfig(overrides map[string]string) storage.Config {
-	tc := config.ResolveTopicConfig(m.cfg, overrides)
+	tc := config.ResolveTopicConfig(m.topicDefaults(), overrides)
 	segmentMs := tc.Int64("segment.ms")
 	if strings.Contains(tc.Values["cleanup.policy"], "compact") {
 		// A compacted topic rolls early enough for max.compaction.lag.ms to be met (Kafka's maxSegmentMs).
@@ -121,7 +121,7 @@ func (m *Manager) loadTopics() error {
 // this call created are removed again (renamed "-delete"), and the error
 // names the partition.
 func (m *Manager) openTopic(meta controller.Topic) (*Topic, error) {
-	t := &Topic{Meta: meta, conf: newTopicConf(m.cfg, meta.Configs)}
+	t := &Topic{Meta: meta, conf: newTopicConf(m.topicDefaults(), meta.Configs)}
 	var created []*Partition
 	for i := int32(0); i < meta.Partitions; i++ {
 		p, isNew, err := m.openPartition(t, i)

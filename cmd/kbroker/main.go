@@ -25,24 +25,40 @@ import (
 )
 
 func main() {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := run(os.Args[1:], logger); err != nil {
-		logger.Error("kbroker failed", "err", err)
+	if err := run(os.Args[1:], os.Environ()); err != nil {
+		// The logger may not exist yet (the error is in the config).
+		slog.New(slog.NewTextHandler(os.Stderr, nil)).Error("kbroker failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-const usage = "usage: kbroker [server.properties] [--override key=value]..."
+const usage = "usage: kbroker [server.properties] [--env-config] [--override key=value]..."
 
-// parseArgs returns the merged properties: file first, overrides on top.
-func parseArgs(args []string) (map[string]string, error) {
+// envConfigVar, set to true, reads KAFKA_* variables as --env-config does
+// (for images whose entrypoint cannot take flags).
+const envConfigVar = "KBROKER_ENV_CONFIG"
+
+// parseArgs returns the merged properties: the file first, then (with
+// --env-config, or KBROKER_ENV_CONFIG=true in environ) the KAFKA_*
+// environment variables as the apache/kafka image maps them (env.go), then
+// the overrides on top. The environment is read only when asked for: a
+// developer's shell may hold KAFKA_* variables meant for other tools.
+func parseArgs(args []string, environ ...string) (map[string]string, error) {
 	p := map[string]string{}
 	var overrides [][2]string
+	useEnv := false
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, envConfigVar+"="); ok && strings.EqualFold(v, "true") {
+			useEnv = true
+		}
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "-h" || a == "--help":
 			return nil, errors.New(usage)
+		case a == "--env-config" || a == "-env-config":
+			useEnv = true
 		case a == "--override" || a == "-override":
 			if i+1 == len(args) {
 				return nil, fmt.Errorf("--override needs key=value\n%s", usage)
@@ -76,14 +92,19 @@ func parseArgs(args []string) (map[string]string, error) {
 			}
 		}
 	}
+	if useEnv {
+		for k, v := range envProperties(environ) {
+			p[k] = v
+		}
+	}
 	for _, kv := range overrides {
 		p[kv[0]] = kv[1]
 	}
 	return p, nil
 }
 
-func run(args []string, logger *slog.Logger) error {
-	p, err := parseArgs(args)
+func run(args, environ []string) error {
+	p, err := parseArgs(args, environ...)
 	if err != nil {
 		return err
 	}
@@ -91,6 +112,10 @@ func run(args []string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// log.level and log.format come from the config, so the logger is
+	// built only now; its level can change later (a dynamic log.level).
+	logger, level := cfg.Logging.NewLogger(os.Stderr)
+	cfg.Logging.LevelVar = level
 	for _, k := range unknown {
 		logger.Warn("ignoring unknown config key", "key", k)
 	}

@@ -1,5 +1,7 @@
 // Package sasl holds the server side of SASL authentication: the state
-// machine of one connection (Authenticator), PLAIN and SCRAM. It does no I/O.
+// machine of one connection (Authenticator), PLAIN, SCRAM and OAUTHBEARER
+// with the unsecured JWS validator (the JWKS one is package jwks). It does
+// no I/O.
 //
 // SASL authentication of connections on SASL_PLAINTEXT listeners, as Kafka's
 // SaslServerAuthenticator runs it, before any other request is served:
@@ -21,16 +23,22 @@
 //
 // The exchange is one frame at a time (Kafka mutes the channel meanwhile);
 // once authenticated, the connection serves requests as a PLAINTEXT one does,
-// with the principal User:<name>. Re-authentication (KIP-368,
-// connections.max.reauth.ms) is not supported: SaslHandshake and
-// SaslAuthenticate on an authenticated connection, or on a PLAINTEXT
-// listener, get ILLEGAL_SASL_STATE as Kafka's KafkaApis answers them.
+// with the principal User:<name>. A failed authentication is answered after
+// connection.failed.authentication.delay.ms. Re-authentication (KIP-368,
+// reauth.go): a session with a lifetime (connections.max.reauth.ms, an
+// OAUTHBEARER token's expiry) tells the client in SaslAuthenticate v1+, and
+// the client re-authenticates on the connection with SaslHandshake and
+// SaslAuthenticate (the network layer routes them here; the mechanism and
+// principal must stay the same). SaslHandshake and SaslAuthenticate from a
+// client that cannot re-authenticate, or on a PLAINTEXT listener, get
+// ILLEGAL_SASL_STATE as Kafka's KafkaApis answers them.
 package sasl
 
 import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/protocol"
@@ -89,6 +97,10 @@ type Authenticator struct {
 
 	newMech     func(name string) saslMechServer
 	apiVersions func(req protocol.Request) kmsg.Response
+	oauth       OAuthValidator
+	failDelay   time.Duration
+	// session is KIP-368's state (reauth.go).
+	session
 }
 
 // Output is what the connection does with one frame's outcome.
@@ -102,6 +114,20 @@ type Output struct {
 	// Close ends the connection after writing; reason is logged once.
 	Close  bool
 	Reason string
+	// Delay, on a failed authentication, is how long the answer waits
+	// before it is written and the connection closed
+	// (connection.failed.authentication.delay.ms), so a client guessing
+	// passwords cannot go fast.
+	Delay time.Duration
+}
+
+// SetFailureDelay sets connection.failed.authentication.delay.ms.
+func (a *Authenticator) SetFailureDelay(d time.Duration) { a.failDelay = d }
+
+// failed marks out as a failed authentication: its answer is delayed.
+func (a *Authenticator) failed(out Output) Output {
+	out.Delay = a.failDelay
+	return out
 }
 
 // NewAuthenticator starts the authentication of one connection. mechanisms
@@ -112,26 +138,31 @@ type Output struct {
 func NewAuthenticator(mechanisms []string, plainUsers map[string]string,
 	scram func(user, mechanism string) (Credential, bool),
 	apiVersions func(req protocol.Request) kmsg.Response) *Authenticator {
-	return &Authenticator{
-		mechanisms: mechanisms,
-		newMech: func(name string) saslMechServer {
-			if name == config.MechPlain {
-				return &plainServer{users: plainUsers}
-			}
-			return newScramServer(scramMechByName(name), func(user string) (Credential, bool) {
-				return scram(user, name)
-			})
-		},
-		apiVersions: apiVersions,
+	a := &Authenticator{mechanisms: mechanisms, apiVersions: apiVersions}
+	a.newMech = func(name string) saslMechServer {
+		switch name {
+		case config.MechPlain:
+			return &plainServer{users: plainUsers}
+		case MechOAuthBearer:
+			return &oauthServer{v: a.oauth}
+		}
+		return newScramServer(scramMechByName(name), func(user string) (Credential, bool) {
+			return scram(user, name)
+		})
 	}
+	return a
 }
+
+// SetOAuth sets the validator of OAUTHBEARER tokens (the listener's server
+// callback handler); without one OAUTHBEARER fails.
+func (a *Authenticator) SetOAuth(v OAuthValidator) { a.oauth = v }
 
 // Handle processes one frame read during authentication.
 func (a *Authenticator) Handle(frame []byte) Output {
 	if a.state == authToken && a.raw {
 		out, done, err := a.mech.step(frame)
 		if err != nil {
-			return Output{Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)}
+			return a.failed(Output{Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)})
 		}
 		a.complete(done)
 		return Output{Token: out, RawReply: true}
@@ -140,6 +171,12 @@ func (a *Authenticator) Handle(frame []byte) Output {
 	if err != nil {
 		return Output{Close: true, Reason: fmt.Sprintf("invalid request during SASL authentication (client on the wrong security protocol, or not a Kafka client?): %v", err)}
 	}
+	return a.HandleRequest(req)
+}
+
+// HandleRequest processes one decoded request during authentication (or
+// re-authentication, reauth.go).
+func (a *Authenticator) HandleRequest(req protocol.Request) Output {
 	key, name := req.Header.APIKey, kmsg.NameForKey(req.Header.APIKey)
 	corr := req.Header.CorrelationID
 	switch a.state {
@@ -164,6 +201,7 @@ func (a *Authenticator) Handle(frame []byte) Output {
 			resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			out.Resp, out.Corr = resp, corr
+			out = a.failed(out)
 		}
 		return out
 	}
@@ -175,7 +213,12 @@ func (a *Authenticator) handshake(r *kmsg.SASLHandshakeRequest, corr int32) Outp
 	resp.SupportedMechanisms = a.mechanisms
 	if !slices.Contains(a.mechanisms, r.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		return Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("unsupported SASL mechanism %q", r.Mechanism)}
+		return a.failed(Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("unsupported SASL mechanism %q", r.Mechanism)})
+	}
+	if a.reauth != nil && r.Mechanism != a.reauth.mechanism {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return a.failed(Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf(
+			"SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'", r.Mechanism, a.reauth.mechanism)})
 	}
 	a.mechName, a.mech = r.Mechanism, a.newMech(r.Mechanism)
 	a.raw = r.Version == 0
@@ -194,10 +237,15 @@ func (a *Authenticator) authenticate(r *kmsg.SASLAuthenticateRequest, corr int32
 		}
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = &msg
-		return Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)}
+		return a.failed(Output{Resp: resp, Corr: corr, Close: true, Reason: fmt.Sprintf("SASL %s authentication failed: %v", a.mechName, err)})
 	}
 	resp.SASLAuthBytes = out
 	a.complete(done)
+	if done {
+		if fail, bad := a.finishSession(resp, r.Version, corr); bad { // reauth.go
+			return fail
+		}
+	}
 	return Output{Resp: resp, Corr: corr}
 }
 

@@ -170,8 +170,8 @@ func render(r *results) string {
 		} else {
 			b.WriteString("Nothing excluded (`pendingTxnTests` is empty: the transaction tests, TestTxnEtl among them, run).\n")
 		}
-		b.WriteString("Expected skips (`expectedFranzSkips`): `TestOAuthAuth` (kbroker has SASL PLAIN and SCRAM,\n")
-		b.WriteString("not OAUTHBEARER); the share-group (KIP-932) and KIP-848 tests run.\n")
+		b.WriteString("No expected skips (`expectedFranzSkips` is empty): the SCRAM and OAUTHBEARER tests run on a SASL\n")
+		b.WriteString("listener; the share-group (KIP-932) and KIP-848 tests run.\n")
 		if len(fs.FailedTests) > 0 {
 			fmt.Fprintf(&b, "\nFailing: %s.\n", "`"+strings.Join(fs.FailedTests, "`, `")+"`")
 		}
