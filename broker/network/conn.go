@@ -62,6 +62,9 @@ type queued struct {
 	err     error
 	frame   int64
 	decoded int64
+	// buf is the frame's buffer, recycled after the answer when the
+	// request is a Produce (framebuf.go).
+	buf []byte
 }
 
 // maxPipelined bounds how many decoded requests wait per connection.
@@ -98,8 +101,10 @@ func (c *conn) stopForShutdown() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(ShutdownWriteGrace))
 }
 
-// release returns a request's reservations to the pools.
+// release returns a request's reservations to the pools, and a Produce
+// frame's buffer for reuse: it runs once the request is answered or dropped.
 func (c *conn) release(item queued) {
+	recycleFrame(item.req, item.buf)
 	if item.frame > 0 {
 		c.readAhead.Release(item.frame)
 		c.s.pool.Release(item.frame)
@@ -241,7 +246,7 @@ func (c *conn) readRequest(r *bufio.Reader) queued {
 		return queued{err: net.ErrClosed}
 	}
 	item := queued{frame: size}
-	frame, err := protocol.ReadFrameBody(r, n, nil)
+	frame, err := protocol.ReadFrameBody(r, n, frameBuf(int(n)))
 	if err != nil {
 		c.release(item)
 		return queued{err: err}
@@ -260,6 +265,7 @@ func (c *conn) readRequest(r *bufio.Reader) queued {
 		}
 		return queued{req: item.req, err: item.err}
 	}
+	item.buf = frame
 	// Keep what the decoded request references; give back the rest.
 	item.decoded = min(decodedBytes(item.req.Body), decoding)
 	c.s.decodePool.Release(decoding - item.decoded)
