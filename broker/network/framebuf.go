@@ -17,11 +17,11 @@ import (
 // other requests may hand frame bytes to state that outlives them (group
 // member metadata, for one).
 //
-// Buffers come in power-of-two classes from 64 KiB to 64 MiB; smaller and
+// Buffers come in power-of-two classes from 64 KiB to 16 MiB; smaller and
 // larger frames are allocated as before.
 const (
 	minPooledFrame = 16 // log2 64 KiB
-	maxPooledFrame = 26 // log2 64 MiB
+	maxPooledFrame = 24 // log2 16 MiB
 )
 
 var frameBufs [maxPooledFrame + 1]sync.Pool

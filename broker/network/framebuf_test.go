@@ -10,7 +10,7 @@ import (
 func TestFrameClass(t *testing.T) {
 	for _, c := range []struct{ n, want int }{
 		{0, -1}, {1, -1}, {64<<10 - 1, 16}, {64 << 10, 16}, {64<<10 + 1, 17},
-		{1 << 20, 20}, {1<<20 + 100, 21}, {64 << 20, 26}, {64<<20 + 1, -1},
+		{1 << 20, 20}, {1<<20 + 100, 21}, {16 << 20, 24}, {16<<20 + 1, -1},
 	} {
 		if got := frameClass(c.n); got != c.want {
 			t.Errorf("frameClass(%d) = %d, want %d", c.n, got, c.want)
