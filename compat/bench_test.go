@@ -1,17 +1,34 @@
 package compat
 
-// BenchmarkProduceConsume measures produce-then-consume throughput of 1 KiB
-// incompressible values, uncompressed, through franz-go against kbroker (a
-// real process, data in a temp dir), against franz-go's in-process kfake with
-// its DataDir persistence on, and the raw loopback TCP limit. Run it with:
+// BenchmarkProduceConsume compares produce-then-consume throughput of 1 KiB
+// incompressible values, uncompressed, through franz-go: kbroker (a real
+// process, data in a temp dir), franz-go's in-process kfake with its DataDir
+// persistence on, optionally Apache Kafka 4.4.0 (compat/java) and another
+// kbroker build, and the raw loopback TCP limit of one stream. Every target
+// is started once; each round then runs every target once, in an order that
+// rotates from round to round, so a noisy neighbour on a shared machine hits
+// them alike. At the end it prints, per target, the median produce MB/s,
+// consume MB/s and produce p99 latency over the rounds (the first round is
+// a warm-up and left out when there are more), and kbroker's ratio to each.
 //
-//	go test ./compat/ -run '^$' -bench BenchmarkProduceConsume -benchtime 3x
+//	go test ./compat/ -run '^$' -bench BenchmarkProduceConsume -benchtime 5x
 //
-// KBROKER_BENCH_MIB sets the MiB moved per iteration (default 64). MB/s is
-// the per-iteration payload over the time to produce it all (acks=all,
-// idempotent) and then consume it all back; produce-MB/s and consume-MB/s
-// report the two halves, and kbroker's line reports its ratio to kfake and
-// to the loopback limit.
+// Environment:
+//   - KBROKER_BENCH_MIB: MiB moved per round and target (default 64).
+//   - KBROKER_BENCH_KAFKA=1: include Apache Kafka (needs the JDK and
+//     compat/java built, as the Java tests).
+//   - KBROKER_BENCH_BASELINE=/path/to/kbroker: include another kbroker
+//     build as "baseline", for before/after numbers in one run.
+//   - KBROKER_BENCH_TLS=1: include kbroker over an SSL listener as
+//     "kbroker-tls" (no sendfile there: records are copied through TLS).
+//   - KBROKER_BENCH_PPROF=host:port: serve kbroker's /debug/pprof/ there,
+//     for a CPU or allocation profile taken during the run
+//     (curl host:port/debug/pprof/profile?seconds=20 > cpu.pprof).
+//
+// Produce MB/s is the round's payload over the time from the first Produce
+// to the end of Flush (acks=all, idempotent); consume MB/s is the payload
+// over the time a fresh consumer takes to read it all back; p99 is of the
+// per-record time from Produce to its acknowledgement.
 
 import (
 	"context"
@@ -20,7 +37,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,7 +56,7 @@ const benchValueSize = 1024
 // benchPartitions is the partition count of each benchmark topic.
 const benchPartitions = 4
 
-// benchMiB is the payload per iteration, from KBROKER_BENCH_MIB.
+// benchMiB is the payload per round, from KBROKER_BENCH_MIB.
 func benchMiB(b *testing.B) int {
 	s := os.Getenv("KBROKER_BENCH_MIB")
 	if s == "" {
@@ -49,9 +69,18 @@ func benchMiB(b *testing.B) int {
 	return n
 }
 
-// BenchmarkProduceConsume runs the kfake, loopback and kbroker
-// sub-benchmarks described at the top of this file, in that order, so that
-// kbroker's line can report its ratios to the other two.
+// benchTarget is one broker under test; opts are the clients' extra options
+// (TLS).
+type benchTarget struct {
+	name, addr string
+	opts       []kgo.Opt
+}
+
+// benchResult is one round of one target.
+type benchResult struct {
+	produceMBps, consumeMBps, p99ms float64
+}
+
 func BenchmarkProduceConsume(b *testing.B) {
 	mib := benchMiB(b)
 	pool := make([]byte, mib<<20)
@@ -63,44 +92,110 @@ func BenchmarkProduceConsume(b *testing.B) {
 		values = append(values, pool[off:off+benchValueSize])
 	}
 
-	var kfakeMBps, loopMBps float64
-	b.Run("kfake", func(b *testing.B) {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(b.TempDir()))
-		if err != nil {
-			b.Fatalf("kfake: %v", err)
+	var overrides []string
+	if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" {
+		overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true")
+	}
+	kb := startBroker(b, b.TempDir(), overrides...)
+	targets := []benchTarget{{name: "kbroker", addr: kb.Addr()}}
+	if os.Getenv("KBROKER_BENCH_TLS") != "" {
+		tb := startTLSBroker(b)
+		targets = append(targets, benchTarget{name: "kbroker-tls", addr: tb.ssl, opts: []kgo.Opt{kgo.DialTLSConfig(tb.tlsConf(nil))}})
+	}
+	if bin := os.Getenv("KBROKER_BENCH_BASELINE"); bin != "" {
+		base := startBrokerBin(b, bin, b.TempDir())
+		targets = append(targets, benchTarget{name: "baseline", addr: base.Addr()})
+	}
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(b.TempDir()))
+	if err != nil {
+		b.Fatalf("kfake: %v", err)
+	}
+	defer kf.Close()
+	targets = append(targets, benchTarget{name: "kfake", addr: kf.ListenAddrs()[0]})
+	if os.Getenv("KBROKER_BENCH_KAFKA") != "" {
+		k := startKafka(b)
+		targets = append(targets, benchTarget{name: "kafka", addr: k.Addr()})
+	}
+
+	results := map[string][]benchResult{}
+	var loop []float64
+	round := 0
+	b.Run("rounds", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			loop = append(loop, benchLoopback(b, int64(len(pool))))
+			for j := range targets {
+				t := targets[(round+j)%len(targets)]
+				topic := fmt.Sprintf("bench-%d", round)
+				results[t.name] = append(results[t.name], benchKafka(b, t, topic, values))
+			}
+			round++
 		}
-		defer c.Close()
-		kfakeMBps = benchKafka(b, c.ListenAddrs()[0], values)
 	})
-	b.Run("loopback", func(b *testing.B) {
-		loopMBps = benchLoopback(b, int64(len(pool)))
-	})
-	b.Run("kbroker", func(b *testing.B) {
-		p := startBroker(b, b.TempDir())
-		mbps := benchKafka(b, p.Addr(), values)
-		if kfakeMBps > 0 {
-			b.ReportMetric(mbps/kfakeMBps, "x-kfake")
-		}
-		if loopMBps > 0 {
-			b.ReportMetric(mbps/loopMBps, "x-loopback")
-		}
-		p.Stop()
-	})
+	if round == 0 {
+		return
+	}
+	fmt.Print(benchReport(targets, results, loop, mib))
+	kb.Alive()
 }
 
-// benchKafka runs b.N produce-then-consume rounds of values against the
-// broker at addr, one fresh topic per round, and returns the MB/s reached.
-func benchKafka(b *testing.B, addr string, values [][]byte) float64 {
+// benchReport formats the medians of every target and kbroker's ratios.
+func benchReport(targets []benchTarget, results map[string][]benchResult, loop []float64, mib int) string {
+	skip := 0
+	if len(loop) > 1 {
+		skip = 1 // the first round warms up
+	}
+	med := func(xs []float64) float64 {
+		xs = slices.Clone(xs[skip:])
+		slices.Sort(xs)
+		if len(xs)%2 == 1 {
+			return xs[len(xs)/2]
+		}
+		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	pick := func(rs []benchResult, f func(benchResult) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = f(r)
+		}
+		return med(xs)
+	}
+	type row struct{ produce, consume, p99 float64 }
+	rows := map[string]row{}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%d MiB of 1 KiB records per round, %d partitions, %d rounds (medians of %d)\n", mib, benchPartitions, len(loop), len(loop)-skip)
+	fmt.Fprintf(&sb, "%-10s %12s %12s %12s\n", "target", "produce MB/s", "consume MB/s", "produce p99")
+	for _, t := range targets {
+		rs := results[t.name]
+		r := row{pick(rs, func(r benchResult) float64 { return r.produceMBps }),
+			pick(rs, func(r benchResult) float64 { return r.consumeMBps }),
+			pick(rs, func(r benchResult) float64 { return r.p99ms })}
+		rows[t.name] = r
+		fmt.Fprintf(&sb, "%-10s %12.1f %12.1f %9.0f ms\n", t.name, r.produce, r.consume, r.p99)
+	}
+	lo := med(loop)
+	fmt.Fprintf(&sb, "%-10s %12.1f   (one TCP stream, the ceiling)\n", "loopback", lo)
+	k := rows["kbroker"]
+	for _, t := range targets[1:] {
+		o := rows[t.name]
+		fmt.Fprintf(&sb, "kbroker / %-8s produce %.2fx, consume %.2fx, p99 %.2fx\n", t.name, k.produce/o.produce, k.consume/o.consume, k.p99/o.p99)
+	}
+	fmt.Fprintf(&sb, "kbroker / loopback produce %.2fx, consume %.2fx\n", k.produce/lo, k.consume/lo)
+	return sb.String()
+}
+
+// benchKafka runs one produce-then-consume round of values against the
+// broker at addr on a new topic.
+func benchKafka(b *testing.B, t benchTarget, topic string, values [][]byte) benchResult {
+	addr := t.addr
 	total := int64(len(values)) * benchValueSize
-	b.SetBytes(total)
-	prod, err := kgo.NewClient(
+	prod, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
-		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchMaxBytes(1 << 20),
 		kgo.ProducerLinger(time.Millisecond),
-		kgo.MaxBufferedRecords(len(values)+1),
+		kgo.MaxBufferedRecords(len(values) + 1),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-	)
+	}, t.opts...)...)
 	if err != nil {
 		b.Fatalf("producer: %v", err)
 	}
@@ -108,63 +203,61 @@ func benchKafka(b *testing.B, addr string, values [][]byte) float64 {
 	adm := kadm.NewClient(prod)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-
-	var produceTime, consumeTime time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		topic := fmt.Sprintf("bench-%d-%d", b.N, i)
-		resp, err := adm.CreateTopic(ctx, benchPartitions, 1, nil, topic)
-		if err != nil || resp.Err != nil {
-			b.Fatalf("CreateTopic: %v / %v", err, resp.Err)
-		}
-		b.StartTimer()
-
-		start := time.Now()
-		var failed atomic.Pointer[error]
-		for _, v := range values {
-			prod.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.CompareAndSwap(nil, &err)
-				}
-			})
-		}
-		if err := prod.Flush(ctx); err != nil {
-			b.Fatalf("flush: %v", err)
-		}
-		if e := failed.Load(); e != nil {
-			b.Fatalf("produce: %v", *e)
-		}
-		mid := time.Now()
-		produceTime += mid.Sub(start)
-
-		got := benchConsume(b, ctx, addr, topic, total)
-		consumeTime += time.Since(mid)
-		if got != total {
-			b.Fatalf("consumed %d bytes, want %d", got, total)
-		}
+	resp, err := adm.CreateTopic(ctx, benchPartitions, 1, nil, topic)
+	if err != nil || resp.Err != nil {
+		b.Fatalf("%s: CreateTopic: %v / %v", addr, err, resp.Err)
 	}
-	b.StopTimer()
-	perRound := float64(total) / 1e6
-	b.ReportMetric(perRound*float64(b.N)/produceTime.Seconds(), "produce-MB/s")
-	b.ReportMetric(perRound*float64(b.N)/consumeTime.Seconds(), "consume-MB/s")
-	return perRound * float64(b.N) / (produceTime + consumeTime).Seconds()
+
+	lat := make([]time.Duration, len(values))
+	var mu sync.Mutex
+	var failed atomic.Pointer[error]
+	start := time.Now()
+	for i, v := range values {
+		sent := time.Now()
+		prod.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+			mu.Lock()
+			lat[i] = time.Since(sent)
+			mu.Unlock()
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		b.Fatalf("flush: %v", err)
+	}
+	if e := failed.Load(); e != nil {
+		b.Fatalf("produce: %v", *e)
+	}
+	mid := time.Now()
+	got := benchConsume(b, ctx, t, topic, total)
+	end := time.Now()
+	if got != total {
+		b.Fatalf("consumed %d bytes, want %d", got, total)
+	}
+	slices.Sort(lat)
+	mb := float64(total) / 1e6
+	return benchResult{
+		produceMBps: mb / mid.Sub(start).Seconds(),
+		consumeMBps: mb / end.Sub(mid).Seconds(),
+		p99ms:       float64(lat[len(lat)*99/100]) / float64(time.Millisecond),
+	}
 }
 
 // benchConsume reads every partition of topic from the start until total
 // value bytes arrived, and returns the byte count.
-func benchConsume(b *testing.B, ctx context.Context, addr, topic string, total int64) int64 {
+func benchConsume(b *testing.B, ctx context.Context, t benchTarget, topic string, total int64) int64 {
 	offsets := make(map[int32]kgo.Offset, benchPartitions)
 	for p := int32(0); p < benchPartitions; p++ {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	cons, err := kgo.NewClient(
-		kgo.SeedBrokers(addr),
+	cons, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(t.addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxBytes(50<<20),
-		kgo.FetchMaxPartitionBytes(16<<20),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+		kgo.FetchMaxBytes(50 << 20),
+		kgo.FetchMaxPartitionBytes(16 << 20),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}, t.opts...)...)
 	if err != nil {
 		b.Fatalf("consumer: %v", err)
 	}
@@ -183,10 +276,9 @@ func benchConsume(b *testing.B, ctx context.Context, addr, topic string, total i
 	return got
 }
 
-// benchLoopback moves total bytes per round through one 127.0.0.1 TCP
-// connection in 1 MiB writes and returns the MB/s reached.
+// benchLoopback moves total bytes through one 127.0.0.1 TCP connection
+// in 1 MiB writes and returns the MB/s reached.
 func benchLoopback(b *testing.B, total int64) float64 {
-	b.SetBytes(total)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatalf("listen: %v", err)
@@ -216,28 +308,23 @@ func benchLoopback(b *testing.B, total int64) float64 {
 	if _, err := rand.Read(chunk); err != nil {
 		b.Fatalf("crypto/rand: %v", err)
 	}
-	b.ResetTimer()
 	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		done := make(chan error, 1)
-		go func() {
-			buf := make([]byte, 1<<20)
-			_, err := io.CopyBuffer(io.Discard, io.LimitReader(onlyReader{server}, total), buf)
-			done <- err
-		}()
-		for sent := int64(0); sent < total; sent += int64(len(chunk)) {
-			n := min(int64(len(chunk)), total-sent)
-			if _, err := client.Write(chunk[:n]); err != nil {
-				b.Fatalf("write: %v", err)
-			}
-		}
-		if err := <-done; err != nil {
-			b.Fatalf("read: %v", err)
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 1<<20)
+		_, err := io.CopyBuffer(io.Discard, io.LimitReader(onlyReader{server}, total), buf)
+		done <- err
+	}()
+	for sent := int64(0); sent < total; sent += int64(len(chunk)) {
+		n := min(int64(len(chunk)), total-sent)
+		if _, err := client.Write(chunk[:n]); err != nil {
+			b.Fatalf("write: %v", err)
 		}
 	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	return float64(total) * float64(b.N) / 1e6 / elapsed.Seconds()
+	if err := <-done; err != nil {
+		b.Fatalf("read: %v", err)
+	}
+	return float64(total) / 1e6 / time.Since(start).Seconds()
 }
 
 // onlyReader hides everything but Read, so io.CopyBuffer uses the given

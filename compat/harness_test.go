@@ -126,6 +126,9 @@ type brokerProc struct {
 	dataDir   string
 	port      int
 	overrides []string
+	// bin is the binary to run; kbrokerBin when empty (the benchmark's
+	// KBROKER_BENCH_BASELINE runs another build beside it).
+	bin string
 
 	cmd  *exec.Cmd
 	out  *syncBuffer
@@ -153,10 +156,16 @@ func freePort(t testing.TB) int {
 // connections. The process is killed at test cleanup if still running.
 func startBroker(t testing.TB, dataDir string, overrides ...string) *brokerProc {
 	t.Helper()
-	if buildErr != nil {
+	return startBrokerBin(t, "", dataDir, overrides...)
+}
+
+// startBrokerBin is startBroker running the binary bin (kbrokerBin if empty).
+func startBrokerBin(t testing.TB, bin, dataDir string, overrides ...string) *brokerProc {
+	t.Helper()
+	if buildErr != nil && bin == "" {
 		t.Fatalf("kbroker did not build: %v", buildErr)
 	}
-	p := &brokerProc{t: t, dataDir: dataDir, port: freePort(t), overrides: overrides}
+	p := &brokerProc{t: t, dataDir: dataDir, port: freePort(t), overrides: overrides, bin: bin}
 	t.Cleanup(p.cleanup)
 	p.start()
 	return p
@@ -194,7 +203,11 @@ func (p *brokerProc) start() {
 	}
 	p.gen++
 	fmt.Fprintf(p.out, "=== kbroker start #%d on %s\n", p.gen, p.Addr())
-	cmd := exec.Command(kbrokerBin, p.args()...)
+	bin := p.bin
+	if bin == "" {
+		bin = kbrokerBin
+	}
+	cmd := exec.Command(bin, p.args()...)
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
 	cmd.SysProcAttr = childProcAttr()

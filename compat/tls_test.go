@@ -45,7 +45,7 @@ type tlsBroker struct {
 	client, foreign                 tlstest.Leaf
 }
 
-func startTLSBroker(t *testing.T) *tlsBroker {
+func startTLSBroker(t testing.TB) *tlsBroker {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatalf("kbroker did not build: %v", buildErr)

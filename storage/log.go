@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/protocol/records"
@@ -36,6 +37,10 @@ type Log struct {
 	// cleanMu serialises compaction and retention (Clean, ApplyRetention).
 	// Taken before flushMu.
 	cleanMu sync.Mutex
+
+	// appended counts the bytes ever appended by this Log value (see
+	// BytesAppended).
+	appended atomic.Int64
 
 	mu struct {
 		sync.RWMutex
@@ -535,8 +540,15 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 		s.track(p.h, start+int64(p.pos), p.h.TotalSize(), l.cfg.IndexIntervalBytes)
 	}
 	s.dirty = true
+	l.appended.Add(int64(len(b)))
 	return nil
 }
+
+// BytesAppended is the count of bytes appended since the log was opened,
+// increasing (truncation and retention do not lower it). A parked fetch
+// compares it with what it saw when it parked to know how much arrived
+// without reading (replica's delayed fetch).
+func (l *Log) BytesAppended() int64 { return l.appended.Load() }
 
 // writeAt writes b at pos of s's log file, honouring Config.WriteFault.
 func (l *Log) writeAt(s *segment, b []byte, pos int64) error {

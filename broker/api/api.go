@@ -21,6 +21,7 @@ import (
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/groupconfig"
 	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -91,6 +92,9 @@ type Partitions interface {
 	Produce(p *replica.Partition, batch []byte, h records.Header, acks int16, deadline time.Time) replica.AppendResult
 	OffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse
 	Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse)
+	// FetchSpliced is Fetch with the records left in the segment files as
+	// ranges registered with spl (sent with sendfile by the connection).
+	FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced)
 	WaitAny(chans []<-chan struct{}, d time.Duration) bool
 }
 

@@ -15,6 +15,7 @@ package api
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,10 +29,14 @@ func (b *API) handleFetch(ctx *network.RequestContext, req *kmsg.FetchRequest) k
 		req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	}
 	denied := b.fetchAuthzBefore(ctx, req) // authz_fetch.go
+	// The records stay in the segment files (protocol.Spliced); the
+	// connection sends them with sendfile and releases them (also those
+	// of partitions the checks below leave out of the answer).
+	spl := protocol.NewSpliced(resp)
 	if !denied.skip {
-		b.rm.Fetch(req, resp)
+		b.rm.FetchSpliced(req, resp, spl)
 	}
 	b.fetchAuthzAfter(ctx, req, resp, denied)
 	b.leaderHintsFetch(ctx, resp) // cluster mode: metadata_cluster.go
-	return resp
+	return spl
 }

@@ -104,6 +104,12 @@ func (h *handler) Handle(rc *network.RequestContext, req protocol.Request) kmsg.
 func (m *Metrics) observe(req protocol.Request, resp kmsg.Response, took time.Duration) {
 	t := m.traffic
 	names := []string{RequestName(req.Header.APIKey)}
+	// A Fetch answer holds its records as file ranges (protocol.Spliced):
+	// count the response inside, with the ranges' lengths.
+	spl, _ := resp.(*protocol.Spliced)
+	if spl != nil {
+		resp = spl.Response
+	}
 	switch r := req.Body.(type) {
 	case *kmsg.ProduceRequest:
 		pr, _ := resp.(*kmsg.ProduceResponse)
@@ -117,7 +123,7 @@ func (m *Metrics) observe(req protocol.Request, resp kmsg.Response, took time.Du
 			names = append(names, "FetchFollower")
 		}
 		if fr != nil {
-			m.countFetch(fr, consumer)
+			m.countFetch(fr, spl, consumer)
 		}
 	}
 	ms := float64(took) / float64(time.Millisecond)
@@ -202,7 +208,7 @@ func (m *Metrics) countProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceRespo
 
 // countFetch counts a fetch answer's partitions: the record bytes sent to a
 // consumer, and the failures Kafka counts as failed fetch requests.
-func (m *Metrics) countFetch(resp *kmsg.FetchResponse, consumer bool) {
+func (m *Metrics) countFetch(resp *kmsg.FetchResponse, spl *protocol.Spliced, consumer bool) {
 	t := m.traffic
 	for _, rt := range resp.Topics {
 		name := m.topicName(rt.Topic, rt.TopicID)
@@ -213,7 +219,7 @@ func (m *Metrics) countFetch(resp *kmsg.FetchResponse, consumer bool) {
 		for _, rp := range rt.Partitions {
 			switch {
 			case rp.ErrorCode == 0:
-				out += len(rp.RecordBatches)
+				out += int(spl.FieldLen(rp.RecordBatches))
 			case !expectedFetchError[rp.ErrorCode]:
 				failed++
 			}

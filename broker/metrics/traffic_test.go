@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"io"
+	"os"
 	"testing"
 
 	"github.com/kbroker/kbroker/broker/network"
@@ -228,5 +230,48 @@ func TestErrorCodesNested(t *testing.T) {
 				t.Fatalf("counts %v, want %v", counts, want)
 			}
 		}
+	}
+}
+
+// lenSection is a protocol.Section of n bytes, for counting.
+type lenSection struct{ n int64 }
+
+func (s lenSection) Len() int64                              { return s.n }
+func (s lenSection) WriteTo(io.Writer) (int64, error)        { return 0, nil }
+func (s lenSection) ReadAt(p []byte, off int64) (int, error) { return len(p), nil }
+func (s lenSection) File() (*os.File, int64, bool)           { return nil, 0, false }
+func (s lenSection) Release()                                {}
+
+// TestHandlerCountsSplicedFetch: a Fetch answered with file ranges
+// (protocol.Spliced) counts the ranges' bytes out and its errors, as the
+// same answer in memory would.
+func TestHandlerCountsSplicedFetch(t *testing.T) {
+	m := New(Sources{})
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	spl := protocol.NewSpliced(resp)
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	for i, code := range []int16{0, 0, kerr.UnknownServerError.Code} {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = int32(i), code
+		if code == 0 {
+			rp.RecordBatches = spl.Add(lenSection{5000})
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	serve(m, req, spl)
+	tr := m.traffic
+	if got := testutil.ToFloat64(tr.bytesOut.WithLabelValues("t")); got != 10000 {
+		t.Errorf("bytes out %v, want 10000 (the ranges' lengths)", got)
+	}
+	if got := testutil.ToFloat64(tr.failedFet.WithLabelValues("t")); got != 1 {
+		t.Errorf("failed fetches %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(tr.errors.WithLabelValues("Fetch", "UNKNOWN_SERVER_ERROR")); got != 1 {
+		t.Errorf("UNKNOWN_SERVER_ERROR count %v, want 1", got)
 	}
 }

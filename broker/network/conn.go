@@ -62,6 +62,9 @@ type queued struct {
 	err     error
 	frame   int64
 	decoded int64
+	// buf is the frame's buffer, recycled after the answer when the
+	// request is a Produce (framebuf.go).
+	buf []byte
 }
 
 // maxPipelined bounds how many decoded requests wait per connection.
@@ -98,8 +101,10 @@ func (c *conn) stopForShutdown() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(ShutdownWriteGrace))
 }
 
-// release returns a request's reservations to the pools.
+// release returns a request's reservations to the pools, and a Produce
+// frame's buffer for reuse: it runs once the request is answered or dropped.
 func (c *conn) release(item queued) {
+	recycleFrame(item.req, item.buf)
 	if item.frame > 0 {
 		c.readAhead.Release(item.frame)
 		c.s.pool.Release(item.frame)
@@ -172,7 +177,14 @@ func (c *conn) answer(item queued, w *bufio.Writer, buf *[]byte, flush bool) boo
 	resp := c.handle(ctx, item.req)
 	before, after := throttleDelays(ctx, resp)
 	c.throttleWait(before)
-	if resp != nil {
+	if spl, ok := resp.(*protocol.Spliced); ok {
+		err := c.writeSpliced(w, buf, item.req.Header.CorrelationID, spl) // sendfile.go
+		spl.Release()
+		if err != nil {
+			c.s.log.Debug("write response", "remote", c.addr, "err", err)
+			return false
+		}
+	} else if resp != nil {
 		*buf = protocol.AppendResponse((*buf)[:0], item.req.Header.CorrelationID, resp)
 		if _, err := w.Write(*buf); err != nil {
 			return false
@@ -234,7 +246,7 @@ func (c *conn) readRequest(r *bufio.Reader) queued {
 		return queued{err: net.ErrClosed}
 	}
 	item := queued{frame: size}
-	frame, err := protocol.ReadFrameBody(r, n, nil)
+	frame, err := protocol.ReadFrameBody(r, n, frameBuf(int(n)))
 	if err != nil {
 		c.release(item)
 		return queued{err: err}
@@ -253,6 +265,7 @@ func (c *conn) readRequest(r *bufio.Reader) queued {
 		}
 		return queued{req: item.req, err: item.err}
 	}
+	item.buf = frame
 	// Keep what the decoded request references; give back the rest.
 	item.decoded = min(decodedBytes(item.req.Body), decoding)
 	c.s.decodePool.Release(decoding - item.decoded)

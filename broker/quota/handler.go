@@ -117,8 +117,15 @@ func (h *handler) Handle(rc *network.RequestContext, req protocol.Request) kmsg.
 		recordRequest = r.Acks == 1
 	case *kmsg.FetchRequest:
 		if consumerFetch {
-			if fr, ok := resp.(*kmsg.FetchResponse); ok {
-				size := fetchSize(fr)
+			// A Fetch answer holds its records as file ranges
+			// (protocol.Spliced): count the ranges' lengths.
+			spl, _ := resp.(*protocol.Spliced)
+			inner := resp
+			if spl != nil {
+				inner = spl.Response
+			}
+			if fr, ok := inner.(*kmsg.FetchResponse); ok {
+				size := fetchSize(fr, spl)
 				throttle = m.Record(Fetch, user, client, float64(size), now)
 				if throttle > 0 {
 					m.Unrecord(Fetch, user, client, float64(size), now)
@@ -162,12 +169,12 @@ func fetchReplicaID(r *kmsg.FetchRequest) int32 {
 
 // fetchSize is the bytes of a fetch response: its record batches and a
 // close estimate of the fields around them.
-func fetchSize(r *kmsg.FetchResponse) int {
+func fetchSize(r *kmsg.FetchResponse, spl *protocol.Spliced) int {
 	n := 16
 	for _, t := range r.Topics {
 		n += len(t.Topic) + 20
 		for _, p := range t.Partitions {
-			n += 50 + len(p.RecordBatches)
+			n += 50 + int(spl.FieldLen(p.RecordBatches))
 		}
 	}
 	return n

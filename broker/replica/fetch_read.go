@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,64 +12,48 @@ import (
 
 // Fetch answers a consumer's Fetch into resp: the incremental fetch session
 // it names (fetch_session.go) picks the partitions, which are read and, below
-// MinBytes, waited on until MaxWaitMs or shutdown.
+// MinBytes, waited on until MaxWaitMs or shutdown. The records are copied
+// into resp; FetchSpliced leaves them in the files.
 func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	m.FetchSpliced(req, resp, nil)
+}
+
+// FetchSpliced is Fetch with each partition's records as a pinned range of
+// its segment file (storage.Section) registered with spl, whose placeholder
+// stands in RecordBatches, so the connection can send them with sendfile.
+// spl (when not nil) wraps resp; its writer releases the ranges.
+func (m *Manager) FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced) {
 	fc, code := m.fetchSessions.begin(m.now(), req)
 	if code != 0 {
 		resp.ErrorCode = code
 		return
 	}
 	if id := fetchReplicaID(req); id >= 0 && m.cluster() != nil {
-		m.replicaFetch(fc.req, resp, id) // fetch_replica.go
+		m.replicaFetch(fc.req, resp, spl, id) // fetch_replica.go
 	} else {
-		m.pollFetch(fc.req, resp)
+		m.pollFetch(fc.req, resp, spl)
 	}
 	m.fetchSessions.finish(m.now(), fc, resp)
 }
 
 // pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or
 // shutdown (a delayed fetch, delayed.go).
-func (m *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+func (m *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced) {
 	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp}, deadline)
+	(&delayedFetch{m: m, req: req, resp: resp, spl: spl}).run(deadline)
 }
 
-// delayedFetch is a fetch waiting for MinBytes, Kafka's DelayedFetch.
+// delayedFetch is a fetch waiting for MinBytes, Kafka's DelayedFetch
+// (fetch_wait.go).
 type delayedFetch struct {
 	m    *Manager
 	req  *kmsg.FetchRequest
 	resp *kmsg.FetchResponse
-}
-
-// tryComplete reads every requested partition into resp; it is done when a
-// partition has an error or MinBytes are ready. The arrival channels are
-// taken before reading so an append between the read and the wait is not
-// missed.
-func (d *delayedFetch) tryComplete() (bool, []<-chan struct{}) {
-	waits := d.m.arrivalChans(d.req)
-	bytes, stop := d.m.fillFetch(d.req, d.resp)
-	return stop || int64(bytes) >= int64(d.req.MinBytes), waits
-}
-
-// onExpire answers with what there is.
-func (d *delayedFetch) onExpire() { d.m.fillFetch(d.req, d.resp) }
-
-// arrivalChans collects each requested partition's wake-up channel. They are
-// taken before reading so an append between the read and the wait is not missed.
-func (m *Manager) arrivalChans(req *kmsg.FetchRequest) []<-chan struct{} {
-	var out []<-chan struct{}
-	for _, rt := range req.Topics {
-		t := m.fetchTopic(req.Version, rt)
-		if t == nil {
-			continue
-		}
-		for _, rp := range rt.Partitions {
-			if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
-				out = append(out, t.Partitions[rp.Partition].WaitArrival())
-			}
-		}
-	}
-	return out
+	// spl, when not nil, takes the records as file ranges.
+	spl *protocol.Spliced
+	// have is what the last read found, base the partitions' appended
+	// bytes just before it.
+	have, base int64
 }
 
 func (m *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *Topic {
@@ -78,11 +63,15 @@ func (m *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *Topic {
 	return m.TopicByName(rt.Topic)
 }
 
-// fillFetch reads every requested partition into resp (replacing its topics).
+// fillFetch reads every requested partition into resp (replacing its topics,
+// and releasing the ranges spl held for them).
 // It returns the record bytes gathered and whether to answer at once because
 // a partition has an error.
-func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (total int, stop bool) {
+func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced) (total int, stop bool) {
 	resp.Topics = resp.Topics[:0]
+	if spl != nil {
+		spl.Reset()
+	}
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = int(^uint(0) >> 1)
@@ -114,7 +103,7 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 			default:
 				p := t.Partitions[rp.Partition]
 				var n int
-				n, kerrv = m.readPartition(req, rp, p, &sp, maxBytes-total, total == 0)
+				n, kerrv = m.readPartition(req, rp, p, &sp, spl, maxBytes-total, total == 0)
 				total += n
 				if kerrv != nil && fetchReplicaID(req) < 0 {
 					// A failed read answers a consumer no offsets, as
@@ -140,7 +129,7 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (t
 }
 
 // readPartition fills one partition of the answer and returns its record bytes.
-func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *kerr.Error) {
+func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopicPartition, p *Partition, sp *kmsg.FetchResponseTopicPartition, spl *protocol.Spliced, budget int, first bool) (int, *kerr.Error) {
 	// On a single node a replica id changes nothing: there are no followers.
 	replica := fetchReplicaID(req) >= 0 && m.cluster() != nil
 	if kerrv := p.checkFetch(replica); kerrv != nil {
@@ -181,7 +170,14 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	if limit < 0 {
 		limit = 0
 	}
-	data, err := p.Log.Read(rp.FetchOffset, limit, maxOffset, first)
+	var data []byte
+	var sec *storage.Section
+	var err error
+	if spl != nil {
+		sec, err = p.Log.ReadSection(rp.FetchOffset, limit, maxOffset, first)
+	} else {
+		data, err = p.Log.Read(rp.FetchOffset, limit, maxOffset, first)
+	}
 	switch {
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return 0, kerr.OffsetOutOfRange
@@ -189,14 +185,19 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 		m.log.Error("fetch read failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "offset", rp.FetchOffset, "err", err)
 		return 0, kerr.KafkaStorageError
 	}
-	if data != nil {
+	n := len(data)
+	switch {
+	case sec != nil:
+		sp.RecordBatches = spl.Add(sec)
+		n = int(sec.Len())
+	case data != nil:
 		sp.RecordBatches = data
 	}
 	if readCommitted {
 		// Clients drop records of these producers from FirstOffset up to the abort marker.
 		sp.AbortedTransactions = p.AbortedBetween(rp.FetchOffset, maxOffset)
 	}
-	return len(data), nil
+	return n, nil
 }
 
 // divergence checks a fetch's LastFetchedEpoch (Fetch v12+, KIP-320) in

@@ -13,6 +13,7 @@ package replica
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,10 +27,10 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 }
 
 // replicaFetch answers a follower's Fetch.
-func (m *Manager) replicaFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, replicaID int32) {
+func (m *Manager) replicaFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced, replicaID int32) {
 	m.recordFollowerFetches(req, replicaID)
 	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	m.runDelayed(&delayedFetch{m: m, req: req, resp: resp}, deadline)
+	(&delayedFetch{m: m, req: req, resp: resp, spl: spl}).run(deadline)
 }
 
 // recordFollowerFetches applies FollowerFetch for every requested partition

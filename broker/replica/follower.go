@@ -162,7 +162,7 @@ func (p *Partition) afterTruncateLocked(full bool) error {
 		return fmt.Errorf("rebuilding producer state of %s-%d after truncation: %w", p.Topic.Meta.Name, p.Index, err)
 	}
 	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
-	p.wakeLocked()
+	p.wakeStateLocked()
 	return nil
 }
 

@@ -51,8 +51,11 @@ type Partition struct {
 		producers  producerStates
 		txns       partitionTxns
 		// arrived is closed and replaced on every append, every HW move,
-		// every role change and on close, to wake parked fetches.
+		// every role change and on close, to wake parked share fetches.
 		arrived chan struct{}
+		// watchers are the parked fetches reading this partition
+		// (fetch_wait.go), signalled at the same moments.
+		watchers map[*fetchWatch]struct{}
 		// repl is the partition's replication role in cluster mode
 		// (role.go); the zero value is the single-node leader.
 		repl replState
@@ -267,10 +270,20 @@ func (p *Partition) setHWLocked(hw int64) {
 	p.wakeLocked()
 }
 
-// wakeLocked wakes parked fetches and produces. p.mu must be held.
+// wakeLocked wakes parked fetches: data arrived or the HW moved. p.mu must
+// be held.
 func (p *Partition) wakeLocked() {
 	close(p.mu.arrived)
 	p.mu.arrived = make(chan struct{})
+	p.signalWatchersLocked(false)
+}
+
+// wakeStateLocked wakes parked fetches for a change other than data (a
+// role change, a truncation): they read again. p.mu must be held.
+func (p *Partition) wakeStateLocked() {
+	close(p.mu.arrived)
+	p.mu.arrived = make(chan struct{})
+	p.signalWatchersLocked(true)
 }
 
 // Offline returns the error that took the partition's log (or its whole
@@ -320,6 +333,7 @@ func (p *Partition) close() {
 	p.role.Store(roleClosed)
 	p.failWaitersLocked(errPartitionClosed)
 	close(p.mu.arrived)
+	p.signalWatchersLocked(true)
 }
 
 // AppendResult is what a produce learns from one append.

@@ -204,7 +204,7 @@ func (p *Partition) becomeFollower(st PartitionState) (lost, newEpoch bool, err 
 	p.setKindLocked(replFollower)
 	p.epoch.Store(st.LeaderEpoch)
 	p.failWaitersLocked(errNotLeader)
-	p.wakeLocked()
+	p.wakeStateLocked()
 	return lost, newEpoch, nil
 }
 
@@ -219,7 +219,7 @@ func (p *Partition) stop() (lost bool) {
 		p.setKindLocked(replNone)
 	}
 	p.failWaitersLocked(errNotLeader)
-	p.wakeLocked()
+	p.wakeStateLocked()
 	return lost
 }
 

@@ -1,0 +1,164 @@
+package replica
+
+// The long-poll wait of a fetch, as Kafka's DelayedFetch in its purgatory:
+// a parked fetch is a watcher on each partition it reads. Every change of
+// such a partition that may complete it (an append or HW move: data; a
+// role change, truncation or close: state) signals the watcher's one
+// channel, so the fetch sleeps in a plain select on that channel, its
+// deadline and shutdown, whatever the number of partitions. On a data
+// wake-up it reads nothing: it adds up the bytes appended to its
+// partitions since it parked (storage.Log.BytesAppended, an atomic per
+// partition) and reads again only once they reach MinBytes. A state
+// wake-up reads again, since the answer (an error) may have changed.
+//
+// The byte count is an estimate from above: it counts bytes appended but
+// not yet below the HW (the HW move that exposes them signals again) and,
+// for read_committed, below the LSO; bytes of a batch that begins before
+// the fetch offset count too. So a fetch may answer before MinBytes are
+// readable, never later than Kafka would.
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetchWatch is one parked fetch's wake-up.
+type fetchWatch struct {
+	// ch holds at most one pending signal: signals while one is pending
+	// merge, and the fetch looks at everything when it wakes.
+	ch chan struct{}
+	// reread is set by a state change: the fetch must read again.
+	reread atomic.Bool
+}
+
+func newFetchWatch() *fetchWatch { return &fetchWatch{ch: make(chan struct{}, 1)} }
+
+// signal wakes the watcher without blocking.
+func (w *fetchWatch) signal(state bool) {
+	if state {
+		w.reread.Store(true)
+	}
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// watch adds w to p's watchers; on a closed partition it signals a state
+// change at once.
+func (p *Partition) watch(w *fetchWatch) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed {
+		w.signal(true)
+		return
+	}
+	if p.mu.watchers == nil {
+		p.mu.watchers = map[*fetchWatch]struct{}{}
+	}
+	p.mu.watchers[w] = struct{}{}
+}
+
+// unwatch removes w from p's watchers.
+func (p *Partition) unwatch(w *fetchWatch) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.mu.watchers, w)
+}
+
+// signalWatchersLocked wakes every parked fetch on p. p.mu must be held.
+func (p *Partition) signalWatchersLocked(state bool) {
+	for w := range p.mu.watchers {
+		w.signal(state)
+	}
+}
+
+// run answers the fetch: at once if the first read has MinBytes or an
+// error (or the deadline is already past, then without a second read),
+// else at the first wake-up whose arrivals reach MinBytes, at a state
+// change that ends it, at the deadline or at shutdown, reading again each
+// time it answers.
+func (d *delayedFetch) run(deadline time.Time) {
+	m := d.m
+	w := newFetchWatch()
+	parts := m.fetchPartitions(d.req)
+	// Watch before reading, so an append between the read and the wait
+	// is not missed.
+	for _, p := range parts {
+		p.watch(w)
+	}
+	defer func() {
+		for _, p := range parts {
+			p.unwatch(w)
+		}
+	}()
+	minBytes := int64(d.req.MinBytes)
+	read := func() bool {
+		base := appendedTotal(parts)
+		bytes, stop := m.fillFetch(d.req, d.resp, d.spl)
+		d.have, d.base = int64(bytes), base
+		return stop || d.have >= minBytes
+	}
+	if read() {
+		return
+	}
+	left := deadline.Sub(m.now())
+	if left <= 0 {
+		return
+	}
+	timer := time.NewTimer(left)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.ch:
+		case <-timer.C:
+			read()
+			return
+		case <-m.closing:
+			read()
+			return
+		}
+		if w.reread.Swap(false) {
+			if read() {
+				return
+			}
+			continue
+		}
+		if d.have+appendedTotal(parts)-d.base >= minBytes {
+			read()
+			return
+		}
+	}
+}
+
+// appendedTotal sums BytesAppended over parts.
+func appendedTotal(parts []*Partition) int64 {
+	var n int64
+	for _, p := range parts {
+		n += p.Log.BytesAppended()
+	}
+	return n
+}
+
+// fetchPartitions are the partitions req reads that exist, each once.
+func (m *Manager) fetchPartitions(req *kmsg.FetchRequest) []*Partition {
+	var out []*Partition
+	seen := map[*Partition]bool{}
+	for _, rt := range req.Topics {
+		t := m.fetchTopic(req.Version, rt)
+		if t == nil {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
+				if p := t.Partitions[rp.Partition]; !seen[p] {
+					seen[p] = true
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
