@@ -63,7 +63,7 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	runStart := time.Now()
 	events, stderrTail, runErr := franzsuite.Run(franzsuite.RunConfig{
 		Bin: bin, Src: src, Timeout: clusterSuiteTimeout, Run: os.Getenv(clusterSuiteRunEnv),
-		Env:  []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3"},
+		Env: []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3"},
 	})
 	r := franzsuite.Summarize(events)
 	t.Logf("franz-go %s pkg/kgo on 3 brokers (RF=3): %d passed, %d failed, %d unfinished, %d skipped in %v",
