@@ -108,7 +108,7 @@ failed=()
 mapfile -t unit_pkgs < <(go list ./... | grep -v '/compat$' || true)
 if [ "${#unit_pkgs[@]}" -gt 0 ]; then
 	step "go test -race (${#unit_pkgs[@]} packages)"
-	CGO_ENABLED=1 go test -race -count=1 -timeout 20m "${unit_pkgs[@]}" || failed+=("unit tests")
+	CGO_ENABLED=1 go test -race -count=1 -timeout 45m "${unit_pkgs[@]}" || failed+=("unit tests")
 fi
 
 # compat writes its per-client results to compat/results.json (TestMain);
