@@ -8,9 +8,6 @@ import (
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/console"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // errNoConsoleListener: the console is a Kafka client without TLS, and
@@ -44,15 +41,10 @@ func (b *Broker) consoleBootstrap() (console.Endpoint, error) {
 	if !b.ready.Load() {
 		return console.Endpoint{}, errNotReady
 	}
-	var mech sasl.Mechanism
-	switch cs := b.cfg.HTTP.ConsoleSASL; cs.Mechanism {
-	case "":
-	case config.MechPlain:
-		mech = plain.Auth{User: cs.Username, Pass: cs.Password}.AsMechanism()
-	case config.MechScramSHA256:
-		mech = scram.Auth{User: cs.Username, Pass: cs.Password}.AsSha256Mechanism()
-	case config.MechScramSHA512:
-		mech = scram.Auth{User: cs.Username, Pass: cs.Password}.AsSha512Mechanism()
+	cs := b.cfg.HTTP.ConsoleSASL
+	mech, err := saslMechanism(cs.Mechanism, cs.Username, cs.Password)
+	if err != nil {
+		return console.Endpoint{}, err
 	}
 	addrs := b.Addrs()
 	for i, l := range b.cfg.Listeners {

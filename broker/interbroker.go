@@ -25,18 +25,27 @@ func interBrokerConn(ib config.InterBrokerClient) (kconn.Options, error) {
 		}
 		o.TLS = tc
 	}
-	var m sasl.Mechanism
-	switch ib.Mechanism {
-	case "":
-	case config.MechPlain:
-		m = plain.Auth{User: ib.Username, Pass: ib.Password}.AsMechanism()
-	case config.MechScramSHA256:
-		m = scram.Auth{User: ib.Username, Pass: ib.Password}.AsSha256Mechanism()
-	case config.MechScramSHA512:
-		m = scram.Auth{User: ib.Username, Pass: ib.Password}.AsSha512Mechanism()
-	default:
-		return o, fmt.Errorf("inter-broker listener %s: SASL mechanism %s is not supported", ib.Listener.Name, ib.Mechanism)
+	m, err := saslMechanism(ib.Mechanism, ib.Username, ib.Password)
+	if err != nil {
+		return o, fmt.Errorf("inter-broker listener %s: %w", ib.Listener.Name, err)
 	}
 	o.SASL = m
 	return o, nil
+}
+
+// saslMechanism is the client side of a SASL mechanism kbroker's own
+// clients (the inter-broker connections, the console) log in with; nil for
+// "" (no SASL).
+func saslMechanism(name, user, pass string) (sasl.Mechanism, error) {
+	switch name {
+	case "":
+		return nil, nil
+	case config.MechPlain:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case config.MechScramSHA256:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case config.MechScramSHA512:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("SASL mechanism %s is not supported for kbroker's own connections", name)
 }

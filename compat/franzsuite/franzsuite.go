@@ -128,15 +128,15 @@ func Run(cfg RunConfig) ([]Event, string, error) {
 	cmd := exec.CommandContext(ctx, cfg.Bin, args...)
 	cmd.Dir = KgoDir(cfg.Src)
 	cmd.Env = append(os.Environ(), cfg.Env...)
-	cmd.SysProcAttr = groupProcAttr()
-	cmd.Cancel = func() error { return killProcGroup(cmd) }
+	cmd.SysProcAttr = GroupProcAttr()
+	cmd.Cancel = func() error { return KillProcGroup(cmd) }
 	cmd.WaitDelay = 10 * time.Second
 	stderr := &tailBuffer{max: 512 << 10}
 	cmd.Stderr = stderr
 
 	conv := exec.CommandContext(ctx, "go", "tool", "test2json", "-t", "-p", Module+"/pkg/kgo")
-	conv.SysProcAttr = groupProcAttr()
-	conv.Cancel = func() error { return killProcGroup(conv) }
+	conv.SysProcAttr = GroupProcAttr()
+	conv.Cancel = func() error { return KillProcGroup(conv) }
 	conv.WaitDelay = 10 * time.Second
 	conv.Stderr = stderr
 	pr, pw := io.Pipe()
@@ -247,8 +247,8 @@ func goTool(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
-	cmd.SysProcAttr = groupProcAttr()
-	cmd.Cancel = func() error { return killProcGroup(cmd) }
+	cmd.SysProcAttr = GroupProcAttr()
+	cmd.Cancel = func() error { return KillProcGroup(cmd) }
 	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout = &out

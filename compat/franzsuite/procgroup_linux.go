@@ -5,15 +5,15 @@ import (
 	"syscall"
 )
 
-// groupProcAttr starts the toolchain or the test binary in its own process
-// group (so killProcGroup ends its children too) and has the kernel kill
-// it if the calling test binary dies.
-func groupProcAttr() *syscall.SysProcAttr {
+// GroupProcAttr starts a child (the toolchain, a test binary, a client) in
+// its own process group (so KillProcGroup ends its children too) and has
+// the kernel kill it if the calling test binary dies.
+func GroupProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// killProcGroup kills cmd's whole process group.
-func killProcGroup(cmd *exec.Cmd) error {
+// KillProcGroup kills cmd's whole process group.
+func KillProcGroup(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil
 	}

@@ -7,11 +7,11 @@ import (
 	"syscall"
 )
 
-// groupProcAttr has nothing to add outside Linux.
-func groupProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+// GroupProcAttr has nothing to add outside Linux.
+func GroupProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
-// killProcGroup kills the process itself outside Linux.
-func killProcGroup(cmd *exec.Cmd) error {
+// KillProcGroup kills the process itself outside Linux.
+func KillProcGroup(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil
 	}
