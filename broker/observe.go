@@ -1,13 +1,17 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
-
+	"fmt"
 	"net"
+	"time"
 
+	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/httpserver"
 	"github.com/kbroker/kbroker/broker/metrics"
 	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/network/sasl"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -25,6 +29,7 @@ var errNotReady = errors.New("logs loading or Kafka listeners not open")
 func (b *Broker) startHTTP() error {
 	b.metrics = metrics.New(metrics.Sources{Replicas: b.rm, Groups: b.co, Ready: b.ready.Load, Controller: b.controllerStats})
 	consoleHandler, consoleErr := b.newConsole() // console.go
+	tlsConf, auth, secErr := b.httpSecurity()
 	b.http = httpserver.New(httpserver.Config{
 		Listeners: b.cfg.HTTP.Listeners,
 		Pprof:     b.cfg.HTTP.PprofEnable,
@@ -40,12 +45,42 @@ func (b *Broker) startHTTP() error {
 			return nil
 		},
 		Console: consoleHandler,
+		TLS:     tlsConf,
+		Auth:    auth,
 		Logger:  b.log,
 	})
-	if consoleErr != nil { // after b.http exists: New's cleanup closes it
-		return consoleErr
+	if err := errors.Join(consoleErr, secErr); err != nil { // after b.http exists: New's cleanup closes it
+		return err
 	}
 	return b.http.Start()
+}
+
+// httpSecurity is the TLS configuration of the https:// HTTP listeners
+// (nil without one) and, with http.authentication=basic, the check of
+// Basic logins against the broker's PLAIN users and SCRAM credentials.
+// The metadata store opens after the HTTP listener, so a SCRAM user can log
+// in only once the broker is ready (ready is set after b.store is written);
+// PLAIN users, from the configuration, can from the start.
+func (b *Broker) httpSecurity() (*tls.Config, *httpserver.BasicAuth, error) {
+	var tlsConf *tls.Config
+	if tc := b.cfg.HTTP.TLS; tc != nil {
+		var err error
+		if tlsConf, err = network.ServerTLSConfig("HTTP", tc, b.log); err != nil {
+			return nil, nil, fmt.Errorf("http.listeners: %w", err)
+		}
+	}
+	if b.cfg.HTTP.Authentication != config.HTTPAuthBasic {
+		return tlsConf, nil, nil
+	}
+	scram := func(user, mechanism string) (sasl.Credential, bool) {
+		if !b.ready.Load() {
+			return sasl.Credential{}, false
+		}
+		c, ok := b.store.ScramCredential(user, mechanism)
+		return sasl.Credential(c), ok
+	}
+	delay := time.Duration(b.cfg.SASL.FailedAuthenticationDelayMs) * time.Millisecond
+	return tlsConf, httpserver.NewBasicAuth(b.cfg.SASL.PlainUsers, scram, delay), nil
 }
 
 // handler is the API wrapped by the client quotas (quotas.go), the request

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,7 +31,29 @@ type HTTPConfig struct {
 	// .username and .password. The password is kept out of the props table,
 	// as sasl.jaas.config is, so that DescribeConfigs never returns it.
 	ConsoleSASL ConsoleSASL
+	// TLS is the TLS configuration of the https:// listeners:
+	// listener.name.http.ssl.* over ssl.*, as for a Kafka SSL listener
+	// named HTTP (ssl.client.auth included). Invariant (after
+	// ParseConfig): non-nil exactly when some listener is https.
+	TLS *TLSConfig
+	// Authentication is http.authentication: HTTPAuthNone or
+	// HTTPAuthBasic. /healthz and /readyz are open either way.
+	Authentication string
 }
+
+// http.authentication values.
+const (
+	// HTTPAuthNone serves every path to anyone who reaches the listener:
+	// the default, fit for the loopback default listener.
+	HTTPAuthNone = "none"
+	// HTTPAuthBasic asks for HTTP Basic credentials of one of the broker's
+	// SASL users (PLAIN or SCRAM) on every path but /healthz and /readyz.
+	HTTPAuthBasic = "basic"
+)
+
+// httpListenerName is the listener name whose listener.name.<l>.ssl.*
+// properties configure the https:// listeners.
+const httpListenerName = "HTTP"
 
 // ConsoleSASL are the console's SASL credentials; Mechanism "" means none.
 type ConsoleSASL struct {
@@ -40,16 +63,24 @@ type ConsoleSASL struct {
 // KeyConsoleSASLPassword is the console's SASL password property.
 const KeyConsoleSASLPassword = "http.console.sasl.password"
 
-// HTTPListener is one http.listeners entry, http://host:port.
+// HTTPListener is one http.listeners entry, http://host:port or
+// https://host:port.
 type HTTPListener struct {
 	Host string
 	Port int32
+	// TLS is set for https://: the listener serves HTTPConfig.TLS.
+	TLS bool
 }
 
 // Addr is the host:port to bind.
 func (l HTTPListener) Addr() string { return hostPort(l.Host, l.Port) }
 
-func (l HTTPListener) String() string { return "http://" + l.Addr() }
+func (l HTTPListener) String() string {
+	if l.TLS {
+		return "https://" + l.Addr()
+	}
+	return "http://" + l.Addr()
+}
 
 // DefaultHTTPListeners is http.listeners' default: loopback only, so that
 // metrics and profiles are not exposed until an operator chooses to.
@@ -57,9 +88,17 @@ const DefaultHTTPListeners = "http://127.0.0.1:9644"
 
 // httpProps are the properties of HTTPConfig; init adds them to props.
 var httpProps = map[string]prop{
-	"http.listeners": {DefaultHTTPListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port) of the broker's HTTP server: /metrics, /healthz, /readyz, /debug/pprof/, the web console; empty disables it.", func(c *Config, v string) (err error) {
+	"http.listeners": {DefaultHTTPListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port or https://host:port, with listener.name.http.ssl.* or ssl.*) of the broker's HTTP server: /metrics, /healthz, /readyz, /debug/pprof/, the web console; empty disables it.", func(c *Config, v string) (err error) {
 		c.HTTP.Listeners, err = parseHTTPListeners(v)
 		return err
+	}},
+	"http.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: HTTP Basic authentication with a SASL user of the broker (PLAIN or SCRAM) on every path of the HTTP listeners but /healthz and /readyz. Use basic, over https, on a listener that is not loopback.", func(c *Config, v string) error {
+		switch a := strings.ToLower(strings.TrimSpace(v)); a {
+		case HTTPAuthNone, HTTPAuthBasic:
+			c.HTTP.Authentication = a
+			return nil
+		}
+		return fmt.Errorf("%q is not none or basic", v)
 	}},
 	"http.pprof.enable":   {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
 	"http.console.enable": {"true", kmsg.ConfigTypeBoolean, "Serve the web console at / on the HTTP listeners (it acts as a Kafka client of this broker's first PLAINTEXT listener).", boolProp(func(c *Config, v bool) { c.HTTP.ConsoleEnable = v })},
@@ -80,6 +119,40 @@ var httpProps = map[string]prop{
 	}},
 }
 
+// resolveHTTPTLS sets the TLS configuration of the https:// listeners:
+// each ssl.* property from listener.name.http.ssl.* when set there, else
+// from ssl.*. As on a Kafka SSL listener, ssl.client.auth applies
+// unprefixed too.
+func (c *Config) resolveHTTPTLS(p map[string]string) error {
+	if c.HTTP.Authentication == "" {
+		c.HTTP.Authentication = HTTPAuthNone
+	}
+	if !slices.ContainsFunc(c.HTTP.Listeners, func(l HTTPListener) bool { return l.TLS }) {
+		return nil
+	}
+	prefix := listenerKeyPrefix + strings.ToLower(httpListenerName) + "."
+	perListener := map[string]string{}
+	for k, v := range p {
+		if name, rest, ok := listenerKey(k); ok && name == httpListenerName && strings.HasPrefix(rest, sslPrefix) {
+			perListener[rest] = v
+		}
+	}
+	tc, err := parseTLS(func(key string) (v, from string, set bool) {
+		if v, ok := perListener[key]; ok {
+			return strings.TrimSpace(v), prefix + key, true
+		}
+		if v, ok := p[key]; ok {
+			return strings.TrimSpace(v), key, true
+		}
+		return "", key, false
+	})
+	if err != nil {
+		return fmt.Errorf("http.listeners (https): %w", err)
+	}
+	c.HTTP.TLS = tc
+	return nil
+}
+
 // resolveConsoleSASL reads the console's password (outside the props table)
 // and checks that a mechanism comes with a user.
 func (c *Config) resolveConsoleSASL(p map[string]string) error {
@@ -96,24 +169,24 @@ func init() {
 	}
 }
 
-// parseHTTPListeners parses "http://host:port,..."; an empty host binds
-// every interface. Only http exists until the listener gets TLS.
+// parseHTTPListeners parses "http://host:port,https://host:port,..."; an
+// empty host binds every interface.
 func parseHTTPListeners(v string) ([]HTTPListener, error) {
 	var out []HTTPListener
 	for _, s := range SplitList(v) {
 		scheme, addr, ok := strings.Cut(s, "://")
-		if !ok || !strings.EqualFold(scheme, "http") {
-			return nil, fmt.Errorf("http listener %q is not http://host:port", s)
+		if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
+			return nil, fmt.Errorf("http listener %q is not http://host:port or https://host:port", s)
 		}
 		host, ps, err := net.SplitHostPort(addr)
 		if err != nil {
-			return nil, fmt.Errorf("http listener %q is not http://host:port", s)
+			return nil, fmt.Errorf("http listener %q is not http(s)://host:port", s)
 		}
 		port, err := strconv.ParseInt(ps, 10, 32)
 		if err != nil || port < 0 || port > 65535 {
 			return nil, fmt.Errorf("http listener %q has no valid port", s)
 		}
-		out = append(out, HTTPListener{Host: host, Port: int32(port)})
+		out = append(out, HTTPListener{Host: host, Port: int32(port), TLS: strings.EqualFold(scheme, "https")})
 	}
 	return out, nil
 }

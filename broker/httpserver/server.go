@@ -3,10 +3,17 @@
 // serves Kafka clients), with http.pprof.enable /debug/pprof/, and the web
 // console (broker/console) at every other path. It knows
 // no broker room: what it serves is handed to it (Config).
+//
+// Its https:// listeners serve Config.TLS; with Config.Auth (http.authentication=basic)
+// every path but /healthz and /readyz needs an HTTP Basic login of one of
+// the broker's SASL users (auth.go). The probes stay open because a
+// kubelet or load balancer has no credentials and learns nothing from them
+// but "up" and "ready".
 package httpserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,8 +39,17 @@ type Config struct {
 	// Console serves every path the others do not (the web console); nil:
 	// 404.
 	Console http.Handler
-	Logger  *slog.Logger
+	// TLS is the configuration of the https:// listeners (Listeners with
+	// TLS set); Start fails without it when there is one.
+	TLS *tls.Config
+	// Auth, when set, guards every path but /healthz and /readyz
+	// (http.authentication=basic); nil: no authentication.
+	Auth   *BasicAuth
+	Logger *slog.Logger
 }
+
+// openPaths are served without a login: the probes.
+var openPaths = map[string]bool{"/healthz": true, "/readyz": true}
 
 // shutdownGrace bounds how long Close waits for requests in flight (a
 // scrape, a profile) before closing their connections.
@@ -59,11 +75,30 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	s.srv = &http.Server{
-		Handler:           s.mux(),
+		Handler:           s.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s
+}
+
+// handler is the mux, behind the login when Auth is set. The probes are
+// exempt by their exact path; any other path, unknown ones included, asks
+// for the login first, so that nothing is learnt about the server without
+// it.
+func (s *Server) handler() http.Handler {
+	mux := s.mux()
+	if s.cfg.Auth == nil {
+		return mux
+	}
+	guarded := s.cfg.Auth.wrap(mux, s.log)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if openPaths[r.URL.Path] {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) mux() *http.ServeMux {
@@ -103,9 +138,18 @@ func (s *Server) mux() *http.ServeMux {
 // listeners already bound stay open until Close.
 func (s *Server) Start() error {
 	for _, l := range s.cfg.Listeners {
+		if l.TLS && s.cfg.TLS == nil {
+			return fmt.Errorf("listener %s: no TLS configuration", l)
+		}
 		ln, err := net.Listen("tcp", l.Addr())
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", l, err)
+		}
+		s.warnExposed(l, ln.Addr())
+		if l.TLS {
+			// The handshake runs in the connection's goroutine, bounded
+			// by ReadHeaderTimeout (net/http's TLS handshake timeout).
+			ln = tls.NewListener(ln, s.cfg.TLS)
 		}
 		s.mu.Lock()
 		s.listeners = append(s.listeners, ln)
@@ -120,6 +164,20 @@ func (s *Server) Start() error {
 		}()
 	}
 	return nil
+}
+
+// warnExposed logs a listener that serves beyond loopback without a login,
+// or with passwords in clear text.
+func (s *Server) warnExposed(l config.HTTPListener, addr net.Addr) {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return
+	}
+	switch {
+	case s.cfg.Auth == nil:
+		s.log.Warn("http listener is not loopback and http.authentication=none: whoever reaches it reads the metrics and uses the console; set http.authentication=basic", "listener", l.String())
+	case !l.TLS:
+		s.log.Warn("http listener is not loopback and not https: Basic logins cross the network in clear text; use https://", "listener", l.String())
+	}
 }
 
 // Addrs returns the bound addresses (useful with port 0).

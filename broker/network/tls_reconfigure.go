@@ -1,7 +1,9 @@
 package network
 
 import (
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 
 	"github.com/kbroker/kbroker/broker/config"
 )
@@ -51,4 +53,24 @@ func (s *Server) ReconfigureTLS(l config.Listener) error {
 	src.mu.Unlock()
 	s.log.Info("TLS listener reconfigured", "listener", l.Name, "keystore", l.TLS.KeystoreLocation, "truststore", l.TLS.TruststoreLocation)
 	return nil
+}
+
+// ServerTLSConfig is the server TLS configuration of a listener that is not
+// a Kafka listener (the HTTP server's https:// listeners, named name in
+// logs): tc's certificates, protocols, cipher suites and ssl.client.auth,
+// with the key and trust store files read again at the first handshake
+// after they change, as on an SSL listener. An error names what does not
+// load, for start-up.
+func ServerTLSConfig(name string, tc *config.TLSConfig, log *slog.Logger) (*tls.Config, error) {
+	if tc == nil {
+		return nil, fmt.Errorf("listener %s has no TLS configuration", name)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	src, err := newTLSSource(config.Listener{Name: name, TLS: tc}, log)
+	if err != nil {
+		return nil, err
+	}
+	return src.serverConfig(), nil
 }
