@@ -80,7 +80,8 @@ func (b *Broker) httpSecurity() (*tls.Config, *httpserver.BasicAuth, error) {
 		return sasl.Credential(c), ok
 	}
 	delay := time.Duration(b.cfg.SASL.FailedAuthenticationDelayMs) * time.Millisecond
-	return tlsConf, httpserver.NewBasicAuth(b.cfg.SASL.PlainUsers, scram, delay), nil
+	users := sasl.NewPasswords(b.cfg.SASL.PlainUsers, scram)
+	return tlsConf, &httpserver.BasicAuth{Check: users.Check, FailureDelay: delay}, nil
 }
 
 // handler is the API wrapped by the client quotas (quotas.go), the request
