@@ -7,6 +7,7 @@ import (
 	"crypto/x509/pkix"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -174,4 +175,31 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestWarnExposed: a listener beyond loopback is logged when it has no
+// login, or a login over plain http; loopback and https with a login are
+// not.
+func TestWarnExposed(t *testing.T) {
+	public := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 9644}
+	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9644}
+	auth := &BasicAuth{Check: func(string, string) bool { return false }}
+	for _, c := range []struct {
+		auth *BasicAuth
+		tls  bool
+		addr net.Addr
+		want string
+	}{
+		{nil, false, loop, ""},
+		{nil, true, public, "http.authentication=none"},
+		{auth, false, public, "clear text"},
+		{auth, true, public, ""},
+	} {
+		var logs syncBuffer
+		s := New(Config{Auth: c.auth, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		s.warnExposed(config.HTTPListener{Host: "10.0.0.1", Port: 9644, TLS: c.tls}, c.addr)
+		if got := logs.String(); c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("auth %v, tls %v, %v: logged %q, want %q", c.auth != nil, c.tls, c.addr, got, c.want)
+		}
+	}
 }

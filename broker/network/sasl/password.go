@@ -58,6 +58,11 @@ type Passwords struct {
 	plain map[string]map[string]string
 	// scram looks up a user's SCRAM credential for a mechanism; nil: none.
 	scram func(user, mechanism string) (Credential, bool)
+	// derive admits one SCRAM key derivation at a time: the server pays
+	// the hash rounds of every guess (in a SCRAM exchange the client
+	// does), so a flood of wrong logins is held to one core and the Kafka
+	// traffic keeps the others.
+	derive chan struct{}
 
 	macKey [32]byte
 	mu     struct {
@@ -80,7 +85,7 @@ type verifiedLogin struct {
 // config.SASL.PlainUsers, scram looks a SCRAM credential up (ok false: none,
 // or not available yet); nil: no SCRAM users.
 func NewPasswords(plain map[string]map[string]string, scram func(user, mechanism string) (Credential, bool)) *Passwords {
-	a := &Passwords{plain: plain, scram: scram}
+	a := &Passwords{plain: plain, scram: scram, derive: make(chan struct{}, 1)}
 	_, _ = rand.Read(a.macKey[:])
 	a.mu.verified = map[string]verifiedLogin{}
 	return a
@@ -112,7 +117,10 @@ func (a *Passwords) Check(user, password string) bool {
 		if a.cached(user, m.Name, cred.StoredKey, sum) {
 			return true
 		}
-		if m.VerifyPassword(password, cred) {
+		a.derive <- struct{}{}
+		ok := m.VerifyPassword(password, cred)
+		<-a.derive
+		if ok {
 			a.remember(user, verifiedLogin{mechanism: m.Name, storedKey: bytes.Clone(cred.StoredKey), mac: sum})
 			return true
 		}
