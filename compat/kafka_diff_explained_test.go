@@ -41,8 +41,6 @@ var apiVersionsExplained = map[string]string{
 	"RenewDelegationToken(39): Kafka v1-2, kbroker does not advertise it":    "delegation tokens: issue 14",
 	"ExpireDelegationToken(40): Kafka v1-2, kbroker does not advertise it":   "delegation tokens: issue 14",
 	"DescribeDelegationToken(41): Kafka v1-3, kbroker does not advertise it": "delegation tokens: issue 14",
-	"DescribeClientQuotas(48): Kafka v0-1, kbroker does not advertise it":    "client quotas: issue 14",
-	"AlterClientQuotas(49): Kafka v0-1, kbroker does not advertise it":       "client quotas: issue 14",
 	"AlterReplicaLogDirs(34): Kafka v1-2, kbroker does not advertise it":     "moving replicas between log dirs: with the cluster's reassignment, issue 11",
 	"DescribeQuorum(55): Kafka v0-2, kbroker does not advertise it":          "kbroker has no KRaft quorum: issue 11",
 	"AddRaftVoter(80): Kafka v0-1, kbroker does not advertise it":            "kbroker has no KRaft quorum: issue 11",
