@@ -126,6 +126,8 @@ func (h *aclSaramaHandler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sar
 // ---------------------------------------------------------------- confluent-kafka-go
 
 func TestACLConfluentKafkaGo(t *testing.T) {
+	// Logging in over SASL SCRAM is the matrix's SASL cell.
+	recordCap(t, "confluent-kafka-go", confluentGoVersion(), capSASL)
 	s := startACLBroker(t)
 	c := &confluentGoClient{addr: s.saslAddr}
 	config := func(t *testing.T, extra ckafka.ConfigMap) *ckafka.ConfigMap {

@@ -57,6 +57,8 @@ func runACLScript(t *testing.T, s *aclSetup, c *scriptClient, client, prefix str
 // the "-lookup" cases grant nothing there and take kafkajs's own error.
 func TestACLKafkaJS(t *testing.T) {
 	js := kafkajsClient(t)
+	// Logging in over SASL SCRAM is the matrix's SASL cell.
+	recordCap(t, "kafkajs", js.version(t), capSASL)
 	c := &scriptClient{argv: []string{js.argv[0], filepath.Join(js.dir, "kafkajs_acl.js")}, dir: js.dir}
 	s := startACLBroker(t)
 	const noCoordinator = "KafkaJSGroupCoordinatorNotFound: Failed to find group coordinator"
@@ -91,6 +93,8 @@ func TestACLKafkaJS(t *testing.T) {
 // (DESCRIBE granted, READ missing).
 func TestACLKafkaPython(t *testing.T) {
 	c := pythonClient(t, "kafka_python_acl.py", "kafka", "python3-kafka")
+	// Logging in over SASL SCRAM is the matrix's SASL cell.
+	recordCap(t, "kafka-python", pythonClient(t, "kafka_python_client.py", "kafka", "python3-kafka").version(t), capSASL)
 	s := startACLBroker(t)
 	describe := func(topic string) { s.allow("topic", topic, kadm.OpDescribe) }
 	runACLScript(t, s, c, "kafka-python", "acl-kpy-", []aclScriptCase{

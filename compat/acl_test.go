@@ -179,6 +179,8 @@ func TestACLKcat(t *testing.T) {
 
 func TestACLConfluentKafkaPython(t *testing.T) {
 	c := pythonClient(t, "confluent_kafka_acl.py", "confluent_kafka", "python3-confluent-kafka")
+	// Logging in over SASL SCRAM is the matrix's SASL cell.
+	recordCap(t, "confluent-kafka python", pythonClient(t, "confluent_kafka_client.py", "confluent_kafka", "python3-confluent-kafka").version(t), capSASL)
 	s := startACLBroker(t)
 	run := func(t *testing.T, args ...string) string {
 		t.Helper()
