@@ -137,16 +137,13 @@ type brokerProc struct {
 	gen  int           // how many times this broker was started
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port that was free a moment ago and that no
+// other test of this process was given (integration.FreePort).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := integration.FreePort()
 	if err != nil {
 		t.Fatalf("finding a free port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatalf("closing probe listener: %v", err)
 	}
 	return port
 }

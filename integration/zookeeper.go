@@ -180,13 +180,38 @@ func (z *ZooKeeper) FourLetter(cmd string) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
+// handedOut are the ports freePort returned in this test process: a port
+// is free when asked for but bound only later, when the process it was
+// given to starts, so the kernel may offer it again meanwhile (a broker's
+// second listener once took another broker's first).
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a loopback port nothing listens on that it has not
+// returned before in this process (compat's harness shares it).
+func FreePort() (int, error) { return freePort() }
+
+// freePort is FreePort.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			if handedOut.ports == nil {
+				handedOut.ports = map[int]bool{}
+			}
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tail(b []byte, n int) []byte {
