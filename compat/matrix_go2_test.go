@@ -91,6 +91,10 @@ func (c *kafkaGoClient) produce(t *testing.T, topic, codec string, idempotent bo
 		Addr: segkafka.TCP(c.addr), Topic: topic, Balancer: &segkafka.Hash{},
 		RequiredAcks: segkafka.RequireAll, Compression: kafkaGoCodecs[codec],
 		BatchTimeout: 5 * time.Millisecond, BatchSize: len(keys), WriteTimeout: opTimeout,
+		// kafka-go learns a new leader only from its metadata, refreshed
+		// every 6 s (Transport.MetadataTTL): over a leader's SIGKILL on a
+		// cluster it needs more than its default 10 attempts.
+		MaxAttempts: 40,
 		Completion: func(msgs []segkafka.Message, err error) {
 			if err != nil {
 				return
