@@ -12,10 +12,17 @@ package replica
 // wake-up reads again, since the answer (an error) may have changed.
 //
 // The byte count is an estimate from above: it counts bytes appended but
-// not yet below the HW (the HW move that exposes them signals again) and,
-// for read_committed, below the LSO; bytes of a batch that begins before
-// the fetch offset count too. So a fetch may answer before MinBytes are
-// readable, never later than Kafka would.
+// not yet below the HW and, for read_committed, below the LSO; bytes of a
+// batch that begins before the fetch offset count too. So a fetch may
+// answer before MinBytes are readable, never later than Kafka would.
+//
+// Bytes appended before the read that the read could not see (above the
+// HW while followers catch up, or above the LSO while a transaction is
+// open) are not in that count. So each read notes, per partition with such
+// hidden bytes, the end it read to; when a wake-up finds that end moved (a
+// follower's fetch advanced the HW, a marker or an abort moved the LSO,
+// with no append to count) the fetch reads again, as Kafka's DelayedFetch
+// adds up the bytes up to the new end.
 
 import (
 	"sync/atomic"
@@ -95,8 +102,10 @@ func (d *delayedFetch) run(deadline time.Time) {
 		}
 	}()
 	minBytes := int64(d.req.MinBytes)
+	ends := make([]int64, len(parts))
 	read := func() bool {
 		base := appendedTotal(parts)
+		m.hiddenEnds(d.req, parts, ends)
 		bytes, stop := m.fillFetch(d.req, d.resp, d.spl)
 		d.have, d.base = int64(bytes), base
 		return stop || d.have >= minBytes
@@ -120,7 +129,7 @@ func (d *delayedFetch) run(deadline time.Time) {
 			read()
 			return
 		}
-		if w.reread.Swap(false) {
+		if w.reread.Swap(false) || m.endsMoved(d.req, parts, ends) {
 			if read() {
 				return
 			}
@@ -131,6 +140,42 @@ func (d *delayedFetch) run(deadline time.Time) {
 			return
 		}
 	}
+}
+
+// readEnd is where a read of p for req stops: the log end for a follower,
+// the LSO for read_committed, else the HW.
+func (m *Manager) readEnd(req *kmsg.FetchRequest, p *Partition) int64 {
+	switch {
+	case fetchReplicaID(req) >= 0 && m.cluster() != nil:
+		return p.Log.LogEndOffset()
+	case req.IsolationLevel == 1:
+		return p.LastStableOffset()
+	}
+	return p.HighWatermark()
+}
+
+// hiddenEnds sets ends[i] to the read end of parts[i] if the log holds
+// bytes beyond it (which a read now cannot see and later appends will not
+// count), else to -1. It is called just before a read: the end it notes is
+// at most the one the read uses.
+func (m *Manager) hiddenEnds(req *kmsg.FetchRequest, parts []*Partition, ends []int64) {
+	for i, p := range parts {
+		ends[i] = -1
+		if end := m.readEnd(req, p); p.Log.LogEndOffset() > end {
+			ends[i] = end
+		}
+	}
+}
+
+// endsMoved reports whether a partition with hidden bytes at the last read
+// has a different read end now: some of those bytes became readable.
+func (m *Manager) endsMoved(req *kmsg.FetchRequest, parts []*Partition, ends []int64) bool {
+	for i, p := range parts {
+		if ends[i] >= 0 && m.readEnd(req, p) != ends[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // appendedTotal sums BytesAppended over parts.
