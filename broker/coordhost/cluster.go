@@ -3,18 +3,20 @@ package coordhost
 // Cluster mode: the coordinators follow the leadership of their internal
 // topics' partitions. replica.Manager calls OnLeadershipChange when this
 // broker gains or loses the leadership of a partition; for
-// __consumer_offsets and __transaction_state the coordinator drops its
-// in-memory state, and the next request replays the topic from the log
-// (which, after a gain, holds what the previous leader wrote and this
-// broker replicated), as Kafka's coordinators load a partition on election
-// and unload it on resignation.
+// __consumer_offsets and __transaction_state the coordinator loads that
+// partition (replays its log, which after a gain holds what the previous
+// leader wrote and this broker replicated) or unloads it (forgets its
+// groups or transactional ids, answers the requests parked for them
+// NOT_COORDINATOR, and stops sending the markers of its transactions), as
+// Kafka's coordinators load a partition on election and unload it on
+// resignation. The state of the other partitions, and the requests parked
+// for it, are untouched. A coordinator holds only the partitions this
+// broker leads: a follower's copy would bring back groups and transactions
+// owned elsewhere, whose timers would write where this broker cannot.
 //
 // Requests for a group or transactional id whose partition this broker
 // does not lead are answered NOT_COORDINATOR before they get here
-// (broker/api, coordinator_cluster.go). Limit of this first cut: the whole
-// coordinator reloads, not only the partition that moved (requests parked
-// in the dropped state, such as a JoinGroup waiting for its rebalance,
-// answer COORDINATOR_NOT_AVAILABLE and the clients retry).
+// (broker/api, coordinator_cluster.go).
 
 import (
 	"time"
@@ -27,47 +29,16 @@ import (
 func (h *Host) OnLeadershipChange(topic string, partition int32, leader bool) {
 	switch topic {
 	case offsetsTopic:
-		h.groups.unload()
+		h.groups.leadershipChanged(partition, leader)
 	case txnStateTopic:
-		h.txns.unload()
-	default:
-		return
-	}
-	h.log.Info("coordinator state dropped after a leadership change; reloading on next use", "topic", topic, "partition", partition, "leader", leader)
-}
-
-// unload drops the group coordinators' state; the next call replays
-// __consumer_offsets.
-func (g *groups) unload() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.mu.timer != nil {
-		g.mu.timer.Stop()
-		g.mu.timer = nil
-	}
-	g.dropLocked() // parked requests answer COORDINATOR_NOT_AVAILABLE
-	g.mu.pendingTxn = nil
-}
-
-// unload drops the transaction coordinator's state (and the markers it
-// was sending); the next call, or the reload timer armed here, replays the
-// __transaction_state partitions this broker leads now and sends the
-// markers of their prepared transactions again, so a coordinator that
-// takes over a partition finishes what the old one left prepared. The
-// timer coalesces the burst of changes one LeaderAndIsr brings.
-func (x *txns) unload() {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.dropLocked()
-	if !x.mu.closed {
-		now := x.b.now()
-		rearm(&x.mu.timer, now, now.Add(leadershipReloadDelay), x.tick)
+		h.txns.leadershipChanged(partition, leader)
 	}
 }
 
-// leadershipReloadDelay is how long after a leadership change of a
-// __transaction_state partition the coordinator reloads when no request
-// loads it first.
+// leadershipReloadDelay is how long after this broker gains a
+// __transaction_state partition, with its transaction coordinator not
+// loaded, the coordinator loads when no request loads it first. It
+// coalesces the burst of partitions one LeaderAndIsr brings.
 const leadershipReloadDelay = 200 * time.Millisecond
 
 // SetCluster puts the coordinators in cluster mode: transaction markers go

@@ -51,6 +51,10 @@ type groups struct {
 		// (dropLocked): the new coordinator does not know them, and their
 		// connections would wait until shutdown.
 		parked map[Token]kmsg.Request
+		// loaded are the __consumer_offsets partitions whose groups the
+		// coordinators hold: all of them on a single node, those this
+		// broker leads in a cluster.
+		loaded map[int32]bool
 		timer  *time.Timer
 		closed bool
 	}
@@ -114,65 +118,150 @@ func (g *groups) ensureLocked() (*group.Coordinator, error) {
 		return nil, err
 	}
 	start := time.Now()
+	g.mu.c, g.mu.cc, g.mu.topic = c, cc, t
+	g.mu.pendingTxn = map[int64][]pendingOffset{}
+	g.mu.loaded = map[int32]bool{}
 	n := 0
-	apply := func(part int32, key, value []byte) {
-		n++
-		if err := c.Replay(key, value); err != nil {
-			b.log.Warn("skipping bad __consumer_offsets record", "partition", part, "err", err)
-		}
-		if err := cc.Replay(key, value); err != nil {
-			b.log.Warn("skipping bad __consumer_offsets record", "partition", part, "err", err)
-		}
-	}
-	pending := map[int64][]pendingOffset{}
 	for _, p := range t.Partitions {
-		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
-			switch {
-			case h.IsControl():
-				commit := false
-				if len(recs) == 1 {
-					ct, err := records.ParseControlKey(recs[0].Key)
-					commit = err == nil && ct == records.ControlCommit
-				}
-				var keep []pendingOffset
-				for _, po := range pending[h.ProducerID] {
-					switch {
-					case po.part != p.Index:
-						keep = append(keep, po)
-					case commit:
-						apply(po.part, po.key, po.value)
-					}
-				}
-				pending[h.ProducerID] = keep
-			case h.IsTransactional():
-				for _, r := range recs {
-					var k kmsg.OffsetCommitKey
-					_ = k.ReadFrom(r.Key)
-					pending[h.ProducerID] = append(pending[h.ProducerID], pendingOffset{part: p.Index, group: k.Group, key: r.Key, value: r.Value})
-				}
-			default:
-				for _, r := range recs {
-					apply(p.Index, r.Key, r.Value)
-				}
-			}
-		})
+		// In a cluster the coordinators hold the groups of the partitions
+		// this broker leads; the others are loaded when it gains them
+		// (leadershipChanged). Replaying a follower's copy would bring
+		// back groups whose coordinator is elsewhere, and their timers
+		// would write to partitions this broker cannot append to.
+		if b.cfg.Cluster.Enabled() && !p.IsLeader() {
+			continue
+		}
+		k, err := g.loadPartitionLocked(p)
 		if err != nil {
-			return nil, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.Index, err)
+			g.mu.c, g.mu.cc, g.mu.topic, g.mu.pendingTxn, g.mu.loaded = nil, nil, nil, nil, nil
+			return nil, err
 		}
+		n += k
 	}
-	for pid, pos := range pending {
-		if len(pos) == 0 {
-			delete(pending, pid)
-		}
-	}
-	g.mu.pendingTxn = pending
 	now := b.now()
 	c.Loaded(now)
 	cc.Loaded(now)
-	g.mu.c, g.mu.cc, g.mu.topic = c, cc, t
 	g.rearmLocked()
-	b.log.Info("loaded group coordinator", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
+	b.log.Info("loaded group coordinator", "records", n, "partitions", len(g.mu.loaded), "took", time.Since(start).Round(time.Millisecond).String())
 	return c, nil
+}
+
+// loadPartitionLocked replays __consumer_offsets partition p into the
+// coordinators and returns the number of records applied. Transactional
+// offset commits wait in pendingTxn for their marker; those whose marker
+// is in the log are applied or dropped as it says. The caller starts the
+// timers of the members it restored (Loaded).
+func (g *groups) loadPartitionLocked(p *replica.Partition) (int, error) {
+	c, cc, log := g.mu.c, g.mu.cc, g.b.log
+	n := 0
+	apply := func(key, value []byte) {
+		n++
+		if err := c.Replay(key, value); err != nil {
+			log.Warn("skipping bad __consumer_offsets record", "partition", p.Index, "err", err)
+		}
+		if err := cc.Replay(key, value); err != nil {
+			log.Warn("skipping bad __consumer_offsets record", "partition", p.Index, "err", err)
+		}
+	}
+	pending := map[int64][]pendingOffset{}
+	err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
+		switch {
+		case h.IsControl():
+			commit := false
+			if len(recs) == 1 {
+				ct, err := records.ParseControlKey(recs[0].Key)
+				commit = err == nil && ct == records.ControlCommit
+			}
+			if commit {
+				for _, po := range pending[h.ProducerID] {
+					apply(po.key, po.value)
+				}
+			}
+			delete(pending, h.ProducerID)
+		case h.IsTransactional():
+			for _, r := range recs {
+				var k kmsg.OffsetCommitKey
+				_ = k.ReadFrom(r.Key)
+				pending[h.ProducerID] = append(pending[h.ProducerID], pendingOffset{part: p.Index, group: k.Group, key: r.Key, value: r.Value})
+			}
+		default:
+			for _, r := range recs {
+				apply(r.Key, r.Value)
+			}
+		}
+	})
+	if err != nil {
+		g.unloadPartitionLocked(p.Index, kerr.NotCoordinator.Code)
+		return 0, fmt.Errorf("loading %s-%d: %w", offsetsTopic, p.Index, err)
+	}
+	for pid, pos := range pending {
+		g.mu.pendingTxn[pid] = append(g.mu.pendingTxn[pid], pos...)
+	}
+	g.mu.loaded[p.Index] = true
+	return n, nil
+}
+
+// unloadPartitionLocked forgets the groups of __consumer_offsets partition
+// part and their pending transactional offsets, and answers the requests
+// parked for them with code (Kafka answers NOT_COORDINATOR when it unloads
+// a partition): their clients find the new coordinator and join there.
+func (g *groups) unloadPartitionLocked(part int32, code int16) {
+	n := int32(len(g.mu.topic.Partitions))
+	in := func(id string) bool { return group.PartitionFor(id, n) == part }
+	g.mu.c.Unload(part, n)
+	g.mu.cc.Unload(in)
+	for pid, pos := range g.mu.pendingTxn {
+		var keep []pendingOffset
+		for _, po := range pos {
+			if po.part != part {
+				keep = append(keep, po)
+			}
+		}
+		if len(keep) == 0 {
+			delete(g.mu.pendingTxn, pid)
+		} else {
+			g.mu.pendingTxn[pid] = keep
+		}
+	}
+	for tok, req := range g.mu.parked {
+		if id, ok := parkedGroup(req); ok && in(id) {
+			g.answerParkedLocked(tok, req, code)
+		}
+	}
+	delete(g.mu.loaded, part)
+}
+
+// leadershipChanged loads (leader) or unloads the groups of
+// __consumer_offsets partition part, as Kafka's coordinator does on
+// election and resignation; the groups of other partitions, and the
+// requests parked for them, are untouched. Coordinators not loaded yet load
+// the partitions this broker then leads on first use.
+func (g *groups) leadershipChanged(part int32, leader bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.c == nil || g.mu.closed || part < 0 || int(part) >= len(g.mu.topic.Partitions) {
+		return
+	}
+	switch {
+	case leader && !g.mu.loaded[part]:
+		n, err := g.loadPartitionLocked(g.mu.topic.Partitions[part])
+		if err != nil {
+			g.b.log.Error("loading group coordinator partition failed; reloading the coordinator", "err", err)
+			g.dropLocked()
+			g.rearmLocked()
+			return
+		}
+		now := g.b.now()
+		g.mu.c.Loaded(now)
+		g.mu.cc.Loaded(now)
+		g.b.log.Info("loaded group coordinator partition", "partition", part, "records", n)
+	case !leader && g.mu.loaded[part]:
+		g.unloadPartitionLocked(part, kerr.NotCoordinator.Code)
+		g.b.log.Info("unloaded group coordinator partition", "partition", part)
+	default:
+		return
+	}
+	g.rearmLocked()
 }
 
 // pendingOffset is a transactional offset commit record waiting for its
@@ -257,16 +346,33 @@ func (g *groups) parkLocked(tok Token, req kmsg.Request) {
 // COORDINATOR_NOT_AVAILABLE now, so their clients find the coordinator
 // again and retry, as they do when a Kafka coordinator moves.
 func (g *groups) dropLocked() {
-	g.mu.c, g.mu.cc = nil, nil
+	g.mu.c, g.mu.cc, g.mu.loaded = nil, nil, nil
 	for tok, req := range g.mu.parked {
-		resp := req.ResponseKind()
-		failResponse(resp, kerr.CoordinatorNotAvailable.Code)
-		if jr, ok := resp.(*kmsg.JoinGroupResponse); ok {
-			jr.MemberID = req.(*kmsg.JoinGroupRequest).MemberID
-		}
-		deliver(tok, resp)
+		g.answerParkedLocked(tok, req, kerr.CoordinatorNotAvailable.Code)
 	}
 	g.mu.parked = nil
+}
+
+// answerParkedLocked answers parked request req with code and forgets it.
+func (g *groups) answerParkedLocked(tok Token, req kmsg.Request, code int16) {
+	resp := req.ResponseKind()
+	failResponse(resp, code)
+	if jr, ok := resp.(*kmsg.JoinGroupResponse); ok {
+		jr.MemberID = req.(*kmsg.JoinGroupRequest).MemberID
+	}
+	delete(g.mu.parked, tok)
+	deliver(tok, resp)
+}
+
+// parkedGroup is the group a parked request is for.
+func parkedGroup(req kmsg.Request) (string, bool) {
+	switch r := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return r.Group, true
+	case *kmsg.SyncGroupRequest:
+		return r.Group, true
+	}
+	return "", false
 }
 
 // persistLocked appends records to their groups' partitions and calls done

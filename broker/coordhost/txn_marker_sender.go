@@ -182,9 +182,20 @@ func (s *markerSender) enqueue(markers []txn.Marker) {
 // ignored. The transaction host calls it when it drops its coordinator:
 // the reloaded one returns the markers of the transactions still prepared.
 func (s *markerSender) clear() {
+	s.forget(func(string) bool { return true })
+}
+
+// forget drops the pending markers of the transactional ids for which
+// drop is true (those of a __transaction_state partition this broker no
+// longer leads); answers in flight for them are ignored.
+func (s *markerSender) forget(drop func(txnID string) bool) {
 	s.mu.Lock()
-	s.mu.pending = map[string]*pendingMarker{}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	for id := range s.mu.pending {
+		if drop(id) {
+			delete(s.mu.pending, id)
+		}
+	}
 }
 
 // pending reports how many transactions wait for markers (for tests).

@@ -43,8 +43,12 @@ type txns struct {
 
 	mu struct {
 		sync.Mutex
-		c      *txn.Coordinator
-		topic  *replica.Topic
+		c     *txn.Coordinator
+		topic *replica.Topic
+		// loaded are the __transaction_state partitions whose
+		// transactional ids c holds: all of them on a single node, those
+		// this broker leads in a cluster.
+		loaded map[int32]bool
 		timer  *time.Timer
 		closed bool
 		// unwritten are markers some partition of which could not be written yet.
@@ -104,42 +108,135 @@ func (x *txns) ensureLocked() error {
 	if err != nil {
 		return err
 	}
+	x.mu.c, x.mu.topic, x.mu.loaded = c, t, map[int32]bool{}
 	n := 0
-	cluster := b.cfg.Cluster.Enabled()
 	for _, p := range t.Partitions {
 		// In a cluster a coordinator serves the partitions this broker
-		// leads. ReplayPartition reads to the log end, as Kafka does: a
-		// new leader's HW can lag records its ISR already acknowledged (a
-		// PrepareCommit the old coordinator answered), and missing one
-		// would let this coordinator abort a committed transaction.
-		if cluster && !p.IsLeader() {
+		// leads; it loads the others when it gains them
+		// (leadershipChanged).
+		if b.cfg.Cluster.Enabled() && !p.IsLeader() {
 			continue
 		}
-		c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch())
-		err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
-			if h.IsControl() {
-				return
-			}
-			for _, r := range recs {
-				n++
-				if err := c.Replay(r.Key, r.Value); err != nil {
-					b.log.Warn("skipping bad __transaction_state record", "partition", p.Index, "err", err)
-				}
-			}
-		})
+		k, err := x.loadPartitionLocked(p)
 		if err != nil {
-			return fmt.Errorf("loading %s-%d: %w", txnStateTopic, p.Index, err)
+			x.mu.c, x.mu.topic, x.mu.loaded = nil, nil, nil
+			return err
 		}
+		n += k
 	}
-	x.mu.c, x.mu.topic = c, t
 	// Loaded returns the markers of every prepared transaction, so markers
 	// kept for a retry by the coordinator dropped before are not needed.
 	x.mu.unwritten = nil
 	markers := c.Loaded(b.now())
-	b.log.Info("loaded transaction coordinator", "records", n, "markers_to_finish", len(markers))
+	b.log.Info("loaded transaction coordinator", "records", n, "partitions", len(x.mu.loaded), "markers_to_finish", len(markers))
 	x.writeMarkersLocked(markers) // may drop the coordinator again
 	x.rearmLocked()
 	return nil
+}
+
+// loadPartitionLocked replays __transaction_state partition p into the
+// coordinator and returns the number of records applied. It reads to the
+// log end, as Kafka does: a new leader's HW can lag records its ISR
+// already acknowledged (a PrepareCommit the old coordinator answered), and
+// missing one would let this coordinator abort a committed transaction.
+func (x *txns) loadPartitionLocked(p *replica.Partition) (int, error) {
+	c := x.mu.c
+	c.SetCoordinatorEpoch(p.Index, p.LeaderEpoch())
+	n := 0
+	err := replica.ReplayPartition(p, func(h records.Header, recs []records.Record) {
+		if h.IsControl() {
+			return
+		}
+		for _, r := range recs {
+			n++
+			if err := c.Replay(r.Key, r.Value); err != nil {
+				x.b.log.Warn("skipping bad __transaction_state record", "partition", p.Index, "err", err)
+			}
+		}
+	})
+	if err != nil {
+		c.Unload(p.Index)
+		return 0, fmt.Errorf("loading %s-%d: %w", txnStateTopic, p.Index, err)
+	}
+	x.mu.loaded[p.Index] = true
+	return n, nil
+}
+
+// inPartition returns whether a transactional id belongs to
+// __transaction_state partition part.
+func (x *txns) inPartition(part int32) func(txnID string) bool {
+	n := int32(len(x.mu.topic.Partitions))
+	return func(id string) bool { return txn.PartitionFor(id, n) == part }
+}
+
+// leadershipChanged loads (leader) or unloads the transactional ids of
+// __transaction_state partition part, as Kafka's TransactionStateManager
+// does on election and resignation; the other partitions' transactions
+// are untouched. A gained partition's prepared transactions get their
+// markers sent again, so the new coordinator finishes what the old one
+// left prepared. A coordinator not loaded yet is loaded by the next call,
+// or by the timer armed here when this broker gains a partition (its
+// prepared transactions must not wait for a client).
+func (x *txns) leadershipChanged(part int32, leader bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.mu.closed {
+		return
+	}
+	if x.mu.c == nil {
+		if leader {
+			now := x.b.now()
+			rearm(&x.mu.timer, now, now.Add(leadershipReloadDelay), x.tick)
+		}
+		return
+	}
+	if part < 0 || int(part) >= len(x.mu.topic.Partitions) {
+		return
+	}
+	switch {
+	case leader && !x.mu.loaded[part]:
+		n, err := x.loadPartitionLocked(x.mu.topic.Partitions[part])
+		if err != nil {
+			x.b.log.Error("loading transaction coordinator partition failed; reloading the coordinator", "err", err)
+			x.dropLocked()
+			x.rearmLocked()
+			return
+		}
+		in := x.inPartition(part)
+		var markers []txn.Marker
+		for _, m := range x.mu.c.Loaded(x.b.now()) {
+			if in(m.TxnID) {
+				markers = append(markers, m)
+			}
+		}
+		x.b.log.Info("loaded transaction coordinator partition", "partition", part, "records", n, "markers_to_finish", len(markers))
+		x.writeMarkersLocked(markers) // may drop the coordinator
+	case !leader && x.mu.loaded[part]:
+		x.unloadPartitionLocked(part)
+		x.b.log.Info("unloaded transaction coordinator partition", "partition", part)
+	default:
+		return
+	}
+	x.rearmLocked()
+}
+
+// unloadPartitionLocked forgets the transactional ids of
+// __transaction_state partition part and the markers this coordinator was
+// sending for them: the partition's new coordinator sends them again.
+func (x *txns) unloadPartitionLocked(part int32) {
+	in := x.inPartition(part)
+	x.mu.c.Unload(part)
+	if x.sender != nil {
+		x.sender.forget(in)
+	}
+	var keep []txn.Marker
+	for _, m := range x.mu.unwritten {
+		if !in(m.TxnID) {
+			keep = append(keep, m)
+		}
+	}
+	x.mu.unwritten = keep
+	delete(x.mu.loaded, part)
 }
 
 // topicLocked returns __transaction_state. On a single node it is created
@@ -184,7 +281,7 @@ func (x *txns) close() {
 // rearmLocked, replays the log; Loaded then returns the markers of the
 // transactions that were prepared, so none is left half-written.
 func (x *txns) dropLocked() {
-	x.mu.c = nil
+	x.mu.c, x.mu.loaded = nil, nil
 	if x.sender != nil {
 		x.sender.clear()
 	}

@@ -269,6 +269,17 @@ func (c *Coordinator) Loaded(now time.Time) {
 	}
 }
 
+// Unload forgets the consumer groups for which inPartition is true: those
+// of a __consumer_offsets partition this broker stops leading, as Kafka
+// unloads it.
+func (c *Coordinator) Unload(inPartition func(groupID string) bool) {
+	for id := range c.groups {
+		if inPartition(id) {
+			delete(c.groups, id)
+		}
+	}
+}
+
 // NextDeadline returns the earliest time at which Tick has work to do, or
 // the zero time if nothing is scheduled.
 func (c *Coordinator) NextDeadline() time.Time {

@@ -260,6 +260,18 @@ func (c *Coordinator) Loaded(now time.Time) {
 	}
 }
 
+// Unload forgets the groups (members, pending joins and committed offsets)
+// of __consumer_offsets partition partition of numPartitions, as Kafka does
+// when this broker stops leading it. Requests the coordinator held for
+// those groups are not answered here: the caller knows them.
+func (c *Coordinator) Unload(partition, numPartitions int32) {
+	for id := range c.groups {
+		if PartitionFor(id, numPartitions) == partition {
+			delete(c.groups, id)
+		}
+	}
+}
+
 // NextDeadline returns the earliest time at which Tick has work to do, or
 // the zero time if nothing is scheduled.
 func (c *Coordinator) NextDeadline() time.Time {
