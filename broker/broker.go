@@ -195,6 +195,7 @@ func (b *Broker) Close() error {
 		b.net.Close() // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()
+		b.closeCoordConns()
 		b.closeErr = b.closeStorage()
 		b.closeZK()
 		b.http.Close() // last: /healthz answers while the logs close

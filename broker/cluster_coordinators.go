@@ -1,16 +1,20 @@
 package broker
 
 // The coordinators' view of the cluster (coordhost.Cluster): partition
-// leaders from the metadata cache, and one-off inter-broker requests
+// leaders from the metadata cache, and inter-broker requests
 // (WriteTxnMarkers to partition leaders, AddPartitionsToTxn to a
-// transaction coordinator) on the inter-broker listener.
+// transaction coordinator) on the inter-broker listener, each kind over
+// its own pool of connections, one per destination broker (as Kafka's
+// TransactionMarkerChannelManager and AddPartitionsToTxnManager each keep
+// theirs), so a marker write waiting for replication does not hold up a
+// produce's transaction check. The broker closes the pools on shutdown,
+// after the coordinators (closeCoordConns).
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/controller/zkcontroller"
@@ -47,24 +51,37 @@ func (c coordCluster) Leader(topic string, partition int32) (int32, bool) {
 	return st.Leader, true
 }
 
-// Send dials broker's inter-broker endpoint (with the inter-broker
-// listener's TLS and SASL settings), sends req and reads its answer within
-// ctx.
+// Send sends req to broker's inter-broker endpoint (with the inter-broker
+// listener's TLS and SASL settings) on the pooled connection for its kind
+// and reads its answer within ctx.
 func (c coordCluster) Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
 	e, ok := c.b.cluster.cache.BrokerEndpoint(broker, c.listener)
 	if !ok {
 		return nil, fmt.Errorf("broker %d: %w", broker, zkcontroller.ErrNoEndpoint)
 	}
-	opts := c.b.cluster.conn
-	opts.ClientID = "broker-" + strconv.Itoa(int(c.b.cfg.NodeID)) + "-coordinator"
-	conn, err := kconn.Dial(ctx, net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), opts)
-	if err != nil {
-		return nil, err
+	pool := c.b.cluster.coordConns
+	if req.Key() == kmsg.WriteTxnMarkers.Int16() {
+		pool = c.b.cluster.markerConns
 	}
-	defer conn.Close() // it also closes when ctx ends, which unblocks the round trip
-	timeout := 30 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+	return pool.RoundTrip(ctx, net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), req)
+}
+
+// openCoordConns makes the coordinators' connection pools (before
+// SetCluster hands coordCluster to them).
+func (b *Broker) openCoordConns() {
+	opts := b.cluster.conn
+	opts.ClientID = "broker-" + strconv.Itoa(int(b.cfg.NodeID)) + "-coordinator"
+	b.cluster.coordConns = kconn.NewPool(opts)
+	opts.ClientID = "broker-" + strconv.Itoa(int(b.cfg.NodeID)) + "-txn-markers"
+	b.cluster.markerConns = kconn.NewPool(opts)
+}
+
+// closeCoordConns closes the coordinators' connections; called once the
+// coordinators and the request handlers have stopped.
+func (b *Broker) closeCoordConns() {
+	if b.cluster == nil || b.cluster.coordConns == nil {
+		return
 	}
-	return conn.RoundTrip(req, timeout)
+	b.cluster.coordConns.Close()
+	b.cluster.markerConns.Close()
 }

@@ -38,6 +38,7 @@ func (b *Broker) startReplication() {
 	b.rm.SetReplicationConfig(rc)
 	b.rm.OnLeadershipChange(b.co.OnLeadershipChange)
 	listener := b.cfg.InterBrokerListener().Name
+	b.openCoordConns()
 	b.co.SetCluster(coordCluster{b: b, listener: listener}) // cluster_coordinators.go
 	c := b.cluster
 	b.rm.SetCluster(b.cfg.NodeID, isrWriter{c.zk}, func(id int32) (string, bool) {

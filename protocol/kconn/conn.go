@@ -56,6 +56,13 @@ type Conn struct {
 // for them, and returns the ready connection. The connection closes when
 // ctx ends, which unblocks a round trip in flight.
 func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
+	return dial(ctx, ctx, addr, opts)
+}
+
+// dial is Dial with the connection's lifetime apart from the dial's: ctx
+// bounds connecting and authenticating, and the connection closes when
+// life ends.
+func dial(ctx, life context.Context, addr string, opts Options) (*Conn, error) {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 10 * time.Second
 	}
@@ -87,7 +94,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 		nc = tc
 	}
 	c := New(nc, opts)
-	c.unwatch = context.AfterFunc(ctx, func() { nc.Close() })
+	c.unwatch = context.AfterFunc(life, func() { nc.Close() })
 	if opts.SASL != nil {
 		if err := c.authenticate(ctx, addr, time.Until(deadline)); err != nil {
 			c.Close()
