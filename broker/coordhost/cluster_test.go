@@ -2,14 +2,11 @@ package coordhost
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/coordinator/group"
@@ -40,7 +37,7 @@ func (noISRWrites) ChangeISR(topic string, partition int32, cur replica.Partitio
 func newClusterHost(t *testing.T) *clusterHost {
 	t.Helper()
 	dir := t.TempDir()
-	cfg, _, err := config.ParseConfig(map[string]string{
+	cfg := testConfig(t, map[string]string{
 		"log.dirs":                             filepath.Join(dir, "data"),
 		"broker.id":                            "1",
 		"zookeeper.connect":                    "127.0.0.1:1/unused",
@@ -48,15 +45,6 @@ func newClusterHost(t *testing.T) *clusterHost {
 		"transaction.state.log.num.partitions": "2",
 		"group.initial.rebalance.delay.ms":     "0",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := io.Discard
-	if os.Getenv("KBROKER_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(out, nil))
-	cfg.Now = time.Now
 	closing := make(chan struct{})
 	rm := replica.NewManager(cfg, closing)
 	if err := rm.OpenDirs(nil); err != nil {

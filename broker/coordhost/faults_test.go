@@ -82,6 +82,23 @@ func failPlan(topic string, fails ...int) func(string) error {
 
 var errInjected = errors.New("injected append failure")
 
+// testConfig parses props into a broker config with the wall clock and a
+// logger that writes to stderr only with KBROKER_TEST_LOG set.
+func testConfig(t *testing.T, props map[string]string) config.Config {
+	t.Helper()
+	cfg, _, err := config.ParseConfig(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := io.Discard
+	if os.Getenv("KBROKER_TEST_LOG") != "" {
+		out = os.Stderr
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(out, nil))
+	cfg.Now = time.Now
+	return cfg
+}
+
 // newFaultyHost runs a Host over a real replica.Manager in a temporary log
 // dir, with single-partition internal topics; everything is stopped when
 // the test ends.
@@ -97,16 +114,7 @@ func newFaultyHost(t *testing.T, overrides map[string]string) (*Host, *faultyRep
 	for k, v := range overrides {
 		p[k] = v
 	}
-	cfg, _, err := config.ParseConfig(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := io.Discard
-	if os.Getenv("KBROKER_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(out, nil))
-	cfg.Now = time.Now
+	cfg := testConfig(t, p)
 	closing := make(chan struct{})
 	rm := replica.NewManager(cfg, closing)
 	if err := rm.OpenDirs(nil); err != nil {

@@ -61,6 +61,16 @@ func waitWatched(t *testing.T, p *Partition, n int) {
 	}
 }
 
+// singlePartition creates topic name with one partition and returns it.
+func singlePartition(t *testing.T, m *Manager, name string) *Partition {
+	t.Helper()
+	top, kerrv, msg := m.CreateTopic(name, 1, 1, nil, false)
+	if kerrv != nil {
+		t.Fatalf("CreateTopic: %v %s", kerrv, msg)
+	}
+	return top.Partitions[0]
+}
+
 func appendValue(t *testing.T, m *Manager, p *Partition, size int) {
 	t.Helper()
 	batch, err := records.Build(records.BatchSpec{FirstTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1},
@@ -97,17 +107,7 @@ func TestParkedFetchCompletesOnArrivals(t *testing.T) {
 		}
 		appendValue(t, m, top.Partitions[i], 1000)
 	}
-	resp := <-done
-	var got int
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if rp.ErrorCode != 0 {
-				t.Fatalf("partition %d: %v", rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
-			}
-			got += len(rp.RecordBatches)
-		}
-	}
-	if got < 3000 {
+	if got := recordBytes(t, <-done); got < 3000 {
 		t.Fatalf("answer holds %d record bytes, want >= 3000", got)
 	}
 	for _, p := range top.Partitions {
@@ -120,11 +120,7 @@ func TestParkedFetchCompletesOnArrivals(t *testing.T) {
 // without any data arriving.
 func TestParkedFetchWokenByStateChange(t *testing.T) {
 	m, _ := newTestManager(t)
-	top, kerrv, msg := m.CreateTopic("state", 1, 1, nil, false)
-	if kerrv != nil {
-		t.Fatalf("CreateTopic: %v %s", kerrv, msg)
-	}
-	p := top.Partitions[0]
+	p := singlePartition(t, m, "state")
 	done := parkedFetch(m, "state", 1, 1<<30)
 	waitWatched(t, p, 1)
 	p.close()
@@ -170,11 +166,7 @@ func recordBytes(t *testing.T, resp *kmsg.FetchResponse) int {
 // MaxWaitMs: the wait counted only bytes appended after the read.
 func TestParkedReadCommittedFetchWakesWhenLSOMoves(t *testing.T) {
 	m, _ := newTestManager(t)
-	top, kerrv, msg := m.CreateTopic("lso", 1, 1, nil, false)
-	if kerrv != nil {
-		t.Fatalf("CreateTopic: %v %s", kerrv, msg)
-	}
-	p := top.Partitions[0]
+	p := singlePartition(t, m, "lso")
 	const pid = 5
 	batch, err := records.Build(records.BatchSpec{Attributes: 0x10, FirstTimestamp: time.Now().UnixMilli(), ProducerID: pid, BaseSequence: 0},
 		[]records.Record{{Value: make([]byte, 1000)}})
