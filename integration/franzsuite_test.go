@@ -23,15 +23,6 @@ import (
 var clusterSuiteSkips = regexp.MustCompile(`^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth|` +
 	`TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|TestConsumeRegexShareSkipsInternal)$`)
 
-// clusterPendingTests are franz-go tests left out (-test.skip) on the
-// cluster because of an open kbroker bug: TestGroupETL's
-// cooperative-sticky/static run hung once in the full suite (its consumers
-// waited 24 minutes with a Fetch in flight after the last committed
-// transaction) while it passes alone on the cluster in about 4 minutes
-// (KBROKER_KGO_SUITE_RUN='^TestGroupETL$'). It passes against one broker
-// (compat's TestFranzGoSuite). Issue 11's closing note tracks it.
-var clusterPendingTests = []string{"TestGroupETL"}
-
 // clusterSuiteRunEnv, when set, is a -test.run pattern that runs only
 // those franz-go tests (to chase one failure without the whole suite).
 const clusterSuiteRunEnv = "KBROKER_KGO_SUITE_RUN"
@@ -56,15 +47,6 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range clusterPendingTests {
-		ok, err := franzsuite.DefinesTest(src, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			t.Fatalf("clusterPendingTests names %s, which franz-go %s no longer defines: drop it", name, franzsuite.Version)
-		}
-	}
 	bin := filepath.Join(work, "kgo.test")
 	if err := franzsuite.Build(ctx, src, bin); err != nil {
 		t.Fatal(err)
@@ -78,24 +60,14 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	bs := StartCluster(t, z, 3, map[string]string{"default.replication.factor": "3", "min.insync.replicas": "2",
 		"zookeeper.session.timeout.ms": "18000", "replica.lag.time.max.ms": "30000"})
 	waitClusterFormed(t, bs, 3)
-	skip := clusterPendingTests
-	if os.Getenv(clusterSuiteRunEnv) != "" {
-		skip = nil // a chosen subset runs as chosen
-	}
 	runStart := time.Now()
 	events, stderrTail, runErr := franzsuite.Run(franzsuite.RunConfig{
 		Bin: bin, Src: src, Timeout: clusterSuiteTimeout, Run: os.Getenv(clusterSuiteRunEnv),
-		Skip: skip,
-		Env:  []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3"},
+		Env: []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3"},
 	})
 	r := franzsuite.Summarize(events)
-	t.Logf("franz-go %s pkg/kgo on 3 brokers (RF=3): %d passed, %d failed, %d unfinished, %d skipped, %d excluded in %v",
-		franzsuite.Version, len(r.Passed), len(r.Failed), len(r.Unfinished), len(r.Skipped), len(skip), time.Since(runStart).Round(time.Second))
-	for _, name := range skip {
-		if _, ran := r.Final[name]; ran {
-			t.Errorf("%s ran although it is excluded", name)
-		}
-	}
+	t.Logf("franz-go %s pkg/kgo on 3 brokers (RF=3): %d passed, %d failed, %d unfinished, %d skipped in %v",
+		franzsuite.Version, len(r.Passed), len(r.Failed), len(r.Unfinished), len(r.Skipped), time.Since(runStart).Round(time.Second))
 	for _, name := range r.Failed {
 		t.Errorf("franz-go test %s failed:\n%s", name, r.Output[name].String())
 	}
