@@ -119,6 +119,13 @@ type AppendInfo struct {
 // batch by batch and cut at the first invalid batch (later segments are
 // deleted). Index files that are missing or inconsistent are rebuilt in
 // every case. A dir with no segments gets an empty segment at offset 0.
+//
+// Recovery fsyncs nothing but the removal of dropped segments: as in
+// Kafka's LogLoader, the recovery point stays where the checkpoint put it
+// (capped at the log end) and advances only when a flush has synced the
+// recovered segments, so a crash before that recovers them again. (An
+// fsync of every recovered partition at start-up is what made a broker
+// with thousands of partitions take most of a minute after kill -9.)
 func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -146,12 +153,6 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 	if r := l.recovered; r.Segments > 0 {
 		l.logger.Info("recovered log after an unclean shutdown", "from_offset", r.From,
 			"segments_scanned", r.Segments, "bytes_scanned", r.Bytes, "log_end_offset", l.mu.leo)
-	}
-	if !cleanShutdown {
-		if err := l.Flush(); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("open log %s: %w", dir, err)
-		}
 	}
 	return l, nil
 }
@@ -257,6 +258,14 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 						return err
 					}
 				}
+				if i < len(bases)-1 {
+					// Durable before anything is appended: a dropped
+					// segment coming back after a power loss would overlap
+					// the offsets written after the cut.
+					if err := vfs.SyncDir(l.fs, l.dir); err != nil {
+						return err
+					}
+				}
 				break
 			}
 			if !last && base >= recoverFrom && s.next > bases[i+1] {
@@ -275,9 +284,11 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 		l.mu.recoveryPoint = l.mu.leo
 	} else {
 		// Recovered segments were marked dirty by their rebuild: their bytes
-		// may be only in the page cache. Open's Flush syncs them and moves
-		// the recovery point to the log end.
+		// (and a cut tail) may be only in the page cache. The next flush
+		// syncs them, their directory included, and only then moves the
+		// recovery point (see Open).
 		l.mu.recoveryPoint = min(max(recoveryPoint, segs[0].base), l.mu.leo)
+		l.mu.dirDirty = l.mu.dirDirty || l.recovered.Segments > 0
 	}
 	if active.size > 0 {
 		active.rollStart = l.cfg.Now()
