@@ -76,6 +76,10 @@ type Log struct {
 		// OfflineError); onOffline (set by a Dir) is told about it.
 		offline   *OfflineError
 		onOffline func(*OfflineError)
+		// listedSnapshots are the producer snapshot offsets of the
+		// listing Open read, for the first snapshotOffsets call; nil
+		// once used or after a snapshot was written.
+		listedSnapshots []int64
 	}
 
 	// recovered is what Open validated batch by batch. Set before Open returns.
@@ -157,13 +161,10 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 	return l, nil
 }
 
-// segmentBases lists the base offsets of dir's .log files, sorted, and
-// removes index files that have no .log file.
-func (l *Log) segmentBases() ([]int64, error) {
-	ents, err := l.fs.ReadDir(l.dir)
-	if err != nil {
-		return nil, err
-	}
+// segmentBases lists the base offsets of the .log files in ents (the
+// log directory's listing), sorted, and removes index files that have no
+// .log file.
+func (l *Log) segmentBases(ents []fs.DirEntry) ([]int64, error) {
 	logs := map[int64]bool{}
 	var bases []int64
 	for _, e := range ents {
@@ -193,13 +194,27 @@ func (l *Log) segmentBases() ([]int64, error) {
 
 // load opens the segments and recovers them; see Open.
 func (l *Log) load(recoveryPoint int64, clean bool) error {
-	if err := l.completeSwaps(); err != nil {
-		return err
-	}
-	bases, err := l.segmentBases()
+	// One listing serves the swaps, the segments and the producer
+	// snapshots, unless finishing a swap changed it: with thousands of
+	// partitions, start-up is mostly such system calls.
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
 	}
+	changed, err := l.completeSwaps(ents)
+	if err != nil {
+		return err
+	}
+	if changed {
+		if ents, err = l.fs.ReadDir(l.dir); err != nil {
+			return err
+		}
+	}
+	bases, err := l.segmentBases(ents)
+	if err != nil {
+		return err
+	}
+	l.snapshotsAtOpen(ents)
 	if len(bases) == 0 {
 		s, _, _, err := openSegment(l.fs, l.files, l.dir, 0, true)
 		if err != nil {
@@ -297,9 +312,9 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	if err != nil {
 		return err
 	}
-	changed := l.mu.epochs.truncateFromEnd(l.mu.leo)
-	changed = l.mu.epochs.truncateFromStart(l.mu.logStart) || changed
-	if changed {
+	trimmed := l.mu.epochs.truncateFromEnd(l.mu.leo)
+	trimmed = l.mu.epochs.truncateFromStart(l.mu.logStart) || trimmed
+	if trimmed {
 		if err := l.mu.epochs.persist(); err != nil {
 			return err
 		}
