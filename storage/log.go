@@ -84,6 +84,11 @@ type Log struct {
 
 	// recovered is what Open validated batch by batch. Set before Open returns.
 	recovered RecoveryStats
+
+	// offline mirrors mu.offline for Offline, which Metadata asks of
+	// every partition: an atomic load instead of a read lock on
+	// thousands of logs per request.
+	offline atomic.Pointer[OfflineError]
 }
 
 // RecoveryStats describes the recovery Open ran: the segments from the one
