@@ -238,27 +238,22 @@ func metadataLatencies(b testing.TB, cl *kgo.Client, n, total int) (viaClient, d
 		}
 	}
 	req := kmsg.NewPtrMetadataRequest() // Topics nil: all topics
-	for i := 0; i < n; i++ {
-		t0 := time.Now()
-		resp, err := cl.Request(ctx, req)
-		if err != nil {
-			b.Fatal(err)
+	timed := func(send func(context.Context, kmsg.Request) (kmsg.Response, error)) []time.Duration {
+		var lat []time.Duration
+		for i := 0; i < n; i++ {
+			t0 := time.Now()
+			resp, err := send(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+			count(resp)
 		}
-		viaClient = append(viaClient, time.Since(t0))
-		count(resp)
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		return lat
 	}
-	br := cl.Broker(0)
-	for i := 0; i < n; i++ {
-		t0 := time.Now()
-		resp, err := br.Request(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		direct = append(direct, time.Since(t0))
-		count(resp)
-	}
-	sort.Slice(viaClient, func(i, j int) bool { return viaClient[i] < viaClient[j] })
-	sort.Slice(direct, func(i, j int) bool { return direct[i] < direct[j] })
+	viaClient = timed(cl.Request)
+	direct = timed(cl.Broker(0).Request)
 	return viaClient, direct
 }
 

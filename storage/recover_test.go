@@ -28,14 +28,21 @@ func lastSegment(t *testing.T, dir string) string {
 	return logs[len(logs)-1]
 }
 
-func TestRecoveryTornTail(t *testing.T) {
-	cfg := Config{SegmentBytes: 1000, IndexIntervalBytes: 100, Logger: quiet}
+// tornLog is crashLog of 12 appends (offsets 0-35) with its last batch torn.
+func tornLog(t *testing.T, cfg Config) string {
+	t.Helper()
 	dir, _ := crashLog(t, cfg, 12)
 	seg := lastSegment(t, dir)
 	st, _ := os.Stat(seg)
 	if err := os.Truncate(seg, st.Size()-7); err != nil { // tear the last batch
 		t.Fatal(err)
 	}
+	return dir
+}
+
+func TestRecoveryTornTail(t *testing.T) {
+	cfg := Config{SegmentBytes: 1000, IndexIntervalBytes: 100, Logger: quiet}
+	dir := tornLog(t, cfg)
 	l, err := Open(dir, cfg, 0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -273,12 +280,7 @@ func TestEmptyDirGetsSegment(t *testing.T) {
 // again, and the flush then moves the recovery point to the log end.
 func TestRecoveryPointWaitsForFlush(t *testing.T) {
 	cfg := Config{SegmentBytes: 1000, IndexIntervalBytes: 100, Logger: quiet}
-	dir, _ := crashLog(t, cfg, 12)
-	seg := lastSegment(t, dir)
-	st, _ := os.Stat(seg)
-	if err := os.Truncate(seg, st.Size()-7); err != nil { // tear the last batch
-		t.Fatal(err)
-	}
+	dir := tornLog(t, cfg)
 	for range 2 {
 		l, err := Open(dir, cfg, 0, false)
 		if err != nil {
