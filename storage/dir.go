@@ -344,14 +344,12 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 			return nil, fmt.Errorf("create %s: %w", tp, err)
 		}
 	}
+	// Open makes the new directory's entry durable (an fsync of this dir)
+	// before it returns.
 	l, err := Open(path, d.configFor(tp, cfg), 0, true)
 	if err != nil {
 		// Leave no half-made partition directory behind to be loaded later.
 		_ = d.fs.RemoveAll(path)
-		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
-	}
-	if err := d.syncDir(); err != nil {
-		l.Delete()
 		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
 	}
 	d.mu.logs[tp] = l
