@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -559,12 +560,9 @@ func replaceWithSwap(fs vfs.FS, dir string, base int64, later []*segment, first 
 // compaction interrupted before its output was complete) and finishes every
 // swap whose ".log.swap" exists, deleting the segments it replaces (those
 // with a base inside its offset range) and renaming it into place. Index
-// ".swap" files without a log swap are left-overs and are deleted.
-func (l *Log) completeSwaps() error {
-	ents, err := l.fs.ReadDir(l.dir)
-	if err != nil {
-		return err
-	}
+// ".swap" files without a log swap are left-overs and are deleted. ents is
+// the log directory's listing; changed reports that it is out of date.
+func (l *Log) completeSwaps(ents []fs.DirEntry) (changed bool, err error) {
 	var logSwaps []int64
 	var indexSwaps []string
 	for _, e := range ents {
@@ -572,8 +570,9 @@ func (l *Log) completeSwaps() error {
 		switch {
 		case strings.HasSuffix(name, cleanedSuffix):
 			l.logger.Warn("removing file of an interrupted compaction", "file", name)
+			changed = true
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
-				return err
+				return changed, err
 			}
 		case strings.HasSuffix(name, swapSuffix):
 			stem := strings.TrimSuffix(name, swapSuffix)
@@ -587,7 +586,7 @@ func (l *Log) completeSwaps() error {
 	for _, base := range logSwaps {
 		end, err := swapEnd(l.fs, segmentPath(l.dir, base, logSuffix)+swapSuffix)
 		if err != nil {
-			return fmt.Errorf("interrupted compaction swap at %d: %w", base, err)
+			return changed, fmt.Errorf("interrupted compaction swap at %d: %w", base, err)
 		}
 		var later []*segment
 		for _, e := range ents {
@@ -596,19 +595,21 @@ func (l *Log) completeSwaps() error {
 			}
 		}
 		l.logger.Warn("completing interrupted compaction swap", "segment", base, "replaces", len(later)+1)
+		changed = true
 		if err := replaceWithSwap(l.fs, l.dir, base, later, nil); err != nil {
-			return err
+			return changed, err
 		}
 	}
 	for _, name := range indexSwaps {
 		if _, err := l.fs.Stat(filepath.Join(l.dir, name)); err == nil {
 			l.logger.Warn("removing stray index swap file", "file", name)
+			changed = true
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
-				return err
+				return changed, err
 			}
 		}
 	}
-	return nil
+	return changed, nil
 }
 
 // swapEnd returns the offset after the last batch of a complete swap file;

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/storage/vfs"
@@ -22,6 +25,7 @@ const (
 const (
 	DefaultFileDeleteDelayMs               = 60000 // file.delete.delay.ms
 	DefaultFlushOffsetCheckpointIntervalMs = 60000 // log.flush.offset.checkpoint.interval.ms
+	DefaultRecoveryThreads                 = 2     // num.recovery.threads.per.data.dir (Kafka 4)
 )
 
 // DirConfig configures a log dir. Zero values mean Kafka's defaults (so
@@ -46,6 +50,10 @@ type DirConfig struct {
 	// FS is the file system of the dir and all its logs; default
 	// vfs.Default, the operating system's files.
 	FS vfs.FS
+	// RecoveryThreads is num.recovery.threads.per.data.dir: how many logs
+	// OpenDir loads (and recovers) at once, and Close flushes and closes
+	// at once. Default DefaultRecoveryThreads.
+	RecoveryThreads int
 	// SegmentOpenFilesMax is log.segment.open.files.max (a kbroker
 	// setting): how many ".log" descriptors of inactive segments the dir
 	// keeps open, least recently read closed first. The active segment of
@@ -78,9 +86,14 @@ func (c DirConfig) withDefaults() (DirConfig, error) {
 	if c.SegmentOpenFilesMax == 0 {
 		c.SegmentOpenFilesMax = DefaultSegmentOpenFilesMax
 	}
+	if c.RecoveryThreads == 0 {
+		c.RecoveryThreads = DefaultRecoveryThreads
+	}
 	switch {
 	case c.FileDeleteDelayMs < 0:
 		return c, fmt.Errorf("file delete delay ms %d: want >= 0", c.FileDeleteDelayMs)
+	case c.RecoveryThreads < 0:
+		return c, fmt.Errorf("recovery threads %d: want >= 0", c.RecoveryThreads)
 	case c.SegmentOpenFilesMax < 0:
 		return c, fmt.Errorf("segment open files max %d: want >= 0", c.SegmentOpenFilesMax)
 	case c.FlushOffsetCheckpointIntervalMs < 0:
@@ -209,6 +222,11 @@ func (d *Dir) load() error {
 	if err != nil {
 		return err
 	}
+	type partitionDir struct {
+		name string
+		tp   TopicPartition
+	}
+	var todo []partitionDir
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
@@ -221,11 +239,17 @@ func (d *Dir) load() error {
 			d.logger.Warn("skipping directory that is not a partition", "dir", e.Name())
 			continue
 		}
-		l, err := Open(filepath.Join(d.path, e.Name()), d.configFor(tp, d.cfg.ConfigFor(tp.Topic, tp.Partition)), recovery[tp], clean)
+		todo = append(todo, partitionDir{e.Name(), tp})
+	}
+	err = inParallel(len(todo), d.cfg.RecoveryThreads, func(i int) error {
+		tp := todo[i].tp
+		l, err := Open(filepath.Join(d.path, todo[i].name), d.configFor(tp, d.cfg.ConfigFor(tp.Topic, tp.Partition)), recovery[tp], clean)
 		if err != nil {
 			return err
 		}
+		d.mu.Lock()
 		d.mu.logs[tp] = l
+		d.mu.Unlock()
 		d.adopt(l)
 		if s, ok := starts[tp]; ok && s > l.LogStartOffset() {
 			if err := l.SetLogStartOffset(s); err != nil {
@@ -235,6 +259,10 @@ func (d *Dir) load() error {
 		if o, ok := cleaned[tp]; ok {
 			l.setFirstDirty(o)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if clean {
 		if err := d.fs.Remove(marker); err != nil {
@@ -316,14 +344,12 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 			return nil, fmt.Errorf("create %s: %w", tp, err)
 		}
 	}
+	// Open makes the new directory's entry durable (an fsync of this dir)
+	// before it returns.
 	l, err := Open(path, d.configFor(tp, cfg), 0, true)
 	if err != nil {
 		// Leave no half-made partition directory behind to be loaded later.
 		_ = d.fs.RemoveAll(path)
-		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
-	}
-	if err := d.syncDir(); err != nil {
-		l.Delete()
 		return nil, fmt.Errorf("create %s: %w", tp, wrapOpenErr(err))
 	}
 	d.mu.logs[tp] = l
@@ -398,10 +424,12 @@ func (d *Dir) Close() error {
 	close(d.stop)
 	<-d.done
 
-	var errs []error
-	for _, l := range d.Logs() {
-		errs = append(errs, l.Close())
-	}
+	logs := slices.Collect(maps.Values(d.Logs()))
+	errs := make([]error, len(logs))
+	_ = inParallel(len(logs), d.cfg.RecoveryThreads, func(i int) error {
+		errs[i] = logs[i].Close()
+		return nil
+	})
 	errs = append(errs, d.Checkpoint())
 	if err := d.Offline(); err != nil {
 		// Unflushed data may be lost: the next open must recover.
@@ -415,4 +443,40 @@ func (d *Dir) Close() error {
 		return fmt.Errorf("close log dir %s: %w", d.path, err)
 	}
 	return nil
+}
+
+// inParallel runs fn(0) … fn(n-1) on up to workers goroutines, which it
+// owns and waits for, and returns the first error; after one, the
+// remaining calls are skipped.
+func inParallel(n, workers int, fn func(i int) error) error {
+	workers = max(min(workers, n), 1)
+	var (
+		next     atomic.Int64
+		failed   atomic.Bool
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }

@@ -76,10 +76,19 @@ type Log struct {
 		// OfflineError); onOffline (set by a Dir) is told about it.
 		offline   *OfflineError
 		onOffline func(*OfflineError)
+		// listedSnapshots are the producer snapshot offsets of the
+		// listing Open read, for the first snapshotOffsets call; nil
+		// once used or after a snapshot was written.
+		listedSnapshots []int64
 	}
 
 	// recovered is what Open validated batch by batch. Set before Open returns.
 	recovered RecoveryStats
+
+	// offline mirrors mu.offline for Offline, which Metadata asks of
+	// every partition: an atomic load instead of a read lock on
+	// thousands of logs per request.
+	offline atomic.Pointer[OfflineError]
 }
 
 // RecoveryStats describes the recovery Open ran: the segments from the one
@@ -119,6 +128,13 @@ type AppendInfo struct {
 // batch by batch and cut at the first invalid batch (later segments are
 // deleted). Index files that are missing or inconsistent are rebuilt in
 // every case. A dir with no segments gets an empty segment at offset 0.
+//
+// Recovery fsyncs nothing but the removal of dropped segments: as in
+// Kafka's LogLoader, the recovery point stays where the checkpoint put it
+// (capped at the log end) and advances only when a flush has synced the
+// recovered segments, so a crash before that recovers them again. (An
+// fsync of every recovered partition at start-up is what made a broker
+// with thousands of partitions take most of a minute after kill -9.)
 func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -147,22 +163,13 @@ func Open(dir string, cfg Config, recoveryPoint int64, cleanShutdown bool) (*Log
 		l.logger.Info("recovered log after an unclean shutdown", "from_offset", r.From,
 			"segments_scanned", r.Segments, "bytes_scanned", r.Bytes, "log_end_offset", l.mu.leo)
 	}
-	if !cleanShutdown {
-		if err := l.Flush(); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("open log %s: %w", dir, err)
-		}
-	}
 	return l, nil
 }
 
-// segmentBases lists the base offsets of dir's .log files, sorted, and
-// removes index files that have no .log file.
-func (l *Log) segmentBases() ([]int64, error) {
-	ents, err := l.fs.ReadDir(l.dir)
-	if err != nil {
-		return nil, err
-	}
+// segmentBases lists the base offsets of the .log files in ents (the
+// log directory's listing), sorted, and removes index files that have no
+// .log file.
+func (l *Log) segmentBases(ents []fs.DirEntry) ([]int64, error) {
 	logs := map[int64]bool{}
 	var bases []int64
 	for _, e := range ents {
@@ -192,13 +199,27 @@ func (l *Log) segmentBases() ([]int64, error) {
 
 // load opens the segments and recovers them; see Open.
 func (l *Log) load(recoveryPoint int64, clean bool) error {
-	if err := l.completeSwaps(); err != nil {
-		return err
-	}
-	bases, err := l.segmentBases()
+	// One listing serves the swaps, the segments and the producer
+	// snapshots, unless finishing a swap changed it: with thousands of
+	// partitions, start-up is mostly such system calls.
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
 	}
+	changed, err := l.completeSwaps(ents)
+	if err != nil {
+		return err
+	}
+	if changed {
+		if ents, err = l.fs.ReadDir(l.dir); err != nil {
+			return err
+		}
+	}
+	bases, err := l.segmentBases(ents)
+	if err != nil {
+		return err
+	}
+	l.snapshotsAtOpen(ents)
 	if len(bases) == 0 {
 		s, _, _, err := openSegment(l.fs, l.files, l.dir, 0, true)
 		if err != nil {
@@ -257,6 +278,14 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 						return err
 					}
 				}
+				if i < len(bases)-1 {
+					// Durable before anything is appended: a dropped
+					// segment coming back after a power loss would overlap
+					// the offsets written after the cut.
+					if err := vfs.SyncDir(l.fs, l.dir); err != nil {
+						return err
+					}
+				}
 				break
 			}
 			if !last && base >= recoverFrom && s.next > bases[i+1] {
@@ -275,9 +304,11 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 		l.mu.recoveryPoint = l.mu.leo
 	} else {
 		// Recovered segments were marked dirty by their rebuild: their bytes
-		// may be only in the page cache. Open's Flush syncs them and moves
-		// the recovery point to the log end.
+		// (and a cut tail) may be only in the page cache. The next flush
+		// syncs them, their directory included, and only then moves the
+		// recovery point (see Open).
 		l.mu.recoveryPoint = min(max(recoveryPoint, segs[0].base), l.mu.leo)
+		l.mu.dirDirty = l.mu.dirDirty || l.recovered.Segments > 0
 	}
 	if active.size > 0 {
 		active.rollStart = l.cfg.Now()
@@ -286,9 +317,9 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	if err != nil {
 		return err
 	}
-	changed := l.mu.epochs.truncateFromEnd(l.mu.leo)
-	changed = l.mu.epochs.truncateFromStart(l.mu.logStart) || changed
-	if changed {
+	trimmed := l.mu.epochs.truncateFromEnd(l.mu.leo)
+	trimmed = l.mu.epochs.truncateFromStart(l.mu.logStart) || trimmed
+	if trimmed {
 		if err := l.mu.epochs.persist(); err != nil {
 			return err
 		}

@@ -40,6 +40,7 @@ func (e *OfflineError) Unwrap() []error { return []error{ErrLogDirOffline, e.Cau
 func (l *Log) failLocked(cause error) error {
 	if l.mu.offline == nil {
 		l.mu.offline = &OfflineError{Dir: l.dir, Cause: cause}
+		l.offline.Store(l.mu.offline)
 		l.logger.Error("log taken offline: appends refused until restart; reads continue", "err", cause)
 	}
 	return l.mu.offline
@@ -61,6 +62,7 @@ func (l *Log) setOffline(err *OfflineError) {
 	defer l.mu.Unlock()
 	if l.mu.offline == nil {
 		l.mu.offline = err
+		l.offline.Store(err)
 	}
 }
 
@@ -68,12 +70,10 @@ func (l *Log) setOffline(err *OfflineError) {
 // log refuses appends, rolls, truncation and flushes with it; reads of what
 // is on disk keep working.
 func (l *Log) Offline() error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.mu.offline == nil {
-		return nil
+	if err := l.offline.Load(); err != nil {
+		return err
 	}
-	return l.mu.offline
+	return nil
 }
 
 // Offline returns the error that took the log dir offline, or nil: the

@@ -41,7 +41,10 @@ func (s *segment) scan(pos, fileSize, minBase int64, validate bool, interval int
 	var br *bufio.Reader
 	var buf []byte
 	if validate {
-		br = bufio.NewReaderSize(io.NewSectionReader(s.log, pos, fileSize-pos), scanBufSize)
+		// Sized to what is left (bufio's floor is 16 bytes): recovery scans
+		// the active segment of every partition, mostly far below 1 MiB.
+		size := int(min(fileSize-pos, scanBufSize))
+		br = bufio.NewReaderSize(io.NewSectionReader(s.log, pos, fileSize-pos), size)
 	}
 	for pos < fileSize {
 		var h records.Header

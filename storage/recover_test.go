@@ -28,14 +28,21 @@ func lastSegment(t *testing.T, dir string) string {
 	return logs[len(logs)-1]
 }
 
-func TestRecoveryTornTail(t *testing.T) {
-	cfg := Config{SegmentBytes: 1000, IndexIntervalBytes: 100, Logger: quiet}
+// tornLog is crashLog of 12 appends (offsets 0-35) with its last batch torn.
+func tornLog(t *testing.T, cfg Config) string {
+	t.Helper()
 	dir, _ := crashLog(t, cfg, 12)
 	seg := lastSegment(t, dir)
 	st, _ := os.Stat(seg)
 	if err := os.Truncate(seg, st.Size()-7); err != nil { // tear the last batch
 		t.Fatal(err)
 	}
+	return dir
+}
+
+func TestRecoveryTornTail(t *testing.T) {
+	cfg := Config{SegmentBytes: 1000, IndexIntervalBytes: 100, Logger: quiet}
+	dir := tornLog(t, cfg)
 	l, err := Open(dir, cfg, 0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +51,8 @@ func TestRecoveryTornTail(t *testing.T) {
 	if l.LogEndOffset() != 33 {
 		t.Fatalf("LEO %d, want 33", l.LogEndOffset())
 	}
-	if l.RecoveryPoint() != 33 {
-		t.Errorf("recovery point %d, want 33", l.RecoveryPoint())
+	if l.RecoveryPoint() != 0 {
+		t.Errorf("recovery point %d before a flush, want the checkpoint's 0", l.RecoveryPoint())
 	}
 	checkDense(t, readAll(t, l, 0), 0, 33)
 	info := mustAppend(t, l, 5, batchOf(2, 1, 1))
@@ -265,4 +272,38 @@ func TestEmptyDirGetsSegment(t *testing.T) {
 	if b, err := l.Read(0, 100, 100, true); err != nil || len(b) != 0 {
 		t.Fatalf("read empty: %v %d", err, len(b))
 	}
+}
+
+// TestRecoveryPointWaitsForFlush checks Kafka's LogLoader rule: recovery
+// syncs nothing, so the recovery point stays at the checkpoint until a
+// flush; a second kill -9 before that recovers (and cuts the torn tail)
+// again, and the flush then moves the recovery point to the log end.
+func TestRecoveryPointWaitsForFlush(t *testing.T) {
+	cfg := Config{SegmentBytes: 1000, IndexIntervalBytes: 100, Logger: quiet}
+	dir := tornLog(t, cfg)
+	for range 2 {
+		l, err := Open(dir, cfg, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.LogEndOffset() != 33 || l.RecoveryPoint() != 0 || l.RecoveryStats().Segments == 0 {
+			t.Fatalf("LEO %d, recovery point %d, %+v: want 33, 0 and a recovery",
+				l.LogEndOffset(), l.RecoveryPoint(), l.RecoveryStats())
+		}
+		if err := l.closeFiles(); err != nil { // kill -9 again, nothing flushed
+			t.Fatal(err)
+		}
+	}
+	l, err := Open(dir, cfg, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if l.RecoveryPoint() != 33 {
+		t.Fatalf("recovery point %d after a flush, want 33", l.RecoveryPoint())
+	}
+	checkDense(t, readAll(t, l, 0), 0, 33)
 }

@@ -112,3 +112,62 @@ func TestCrashWithoutCheckpointScansEverything(t *testing.T) {
 		t.Fatalf("recovery scanned %+v, want all %d segments", got, n)
 	}
 }
+
+// TestDirRecoversManyLogsInParallel crashes a dir of many partitions, each
+// with a torn tail, and reopens it with several recovery goroutines: every
+// log is recovered and cut, its recovery point waits for a flush, and a
+// clean close then lets the next open skip recovery.
+func TestDirRecoversManyLogsInParallel(t *testing.T) {
+	path := t.TempDir()
+	cfg := Config{SegmentBytes: 1000}
+	dcfg := DirConfig{ConfigFor: func(string, int32) Config { return cfg }, RecoveryThreads: 4}
+	d := openDirCfg(t, path, dcfg)
+	const n = 16
+	for p := range int32(n) {
+		l, err := d.Create(TopicPartition{"t", p}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range int(p) + 1 {
+			mustAppend(t, l, 0, batchOf(3, 100, 40))
+		}
+	}
+	crashDir(t, d)
+	for p := range n {
+		seg := lastSegment(t, filepath.Join(path, TopicPartition{"t", int32(p)}.String()))
+		st, err := os.Stat(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(seg, st.Size()-5); err != nil { // tear the last batch
+			t.Fatal(err)
+		}
+	}
+	d = openDirCfg(t, path, dcfg)
+	if got := len(d.Logs()); got != n {
+		t.Fatalf("%d logs after the crash, want %d", got, n)
+	}
+	for p := range int32(n) {
+		l := d.Log(TopicPartition{"t", p})
+		want := 3 * int64(p)
+		if l.LogEndOffset() != want || l.RecoveryStats().Segments == 0 || l.RecoveryPoint() > want {
+			t.Fatalf("partition %d: LEO %d (want %d), recovery %+v, recovery point %d",
+				p, l.LogEndOffset(), want, l.RecoveryStats(), l.RecoveryPoint())
+		}
+		checkDense(t, readAll(t, l, 0), 0, want)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := ReadOffsetCheckpoint(filepath.Join(path, RecoveryPointCheckpointFile))
+	if err != nil || len(rp) != n || rp[TopicPartition{"t", n - 1}] != 3*(n-1) {
+		t.Fatalf("recovery points after a clean close: %v %v", rp, err)
+	}
+	d = openDirCfg(t, path, dcfg)
+	defer d.Close()
+	for tp, l := range d.Logs() {
+		if got := l.RecoveryStats(); got.Segments != 0 {
+			t.Fatalf("%v recovered after a clean shutdown: %+v", tp, got)
+		}
+	}
+}

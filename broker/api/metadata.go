@@ -83,6 +83,7 @@ func (b *API) answerMetadata(ctx *network.RequestContext, req *kmsg.MetadataRequ
 	if all {
 		names := b.rm.TopicNames()
 		sort.Strings(names)
+		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(names))
 		for _, n := range names {
 			if t := b.rm.TopicByName(n); t != nil {
 				resp.Topics = append(resp.Topics, b.metadataTopic(req, t))
@@ -163,20 +164,24 @@ func (b *API) metadataTopic(req *kmsg.MetadataRequest, t *replica.Topic) kmsg.Me
 	mt.TopicID = t.Meta.ID
 	mt.IsInternal = replica.IsInternal(name)
 	mt.AuthorizedOperations = authorizedOps(req.IncludeTopicAuthorizedOperations, topicOps)
+	// Every partition names this node alone: one shared, read-only slice
+	// (Metadata for all of 10,000 partitions allocated two per partition).
+	self := []int32{b.cfg.NodeID}
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
 		mp.Leader = b.cfg.NodeID
 		mp.LeaderEpoch = p.LeaderEpoch()
-		mp.Replicas = []int32{b.cfg.NodeID}
-		mp.ISR = []int32{b.cfg.NodeID}
+		mp.Replicas = self
+		mp.ISR = self
 		mp.OfflineReplicas = []int32{}
 		if p.Offline() != nil {
 			// Kafka's answer for a partition whose only replica sits on an
 			// offline log dir: no leader, the replica listed offline.
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 			mp.Leader = -1
-			mp.OfflineReplicas = []int32{b.cfg.NodeID}
+			mp.OfflineReplicas = self
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

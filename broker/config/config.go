@@ -57,6 +57,10 @@ type Config struct {
 	// property, not Kafka's): how many descriptors of inactive segments
 	// each log dir keeps open (storage.DirConfig.SegmentOpenFilesMax).
 	LogSegmentOpenFilesMax int32
+	// NumRecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir:
+	// how many logs of a dir are loaded (recovered) at once at start-up and
+	// flushed and closed at once at shutdown (storage.DirConfig.RecoveryThreads).
+	NumRecoveryThreadsPerDataDir int32
 
 	// Security: listener protocols and SASL (sasl.go).
 	SecurityProtocolMap     map[string]string

@@ -66,7 +66,8 @@ var dynamicNames = map[string]DynamicKind{
 	"log.cleaner.io.buffer.size": DynamicAccepted, "log.cleaner.io.buffer.load.factor": DynamicAccepted,
 	"log.cleaner.io.max.bytes.per.second": DynamicAccepted, "log.cleaner.backoff.ms": DynamicAccepted,
 	// Thread pools (Kafka's DynamicThreadPool): kbroker has a goroutine per
-	// connection and per task, no pools to resize.
+	// connection and per task, no pools to resize; the static
+	// num.recovery.threads.per.data.dir sizes start-up and shutdown only.
 	"num.io.threads": DynamicAccepted, "num.network.threads": DynamicAccepted,
 	"num.replica.fetchers": DynamicAccepted, "num.recovery.threads.per.data.dir": DynamicAccepted,
 	"background.threads": DynamicAccepted,

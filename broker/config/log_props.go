@@ -61,7 +61,7 @@ var logProps = map[string]prop{
 	"log.cleaner.io.max.bytes.per.second": {"1.7976931348623157E308", kmsg.ConfigTypeDouble, "I/O throttle of the cleaner (accepted, no effect).", keptDouble(0, math.MaxFloat64)},
 	"num.io.threads":                      {"8", kmsg.ConfigTypeInt, "Request handler threads (kbroker has a goroutine per connection; accepted, no effect).", keptInt(1, math.MaxInt32)},
 	"num.network.threads":                 {"3", kmsg.ConfigTypeInt, "Network threads (kbroker has a goroutine per connection; accepted, no effect).", keptInt(1, math.MaxInt32)},
-	"num.recovery.threads.per.data.dir":   {"2", kmsg.ConfigTypeInt, "Log recovery threads per log dir (accepted, no effect).", keptInt(1, math.MaxInt32)},
+	"num.recovery.threads.per.data.dir":   {"2", kmsg.ConfigTypeInt, "How many logs of each log dir are loaded (recovered after an unclean shutdown) at once at start-up, and flushed and closed at once at shutdown.", intProp(func(c *Config, v int64) { c.NumRecoveryThreadsPerDataDir = int32(v) }, 1, math.MaxInt32)},
 	"background.threads":                  {"10", kmsg.ConfigTypeInt, "Background task threads (accepted, no effect).", keptInt(1, math.MaxInt32)},
 }
 

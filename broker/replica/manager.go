@@ -78,6 +78,7 @@ func (m *Manager) OpenDirs(fs vfs.FS) error {
 			FileDeleteDelayMs:               m.cfg.FileDeleteDelayMs,
 			FlushOffsetCheckpointIntervalMs: m.cfg.LogFlushOffsetCheckpointIntervalMs,
 			SegmentOpenFilesMax:             int(m.cfg.LogSegmentOpenFilesMax),
+			RecoveryThreads:                 int(m.cfg.NumRecoveryThreadsPerDataDir),
 			FS:                              fs,
 		})
 		if err != nil {
@@ -123,11 +124,21 @@ func (m *Manager) FetchSessionPartitions(id int32) int { return m.fetchSessions.
 func (m *Manager) CloseStorage() error {
 	var errs []error
 	m.mu.Lock()
+	// The snapshots are fsynced: num.recovery.threads.per.data.dir
+	// partitions per dir at once, as Kafka closes its logs.
+	sem := make(chan struct{}, max(int(m.cfg.NumRecoveryThreadsPerDataDir), 1)*max(len(m.dirs), 1))
+	var wg sync.WaitGroup
 	for _, t := range m.mu.topics {
 		for _, p := range t.Partitions {
-			p.closeAndSnapshot()
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				p.closeAndSnapshot()
+			}()
 		}
 	}
+	wg.Wait()
 	m.mu.Unlock()
 	if err := m.writeHighWatermarks(); err != nil {
 		errs = append(errs, err)
