@@ -311,6 +311,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	batch := buildBatch(recs...)
 	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := l.Append(batch, 0); err != nil {
