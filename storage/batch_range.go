@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	"github.com/kbroker/kbroker/protocol/records"
 )
@@ -74,7 +75,8 @@ func (l *Log) readRaced(gen uint64) (stale bool, err error) {
 // so below L. Headers are read only after the jump, for the stretch
 // the index does not cover.
 func batchRange(v segView, f io.ReaderAt, offset int64, maxBytes int, maxOffset int64, minOneBatch bool) (pos, end int64, err error) {
-	var scan headerScan
+	scan := getScan()
+	defer scanPool.Put(scan)
 	pos, h, ok, err := scan.find(v, f, offset)
 	if err != nil || !ok || h.LastOffset() >= maxOffset {
 		return pos, pos, err
@@ -121,7 +123,8 @@ func batchRange(v segView, f io.ReaderAt, offset int64, maxBytes int, maxOffset 
 // last offset is >= offset, scanning headers from the sparse index's hint;
 // ok is false if the segment has none.
 func findBatch(v segView, offset int64) (pos int64, h records.Header, ok bool, err error) {
-	var scan headerScan
+	scan := getScan()
+	defer scanPool.Put(scan)
 	return scan.find(v, v.f, offset)
 }
 
@@ -135,6 +138,17 @@ type headerScan struct {
 	buf   [headerScanWindow]byte
 	start int64 // file position of buf[0]
 	n     int   // valid bytes in buf
+}
+
+// scanPool recycles headerScans: their window would otherwise be a 4 KiB
+// allocation per fetched partition (it escapes into ReadAt).
+var scanPool = sync.Pool{New: func() any { return new(headerScan) }}
+
+// getScan returns an empty headerScan from the pool.
+func getScan() *headerScan {
+	s := scanPool.Get().(*headerScan)
+	s.start, s.n = 0, 0
+	return s
 }
 
 // find is findBatch through s, reading v through f.
