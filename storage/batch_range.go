@@ -72,8 +72,8 @@ func (l *Log) readRaced(gen uint64) (stale bool, err error) {
 // jumps to the last indexed batch boundary within the limits: an index
 // entry (last offset L of the batch at position P) tells that the bytes
 // before P are whole batches whose offsets are all below that batch's base,
-// so below L. Headers are read only after the jump, for the stretch
-// the index does not cover.
+// so below L. The header at P is read to check the entry; headers after it
+// only for the stretch the index does not cover.
 func batchRange(v segView, f io.ReaderAt, offset int64, maxBytes int, maxOffset int64, minOneBatch bool) (pos, end int64, err error) {
 	scan := getScan()
 	defer scanPool.Put(scan)
@@ -104,7 +104,19 @@ func batchRange(v segView, f io.ReaderAt, offset int64, maxBytes int, maxOffset 
 		return !fits(int64(e.pos), e.offset) // base of e's batch <= e.offset
 	})
 	if k > from {
-		end = int64(v.index[k-1].pos)
+		// The entry jumped to must name the batch there: a header that
+		// parses, ending at or below the entry's offset (recovery checks
+		// only the last entry of an adopted index file). Its window also
+		// serves the loop below.
+		e := v.index[k-1]
+		bh, err := scan.at(f, int64(e.pos), v.size)
+		if err == nil && bh.LastOffset() > e.offset {
+			err = fmt.Errorf("batch ends at %d, past its index entry %d", bh.LastOffset(), e.offset)
+		}
+		if err != nil {
+			return pos, pos, fmt.Errorf("segment %d index entry at position %d: %w", v.base, e.pos, err)
+		}
+		end = int64(e.pos)
 	}
 	for end-pos+records.HeaderSize <= limit {
 		bh, err := scan.at(f, end, v.size)

@@ -129,3 +129,35 @@ func TestBatchRangeReadsFewHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchRangeRefusesAMisplacedIndexEntry: an index entry that does not
+// point at its batch is an error, never a range cut in the middle of a
+// batch.
+func TestBatchRangeRefusesAMisplacedIndexEntry(t *testing.T) {
+	l, _ := openLog(t, Config{IndexIntervalBytes: 1})
+	for range 8 {
+		mustAppend(t, l, 0, batchOf(4, 1, 1000))
+	}
+	vs, _, err := l.views()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := vs[0]
+	if len(v.index) < 5 {
+		t.Fatalf("%d index entries, want one per batch", len(v.index))
+	}
+	for _, bad := range []struct {
+		name string
+		edit func(e *indexEntry)
+	}{
+		{"mid-batch position", func(e *indexEntry) { e.pos += 100 }},
+		{"offset below its batch", func(e *indexEntry) { e.offset -= 2 }},
+	} {
+		w := v
+		w.index = append([]indexEntry(nil), v.index...)
+		bad.edit(&w.index[len(w.index)-1]) // the entry a fetch to below the log end jumps to
+		if _, _, err := batchRange(w, w.f, 0, 1<<20, w.next-1, true); err == nil {
+			t.Errorf("%s: no error", bad.name)
+		}
+	}
+}
