@@ -9,3 +9,6 @@ func procCPU(int) (time.Duration, bool) { return 0, false }
 
 // selfCPU is not measured outside Linux.
 func selfCPU() (time.Duration, bool) { return 0, false }
+
+// benchSync does nothing outside Linux.
+func benchSync() {}

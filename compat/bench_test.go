@@ -28,7 +28,11 @@ package compat
 // Produce MB/s is the round's payload over the time from the first Produce
 // to the end of Flush (acks=all, idempotent); consume MB/s is the payload
 // over the time a fresh consumer takes to read it all back; p99 is of the
-// per-record time from Produce to its acknowledgement. The CPU table gives,
+// per-record time from Produce to its acknowledgement. Before each target's
+// round the test process collects its garbage and sync(2) writes dirty pages
+// back, so no target pays for another's writeback (an A/A run of one build
+// in two slots differed by up to 50% in broker CPU per GB without it, and
+// by under 10% with it). The CPU table gives,
 // per GB of payload, the CPU seconds this test process (the client) and the
 // broker process used in each phase: on a 2-core machine a phase whose two
 // figures add up to about 2 / (GB/s) is CPU-bound, and the larger figure
@@ -169,9 +173,13 @@ func BenchmarkProduceConsume(b *testing.B) {
 			for j := range targets {
 				t := targets[(round+j)%len(targets)]
 				topic := fmt.Sprintf("bench-%d", round)
-				// Collect the previous target's garbage (kfake's is in this
-				// process) now rather than during the next target's round.
+				// Start every target from the same state: the previous
+				// target's garbage (kfake's is in this process) collected
+				// and its dirty pages written back, so neither is paid for
+				// during this target's round (a writer that finds many
+				// dirty pages is throttled into writeback work).
 				runtime.GC()
+				benchSync()
 				results[t.name] = append(results[t.name], benchKafka(b, t, topic, values))
 			}
 			round++
