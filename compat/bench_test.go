@@ -28,7 +28,15 @@ package compat
 // Produce MB/s is the round's payload over the time from the first Produce
 // to the end of Flush (acks=all, idempotent); consume MB/s is the payload
 // over the time a fresh consumer takes to read it all back; p99 is of the
-// per-record time from Produce to its acknowledgement.
+// per-record time from Produce to its acknowledgement. Before each target's
+// round the test process collects its garbage and sync(2) writes dirty pages
+// back, so no target pays for another's writeback (an A/A run of one build
+// in two slots differed by up to 50% in broker CPU per GB without it, and
+// by under 10% with it). The CPU table gives,
+// per GB of payload, the CPU seconds this test process (the client) and the
+// broker process used in each phase: on a 2-core machine a phase whose two
+// figures add up to about 2 / (GB/s) is CPU-bound, and the larger figure
+// names the side that limits it.
 
 import (
 	"context"
@@ -37,6 +45,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,11 +83,49 @@ func benchMiB(b *testing.B) int {
 type benchTarget struct {
 	name, addr string
 	opts       []kgo.Opt
+	// pid is the broker's process, whose CPU time is measured; 0 for
+	// in-process kfake and for Kafka.
+	pid int
 }
 
-// benchResult is one round of one target.
+// benchResult is one round of one target. The CPU figures are seconds of
+// CPU per GB of payload: the client's (this test process: producer or
+// consumer, and kfake when it is the target) and the broker process's
+// (-1 when not measured).
 type benchResult struct {
 	produceMBps, consumeMBps, p99ms float64
+
+	produceClientCPU, produceBrokerCPU, consumeClientCPU, consumeBrokerCPU float64
+}
+
+// cpuMark is the CPU time used so far by this process and by the broker.
+type cpuMark struct {
+	client, broker time.Duration
+	ok             bool
+}
+
+// markCPU reads the CPU times of this process and of the broker process pid.
+func markCPU(pid int) cpuMark {
+	c, ok1 := selfCPU()
+	if pid == 0 {
+		return cpuMark{client: c, ok: ok1}
+	}
+	b, ok2 := procCPU(pid)
+	return cpuMark{client: c, broker: b, ok: ok1 && ok2}
+}
+
+// cpuPerGB is the CPU seconds per GB of total bytes between marks a and b,
+// client and broker (-1 when not measured).
+func cpuPerGB(a, b cpuMark, pid int, total int64) (client, broker float64) {
+	gb := float64(total) / 1e9
+	client, broker = -1, -1
+	if a.ok && b.ok {
+		client = (b.client - a.client).Seconds() / gb
+		if pid != 0 {
+			broker = (b.broker - a.broker).Seconds() / gb
+		}
+	}
+	return client, broker
 }
 
 func BenchmarkProduceConsume(b *testing.B) {
@@ -97,14 +144,14 @@ func BenchmarkProduceConsume(b *testing.B) {
 		overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true")
 	}
 	kb := startBroker(b, b.TempDir(), overrides...)
-	targets := []benchTarget{{name: "kbroker", addr: kb.Addr()}}
+	targets := []benchTarget{{name: "kbroker", addr: kb.Addr(), pid: kb.Pid()}}
 	if os.Getenv("KBROKER_BENCH_TLS") != "" {
 		tb := startTLSBroker(b)
 		targets = append(targets, benchTarget{name: "kbroker-tls", addr: tb.ssl, opts: []kgo.Opt{kgo.DialTLSConfig(tb.tlsConf(nil))}})
 	}
 	if bin := os.Getenv("KBROKER_BENCH_BASELINE"); bin != "" {
 		base := startBrokerBin(b, bin, b.TempDir())
-		targets = append(targets, benchTarget{name: "baseline", addr: base.Addr()})
+		targets = append(targets, benchTarget{name: "baseline", addr: base.Addr(), pid: base.Pid()})
 	}
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(b.TempDir()))
 	if err != nil {
@@ -126,6 +173,13 @@ func BenchmarkProduceConsume(b *testing.B) {
 			for j := range targets {
 				t := targets[(round+j)%len(targets)]
 				topic := fmt.Sprintf("bench-%d", round)
+				// Start every target from the same state: the previous
+				// target's garbage (kfake's is in this process) collected
+				// and its dirty pages written back, so neither is paid for
+				// during this target's round (a writer that finds many
+				// dirty pages is throttled into writeback work).
+				runtime.GC()
+				benchSync()
 				results[t.name] = append(results[t.name], benchKafka(b, t, topic, values))
 			}
 			round++
@@ -172,6 +226,22 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 		rows[t.name] = r
 		fmt.Fprintf(&sb, "%-10s %12.1f %12.1f %9.0f ms\n", t.name, r.produce, r.consume, r.p99)
 	}
+	fmt.Fprintf(&sb, "CPU seconds per GB (client: this process, with kfake when it is the target; broker: its process)\n")
+	fmt.Fprintf(&sb, "%-10s %15s %15s %15s %15s\n", "target", "produce client", "produce broker", "consume client", "consume broker")
+	cpu := func(x float64) string {
+		if x < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", x)
+	}
+	for _, t := range targets {
+		rs := results[t.name]
+		fmt.Fprintf(&sb, "%-10s %15s %15s %15s %15s\n", t.name,
+			cpu(pick(rs, func(r benchResult) float64 { return r.produceClientCPU })),
+			cpu(pick(rs, func(r benchResult) float64 { return r.produceBrokerCPU })),
+			cpu(pick(rs, func(r benchResult) float64 { return r.consumeClientCPU })),
+			cpu(pick(rs, func(r benchResult) float64 { return r.consumeBrokerCPU })))
+	}
 	lo := med(loop)
 	fmt.Fprintf(&sb, "%-10s %12.1f   (one TCP stream, the ceiling)\n", "loopback", lo)
 	k := rows["kbroker"]
@@ -211,6 +281,7 @@ func benchKafka(b *testing.B, t benchTarget, topic string, values [][]byte) benc
 	lat := make([]time.Duration, len(values))
 	var mu sync.Mutex
 	var failed atomic.Pointer[error]
+	cpu0 := markCPU(t.pid)
 	start := time.Now()
 	for i, v := range values {
 		sent := time.Now()
@@ -230,18 +301,23 @@ func benchKafka(b *testing.B, t benchTarget, topic string, values [][]byte) benc
 		b.Fatalf("produce: %v", *e)
 	}
 	mid := time.Now()
+	cpu1 := markCPU(t.pid)
 	got := benchConsume(b, ctx, t, topic, total)
 	end := time.Now()
+	cpu2 := markCPU(t.pid)
 	if got != total {
 		b.Fatalf("consumed %d bytes, want %d", got, total)
 	}
 	slices.Sort(lat)
 	mb := float64(total) / 1e6
-	return benchResult{
+	r := benchResult{
 		produceMBps: mb / mid.Sub(start).Seconds(),
 		consumeMBps: mb / end.Sub(mid).Seconds(),
 		p99ms:       float64(lat[len(lat)*99/100]) / float64(time.Millisecond),
 	}
+	r.produceClientCPU, r.produceBrokerCPU = cpuPerGB(cpu0, cpu1, t.pid, total)
+	r.consumeClientCPU, r.consumeBrokerCPU = cpuPerGB(cpu1, cpu2, t.pid, total)
+	return r
 }
 
 // benchConsume reads every partition of topic from the start until total

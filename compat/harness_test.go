@@ -173,6 +173,9 @@ func (p *brokerProc) Addr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
 }
 
+// Pid is the process id of the broker's current generation.
+func (p *brokerProc) Pid() int { return p.cmd.Process.Pid }
+
 // Output is everything the process printed so far, all generations.
 func (p *brokerProc) Output() string { return p.out.String() }
 

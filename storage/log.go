@@ -341,9 +341,9 @@ type appendBatch struct {
 	pos int // position in the Append's buffer
 }
 
-// parseBatches splits b into v2 batches by their length fields.
-func parseBatches(b []byte) ([]appendBatch, error) {
-	var out []appendBatch
+// parseBatches splits b into v2 batches by their length fields, appending
+// them to out (a caller's stack array keeps one batch off the heap).
+func parseBatches(b []byte, out []appendBatch) ([]appendBatch, error) {
 	for pos := 0; pos < len(b); {
 		h, err := records.ParseHeader(b[pos:])
 		if err != nil {
@@ -375,7 +375,24 @@ func parseBatches(b []byte) ([]appendBatch, error) {
 // could not be undone also takes the log offline; see OfflineError. An
 // offline log's Append returns an error wrapping ErrLogDirOffline.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.append(batches, leaderEpoch, false)
+	var one [1]appendBatch
+	parsed, err := parseBatches(batches, one[:0])
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("append: %w", err)
+	}
+	return l.append(batches, parsed, leaderEpoch, false)
+}
+
+// AppendParsed is Append of one batch whose header h the caller has already
+// parsed (and validated, records.ValidateProduce), so that a produced batch
+// has its header parsed once on its way from the socket to the file. batch
+// must be exactly the batch h describes.
+func (l *Log) AppendParsed(batch []byte, h records.Header, leaderEpoch int32) (AppendInfo, error) {
+	if h.Magic != 2 || h.Length < records.HeaderSize-records.LogOverhead || h.TotalSize() != len(batch) {
+		return AppendInfo{}, fmt.Errorf("append: header of a %d-byte batch (magic %d) for %d bytes", h.TotalSize(), h.Magic, len(batch))
+	}
+	one := [1]appendBatch{{h: h}}
+	return l.append(batch, one[:], leaderEpoch, false)
 }
 
 // AppendAsFollower writes batches fetched from the partition's leader as
@@ -387,21 +404,23 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 // the leader-epoch cache starts that epoch at its base offset, as on
 // Kafka's followers. Durability and failure handling are those of Append.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
-	return l.append(batches, UndefinedEpoch, true)
+	parsed, err := parseBatches(batches, nil)
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("append: %w", err)
+	}
+	return l.append(batches, parsed, UndefinedEpoch, true)
 }
 
 // ErrUnexpectedAppendOffset reports follower batches that do not continue
 // the log (Kafka's UnexpectedAppendOffsetException).
 var ErrUnexpectedAppendOffset = errors.New("batches do not continue the log")
 
-func (l *Log) append(batches []byte, leaderEpoch int32, follower bool) (AppendInfo, error) {
+// append writes batches, split into parsed, at the log end.
+func (l *Log) append(batches []byte, parsed []appendBatch, leaderEpoch int32, follower bool) (AppendInfo, error) {
 	if len(batches) > math.MaxInt32 {
 		return AppendInfo{}, fmt.Errorf("append %d bytes: larger than a segment can hold", len(batches))
 	}
-	parsed, err := parseBatches(batches)
-	if err != nil {
-		return AppendInfo{}, fmt.Errorf("append: %w", err)
-	}
+	var err error
 	var info AppendInfo
 	var rolledTo int64
 	var needFlush bool

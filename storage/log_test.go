@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/protocol/records"
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
@@ -303,17 +305,82 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-func BenchmarkAppend(b *testing.B) {
-	l, _ := openLog(b, Config{})
+// TestAppendParsed: a batch appended with its parsed header lands as
+// Append would put it (offsets, leader epoch, time index input), and a
+// header that does not describe the bytes is refused with nothing written.
+func TestAppendParsed(t *testing.T) {
+	l, _ := openLog(t, Config{})
+	mustAppend(t, l, 0, batchOf(3, 10, 1))
+	batch := batchOf(2, 20, 1)
+	h, err := records.Check(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := l.AppendParsed(batch, h, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FirstOffset != 3 || info.LastOffset != 4 || info.MaxTimestamp != 20 || info.Records != 2 {
+		t.Fatalf("info %+v", info)
+	}
+	hs := readAll(t, l, 0)
+	checkDense(t, hs, 0, 5)
+	if hs[1].PartitionLeaderEpoch != 4 {
+		t.Fatalf("leader epoch %d, want 4", hs[1].PartitionLeaderEpoch)
+	}
+	for _, bad := range []struct {
+		name  string
+		batch []byte
+		h     records.Header
+	}{
+		{"short", batch[:len(batch)-1], h},
+		{"two batches", append(append([]byte{}, batch...), batch...), h},
+		{"zero header", batch, records.Header{}},
+	} {
+		if _, err := l.AppendParsed(bad.batch, bad.h, 4); err == nil {
+			t.Errorf("%s: no error", bad.name)
+		}
+	}
+	if l.LogEndOffset() != 5 {
+		t.Fatalf("log end %d after refused appends, want 5", l.LogEndOffset())
+	}
+}
+
+// benchAppendBatch is a 16 KiB batch of sixteen 1 KiB records, with its
+// header, for the append benchmarks.
+func benchAppendBatch(b *testing.B) ([]byte, records.Header) {
 	recs := make([]testRecord, 16)
 	for i := range recs {
 		recs[i] = testRecord{ts: 1, value: make([]byte, 1024-30)}
 	}
 	batch := buildBatch(recs...)
+	h, err := records.Check(batch)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	return batch, h
+}
+
+func BenchmarkAppend(b *testing.B) {
+	l, _ := openLog(b, Config{})
+	batch, _ := benchAppendBatch(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := l.Append(batch, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendParsed is BenchmarkAppend through AppendParsed, the
+// produce path's call (the header parsed by validation).
+func BenchmarkAppendParsed(b *testing.B) {
+	l, _ := openLog(b, Config{})
+	batch, h := benchAppendBatch(b)
+	for b.Loop() {
+		if _, err := l.AppendParsed(batch, h, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

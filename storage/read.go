@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/kbroker/kbroker/protocol/records"
 )
@@ -18,48 +20,20 @@ import (
 // wrapping ErrOffsetOutOfRange. Read never blocks on an Append.
 func (l *Log) Read(offset int64, maxBytes int, maxOffset int64, minOneBatch bool) ([]byte, error) {
 	for {
-		l.mu.RLock()
-		if l.mu.closed {
-			l.mu.RUnlock()
-			return nil, ErrClosed
+		views, n, gen, err := l.readViews(offset, maxOffset)
+		if err != nil || n == 0 {
+			return nil, err
 		}
-		start, leo, gen := l.mu.logStart, l.mu.leo, l.mu.gen
-		if offset < start || offset > leo {
-			l.mu.RUnlock()
-			return nil, fmt.Errorf("read offset %d of log [%d, %d]: %w", offset, start, leo, ErrOffsetOutOfRange)
-		}
-		if offset == leo || offset >= maxOffset {
-			l.mu.RUnlock()
-			return nil, nil
-		}
-		i := l.segmentIndex(offset)
-		// The segment holding offset may end below it (compaction leaves
-		// gaps) and compacted segments may be empty: look at up to two
-		// non-empty segments, the second of which starts above offset.
-		views := make([]segView, 0, 2)
-		for _, s := range l.mu.segments[i:] {
-			if s.size == 0 {
-				continue
-			}
-			if views = append(views, s.view()); len(views) == 2 {
-				break
-			}
-		}
-		l.mu.RUnlock()
-
 		var out []byte
-		var err error
-		for _, v := range views {
+		for _, v := range views[:n] {
 			if out, err = readSegment(v, max(offset, v.base), maxBytes, maxOffset, minOneBatch); err != nil || len(out) > 0 {
 				break
 			}
 		}
-		l.mu.RLock()
-		stale, closed := l.mu.gen != gen, l.mu.closed
-		l.mu.RUnlock()
+		stale, cerr := l.readRaced(gen)
 		switch {
-		case closed:
-			return nil, ErrClosed
+		case cerr != nil:
+			return nil, cerr
 		case stale:
 			continue // truncated under us: bytes read may be gone
 		case err != nil:
@@ -69,55 +43,26 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64, minOneBatch bool
 	}
 }
 
-// findBatch returns the position and header of the first batch in v whose
-// last offset is >= offset, scanning headers from the sparse index's hint;
-// ok is false if the segment has none.
-func findBatch(v segView, offset int64) (pos int64, h records.Header, ok bool, err error) {
-	pos = floorPosition(v.index, offset)
-	for pos < v.size {
-		h, err = headerAt(v.f, pos, v.size)
-		if err != nil {
-			return pos, h, false, fmt.Errorf("segment %d position %d: %w", v.base, pos, err)
-		}
-		if h.LastOffset() >= offset {
-			return pos, h, true, nil
-		}
-		pos += int64(h.TotalSize())
-	}
-	return pos, h, false, nil
-}
-
-// readSegment implements Read within one segment view.
+// readSegment implements Read within one segment view: the batches of
+// batchRange, in one positioned read.
 func readSegment(v segView, offset int64, maxBytes int, maxOffset int64, minOneBatch bool) ([]byte, error) {
-	pos, h, ok, err := findBatch(v, offset)
-	if err != nil || !ok || h.LastOffset() >= maxOffset {
+	f, err := v.f.acquire()
+	if err != nil {
+		return nil, fmt.Errorf("segment %d: %w", v.base, err)
+	}
+	defer v.f.release()
+	pos, end, err := batchRange(v, f, offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil || end == pos {
 		return nil, err
 	}
-	first := h.TotalSize()
-	limit := int64(maxBytes)
-	if first > maxBytes {
-		if !minOneBatch {
-			return nil, nil
+	buf := make([]byte, end-pos)
+	if k, err := f.ReadAt(buf, pos); k < len(buf) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
 		}
-		limit = int64(first)
-	}
-	limit = min(limit, v.size-pos)
-	buf := make([]byte, limit)
-	if _, err := v.f.ReadAt(buf, pos); err != nil {
 		return nil, fmt.Errorf("segment %d position %d: %w", v.base, pos, err)
 	}
-	end := 0
-	for len(buf)-end >= records.HeaderSize {
-		bh, err := records.ParseHeader(buf[end:])
-		if err != nil {
-			return nil, fmt.Errorf("segment %d position %d: %w", v.base, pos+int64(end), err)
-		}
-		if bh.TotalSize() > len(buf)-end || bh.LastOffset() >= maxOffset {
-			break
-		}
-		end += bh.TotalSize()
-	}
-	return buf[:end:end], nil
+	return buf, nil
 }
 
 // views copies every segment's view and the log start offset under the

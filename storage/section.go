@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/kbroker/kbroker/storage/vfs"
 )
 
@@ -93,57 +92,28 @@ func (s *Section) Release() {
 
 // ReadSection is Read without the copy: it returns the same batches as a
 // pinned range of the segment file, or nil when Read would return no bytes.
-// The caller must Release a non-nil Section. Batch headers are found with
-// small reads (headerScan), not by reading the records.
+// The caller must Release a non-nil Section. Batch boundaries come from the
+// index and a few header reads (batchRange), not from reading the records.
 func (l *Log) ReadSection(offset int64, maxBytes int, maxOffset int64, minOneBatch bool) (*Section, error) {
 	for {
-		l.mu.RLock()
-		if l.mu.closed {
-			l.mu.RUnlock()
-			return nil, ErrClosed
+		views, n, gen, err := l.readViews(offset, maxOffset)
+		if err != nil || n == 0 {
+			return nil, err
 		}
-		start, leo, gen := l.mu.logStart, l.mu.leo, l.mu.gen
-		if offset < start || offset > leo {
-			l.mu.RUnlock()
-			return nil, fmt.Errorf("read offset %d of log [%d, %d]: %w", offset, start, leo, ErrOffsetOutOfRange)
-		}
-		if offset == leo || offset >= maxOffset {
-			l.mu.RUnlock()
-			return nil, nil
-		}
-		i := l.segmentIndex(offset)
-		// As Read: at most two non-empty segments, the second starting
-		// above offset (compaction leaves gaps).
-		var views [2]segView
-		nv := 0
-		for _, s := range l.mu.segments[i:] {
-			if s.size == 0 {
-				continue
-			}
-			views[nv] = s.view()
-			if nv++; nv == 2 {
-				break
-			}
-		}
-		l.mu.RUnlock()
-
 		var sec *Section
-		var err error
-		for _, v := range views[:nv] {
+		for _, v := range views[:n] {
 			if sec, err = sectionOf(v, max(offset, v.base), maxBytes, maxOffset, minOneBatch); err != nil || sec != nil {
 				break
 			}
 		}
-		l.mu.RLock()
-		stale, closed := l.mu.gen != gen, l.mu.closed
-		l.mu.RUnlock()
-		if (stale || closed || err != nil) && sec != nil {
+		stale, cerr := l.readRaced(gen)
+		if (stale || cerr != nil || err != nil) && sec != nil {
 			sec.Release()
 			sec = nil
 		}
 		switch {
-		case closed:
-			return nil, ErrClosed
+		case cerr != nil:
+			return nil, cerr
 		case stale:
 			continue // truncated under us: the range may be gone
 		case err != nil:
@@ -153,99 +123,17 @@ func (l *Log) ReadSection(offset int64, maxBytes int, maxOffset int64, minOneBat
 	}
 }
 
-// sectionOf implements ReadSection within one segment view: the batches
-// readSegment would return, as a pinned range.
+// sectionOf implements ReadSection within one segment view: the batches of
+// batchRange, as a pinned range.
 func sectionOf(v segView, offset int64, maxBytes int, maxOffset int64, minOneBatch bool) (*Section, error) {
 	f, err := v.f.acquire()
 	if err != nil {
 		return nil, fmt.Errorf("segment %d: %w", v.base, err)
 	}
-	sec := &Section{sf: v.f, f: f}
-	keep := false
-	defer func() {
-		if !keep {
-			sec.Release()
-		}
-	}()
-	var scan headerScan
-	pos := floorPosition(v.index, offset)
-	var h records.Header
-	for {
-		if pos >= v.size {
-			return nil, nil
-		}
-		if h, err = scan.at(f, pos, v.size); err != nil {
-			return nil, fmt.Errorf("segment %d position %d: %w", v.base, pos, err)
-		}
-		if h.LastOffset() >= offset {
-			break
-		}
-		pos += int64(h.TotalSize())
+	pos, end, err := batchRange(v, f, offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil || end == pos {
+		v.f.release()
+		return nil, err
 	}
-	if h.LastOffset() >= maxOffset {
-		return nil, nil
-	}
-	limit := int64(maxBytes)
-	if first := int64(h.TotalSize()); first > limit {
-		if !minOneBatch {
-			return nil, nil
-		}
-		limit = first
-	}
-	limit = min(limit, v.size-pos)
-	// Whole batches below maxOffset within limit; the first is in.
-	end := int64(h.TotalSize())
-	for end+records.HeaderSize <= limit {
-		bh, err := scan.at(f, pos+end, v.size)
-		if err != nil {
-			return nil, fmt.Errorf("segment %d position %d: %w", v.base, pos+end, err)
-		}
-		if end+int64(bh.TotalSize()) > limit || bh.LastOffset() >= maxOffset {
-			break
-		}
-		end += int64(bh.TotalSize())
-	}
-	sec.pos, sec.n = pos, end
-	keep = true
-	return sec, nil
-}
-
-// headerScanWindow is how much headerScan reads at once: several small
-// batches' headers per read, and little waste before a large batch.
-const headerScanWindow = 4 << 10
-
-// headerScan reads batch headers through a small window, so that walking
-// many small batches costs a read per window rather than a read per batch.
-type headerScan struct {
-	buf   [headerScanWindow]byte
-	start int64 // file position of buf[0]
-	n     int   // valid bytes in buf
-}
-
-// at parses the batch header at pos, checking the batch lies within the
-// first size bytes (as headerAt).
-func (s *headerScan) at(f io.ReaderAt, pos, size int64) (records.Header, error) {
-	if size-pos < records.HeaderSize {
-		return records.Header{}, records.ErrTruncated
-	}
-	if pos < s.start || pos+records.HeaderSize > s.start+int64(s.n) {
-		m := int(min(int64(len(s.buf)), size-pos))
-		k, err := f.ReadAt(s.buf[:m], pos)
-		if k < records.HeaderSize {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return records.Header{}, fmt.Errorf("read batch header at %d: %w", pos, err)
-		}
-		s.start, s.n = pos, k
-	}
-	off := int(pos - s.start)
-	h, err := records.ParseHeader(s.buf[off : off+records.HeaderSize])
-	if err != nil {
-		return h, err
-	}
-	if int64(h.TotalSize()) > size-pos {
-		return h, records.ErrTruncated
-	}
-	return h, nil
+	return &Section{sf: v.f, f: f, pos: pos, n: end - pos}, nil
 }

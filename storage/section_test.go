@@ -148,38 +148,42 @@ func TestSectionShortFile(t *testing.T) {
 	}
 }
 
-// BenchmarkReadFetch reads 16 MiB of 1 MiB batches from offset 0 as a
-// fetch does: copied into memory (Read, the path before sendfile) and as a
-// pinned range (ReadSection).
+// BenchmarkReadFetch reads 16 MiB from offset 0 as a fetch does: copied
+// into memory (Read, the path before sendfile) and as a pinned range
+// (ReadSection), of 1 MiB batches (a busy producer's) and of 16 KiB ones
+// (where finding the batch boundaries costs the most).
 func BenchmarkReadFetch(b *testing.B) {
-	l, _ := openLog(b, Config{})
-	for range 16 {
-		info, err := l.Append(batchOf(64, 1, 16<<10), 0)
-		if err != nil {
-			b.Fatal(err)
+	for _, c := range []struct {
+		name          string
+		batches, recs int
+	}{{"1MiB", 16, 64}, {"16KiB", 1024, 1}} {
+		l, _ := openLog(b, Config{})
+		for range c.batches {
+			if _, err := l.Append(batchOf(c.recs, 1, 16<<10), 0); err != nil {
+				b.Fatal(err)
+			}
 		}
-		_ = info
+		leo := l.LogEndOffset()
+		b.Run(c.name+"/copy", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				d, err := l.Read(0, 16<<20+1<<20, leo, true)
+				if err != nil || len(d) == 0 {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(d)))
+			}
+		})
+		b.Run(c.name+"/section", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				s, err := l.ReadSection(0, 16<<20+1<<20, leo, true)
+				if err != nil || s == nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(s.Len())
+				s.Release()
+			}
+		})
 	}
-	leo := l.LogEndOffset()
-	b.Run("copy", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			d, err := l.Read(0, 16<<20+1<<20, leo, true)
-			if err != nil || len(d) == 0 {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(d)))
-		}
-	})
-	b.Run("section", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			s, err := l.ReadSection(0, 16<<20+1<<20, leo, true)
-			if err != nil || s == nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(s.Len())
-			s.Release()
-		}
-	})
 }

@@ -10,16 +10,16 @@ package api
 // this broker does not know is UNKNOWN_TOPIC_ID, as Kafka answers. acks=0
 // sends no response at all.
 //
-// Validation follows Kafka's order: unknown partition, batch size against
-// max.message.bytes (MESSAGE_TOO_LARGE), then records.ValidateProduce
-// (CORRUPT_MESSAGE for CRC and undecodable data, INVALID_RECORD for structure,
-// keys on compacted topics, INVALID_TIMESTAMP for timestamp bounds). Topics with
+// Validation follows Kafka's order: unknown partition, then
+// records.ValidateProduce: batch size against max.message.bytes
+// (MESSAGE_TOO_LARGE), then CORRUPT_MESSAGE for CRC and undecodable data,
+// INVALID_RECORD for structure and keys on compacted topics,
+// INVALID_TIMESTAMP for timestamp bounds. Topics with
 // message.timestamp.type=LogAppendTime get the broker's time written into the
 // batch (maxTimestamp and the timestamp-type bit, CRC recomputed).
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
@@ -118,14 +118,16 @@ func (b *API) produceTo(ctx *network.RequestContext, req *kmsg.ProduceRequest, p
 		return bad(kerr.InvalidRecord, "produce requests must have at least one record batch per partition")
 	}
 	set := p.Topic.Settings()
-	if h, err := records.ParseHeader(recs); err == nil && h.TotalSize() > set.MaxMessageBytes {
-		return bad(kerr.MessageTooLarge, fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", h.TotalSize(), set.MaxMessageBytes))
-	}
 	opts := set.Validate
+	opts.MaxBatchBytes = max(set.MaxMessageBytes, 1)
 	now := b.now().UnixMilli()
 	opts.NowMs = now
+	// The one parse of the batch header and the one CRC check on the way
+	// to the file: h travels with the batch to the log (AppendParsed).
 	h, _, err := records.ValidateProduce(version, recs, opts)
 	switch {
+	case errors.Is(err, records.ErrMessageTooLarge):
+		return bad(kerr.MessageTooLarge, err.Error())
 	case errors.Is(err, records.ErrUnsupportedCompressionType):
 		return bad(kerr.UnsupportedCompressionType, err.Error())
 	case errors.Is(err, records.ErrInvalidTimestamp):
@@ -164,6 +166,12 @@ func (b *API) produceTo(ctx *network.RequestContext, req *kmsg.ProduceRequest, p
 	if opts.LogAppendTime {
 		logAppendTime = now
 		records.SetMaxTimestampLogAppendTime(recs, now)
+		// The header changed (attributes, maxTimestamp, CRC): parse it
+		// again so the log indexes the stamped time. Only these topics
+		// pay for a second parse.
+		if h, err = records.ParseHeader(recs); err != nil {
+			return bad(kerr.CorruptMessage, err.Error())
+		}
 	}
 	res := b.rm.Produce(p, recs, h, req.Acks, deadline)
 	res.LogAppendTime = logAppendTime

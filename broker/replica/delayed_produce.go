@@ -179,7 +179,7 @@ func (p *Partition) appendAcked(batch []byte, h records.Header) (AppendResult, *
 			return AppendResult{BaseOffset: dup}, p.addWaiterLocked(dup + int64(h.LastOffsetDelta) + 1), nil
 		}
 	}
-	info, err := p.Log.Append(batch, p.epoch.Load())
+	info, err := p.Log.AppendParsed(batch, h, p.epoch.Load())
 	if err != nil {
 		return AppendResult{Err: kerr.KafkaStorageError}, nil, err
 	}

@@ -201,7 +201,7 @@ func (p *Partition) appendMarker(producerID int64, epoch int16, ct records.Contr
 	if st := p.mu.producers[producerID]; st != nil && epoch < st.epoch {
 		return 0, nil // a stale marker: the producer moved on (Kafka answers INVALID_PRODUCER_EPOCH)
 	}
-	info, err := p.Log.Append(batch, p.epoch.Load())
+	info, err := p.Log.AppendParsed(batch, h, p.epoch.Load())
 	if err != nil {
 		return 0, err
 	}
@@ -226,7 +226,7 @@ func (p *Partition) appendInternal(batch []byte) (int64, error) {
 	if !p.mu.repl.leads() {
 		return 0, errNotLeader
 	}
-	info, err := p.Log.Append(batch, p.epoch.Load())
+	info, err := p.Log.AppendParsed(batch, h, p.epoch.Load())
 	if err != nil {
 		return 0, err
 	}
@@ -366,7 +366,7 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 			return AppendResult{BaseOffset: dup}, nil
 		}
 	}
-	info, err := p.Log.Append(batch, p.epoch.Load())
+	info, err := p.Log.AppendParsed(batch, h, p.epoch.Load())
 	if err != nil {
 		return AppendResult{Err: kerr.KafkaStorageError}, err
 	}

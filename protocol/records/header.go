@@ -173,7 +173,13 @@ func parseFixed(b []byte) (Header, error) {
 	if len(b) < HeaderSize {
 		return Header{}, ErrTruncated
 	}
-	h := Header{
+	return parseFields(b), nil
+}
+
+// parseFields decodes the fixed header fields of b, which holds at least
+// HeaderSize bytes, checking nothing.
+func parseFields(b []byte) Header {
+	return Header{
 		BaseOffset:           int64(binary.BigEndian.Uint64(b[offBaseOffset:])),
 		Length:               int32(binary.BigEndian.Uint32(b[offLength:])),
 		PartitionLeaderEpoch: int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])),
@@ -188,7 +194,6 @@ func parseFixed(b []byte) (Header, error) {
 		BaseSequence:         int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
 		NumRecords:           int32(binary.BigEndian.Uint32(b[offNumRecords:])),
 	}
-	return h, nil
 }
 
 // Check parses the batch at the start of b, verifies that b holds all of it

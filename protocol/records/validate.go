@@ -17,6 +17,21 @@ var ErrInvalidRecord = errors.New("invalid record")
 // Kafka answers with INVALID_TIMESTAMP.
 var ErrInvalidTimestamp = errors.New("invalid timestamp")
 
+// ErrMessageTooLarge is matched (errors.Is) by *MessageTooLargeError;
+// Kafka answers MESSAGE_TOO_LARGE.
+var ErrMessageTooLarge = errors.New("record batch larger than max.message.bytes")
+
+// MessageTooLargeError reports a batch larger than ValidateOptions.MaxBatchBytes.
+type MessageTooLargeError struct{ Size, Max int }
+
+// Error says how large the batch is and what the limit is.
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("record batch of %d bytes is larger than max.message.bytes %d", e.Size, e.Max)
+}
+
+// Is matches ErrMessageTooLarge.
+func (e *MessageTooLargeError) Is(target error) bool { return target == ErrMessageTooLarge }
+
 // ErrUnsupportedCompressionType reports zstd in a produce request older than
 // v7; Kafka answers UNSUPPORTED_COMPRESSION_TYPE.
 var ErrUnsupportedCompressionType = errors.New("unsupported compression type")
@@ -75,6 +90,10 @@ func invalid(cause error, format string, args ...any) error {
 // ValidateOptions carries the topic configuration that Kafka's per-record
 // checks depend on. The zero value checks structure only.
 type ValidateOptions struct {
+	// MaxBatchBytes is max.message.bytes: a batch declaring more bytes is
+	// *MessageTooLargeError, checked before anything else as Kafka does
+	// (UnifiedLog.analyzeAndValidateRecords). Zero means no limit.
+	MaxBatchBytes int
 	// Compacted is set when cleanup.policy includes compact: every record needs a key.
 	Compacted bool
 	// LogAppendTime is set when message.timestamp.type is LogAppendTime.
@@ -108,7 +127,30 @@ func Validate(b []byte) (Header, error) {
 // The batch is b[:h.TotalSize()]; a trailing fragment too short to be a second
 // batch is ignored, as Kafka ignores it, and must not be appended.
 //
+// The batch header is parsed once, here; callers pass the returned Header
+// on (the log's AppendParsed takes it) instead of parsing again.
+//
+// What is checked, and why this much (Kafka's LogValidator for a client
+// append of magic 2, which is all kbroker accepts):
+//   - the CRC, once, over the whole batch: Kafka's analyzeAndValidateRecords
+//     checks it for every batch it is handed, and nothing after this step
+//     checks it again (the log only rewrites baseOffset and
+//     partitionLeaderEpoch, which the CRC does not cover);
+//   - every record, walked in place when the batch is uncompressed, as
+//     LogValidator.assignOffsetsNonCompressed iterates every record (offset
+//     deltas, keys on compacted topics, timestamps);
+//   - a compressed batch is decompressed, into a pooled buffer, because
+//     Kafka's validateMessagesAndAssignOffsetsCompressed iterates its records
+//     for the same per-record rules (it skips keys and values when it can
+//     assign offsets in place, but still inflates the stream). It is
+//     recompressed only when the topic's compression.type names another
+//     codec (the caller's recompress), never to assign offsets: kbroker
+//     refuses inner offsets that are not 0, 1, 2, ... where Kafka would
+//     recompress, and it converts no older message formats.
+//
 // Errors, by the Kafka code they map to:
+//   - *MessageTooLargeError (MESSAGE_TOO_LARGE): with MaxBatchBytes set, a
+//     batch whose header declares more bytes, before any other check.
 //   - *CorruptError (CORRUPT_MESSAGE): batchLength below the v2 header size,
 //     CRC mismatch, unknown codec, undecodable or oversized compressed data.
 //   - *InvalidRecordError matching ErrInvalidRecord (INVALID_RECORD): no
@@ -140,6 +182,16 @@ const minLegacyRecordOverhead = 14
 // validate implements ValidateWith; version < 0 skips the produce-version checks.
 func validate(b []byte, version int16, o ValidateOptions) (Header, Summary, error) {
 	sum := Summary{MaxTimestamp: -1, OffsetDeltaOfMaxTimestamp: -1}
+	// The one parse of the header; fields are trusted only once the checks
+	// below have passed.
+	var h Header
+	if len(b) >= HeaderSize && b[offMagic] == 2 {
+		h = parseFields(b)
+		if o.MaxBatchBytes > 0 && h.Length >= HeaderSize-LogOverhead && h.LastOffsetDelta >= 0 &&
+			h.NumRecords >= 0 && h.TotalSize() > o.MaxBatchBytes {
+			return h, sum, &MessageTooLargeError{Size: h.TotalSize(), Max: o.MaxBatchBytes}
+		}
+	}
 	// A fragment shorter than its own batchLength is not a batch to Kafka:
 	// the request then has none.
 	if len(b) < LogOverhead {
@@ -157,10 +209,6 @@ func validate(b []byte, version int16, o ValidateOptions) (Header, Summary, erro
 	}
 	if l < HeaderSize-LogOverhead {
 		return Header{}, sum, corrupt("batch length %d below header size", l)
-	}
-	h, err := parseFixed(b)
-	if err != nil { // unreachable: length and magic were checked above
-		return h, sum, corrupt("batch header: %v", err)
 	}
 	if version >= 0 && version < 7 && h.Compression() == CodecZstd {
 		return h, sum, fmt.Errorf("%w: zstd needs produce v7+, request is v%d", ErrUnsupportedCompressionType, version)
@@ -199,6 +247,7 @@ func validate(b []byte, version int16, o ValidateOptions) (Header, Summary, erro
 	if c := h.Compression(); c != CodecNone {
 		buf := getScratch()
 		defer putScratch(buf)
+		var err error
 		if *buf, err = decompressAppend((*buf)[:0], c, data, MaxDecompressedSize); err != nil {
 			return h, sum, err
 		}

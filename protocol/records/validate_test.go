@@ -15,6 +15,7 @@ const (
 	kindInvalidRecord
 	kindInvalidTimestamp
 	kindUnsupportedCompression
+	kindTooLarge
 )
 
 func kindOf(err error) errKind {
@@ -29,12 +30,14 @@ func kindOf(err error) errKind {
 		return kindInvalidTimestamp
 	case errors.Is(err, ErrUnsupportedCompressionType):
 		return kindUnsupportedCompression
+	case errors.Is(err, ErrMessageTooLarge):
+		return kindTooLarge
 	}
 	return -1
 }
 
 func (k errKind) String() string {
-	return [...]string{"none", "CORRUPT_MESSAGE", "INVALID_RECORD", "INVALID_TIMESTAMP", "UNSUPPORTED_COMPRESSION_TYPE"}[k]
+	return [...]string{"none", "CORRUPT_MESSAGE", "INVALID_RECORD", "INVALID_TIMESTAMP", "UNSUPPORTED_COMPRESSION_TYPE", "MESSAGE_TOO_LARGE"}[k]
 }
 
 func TestValidate(t *testing.T) {
@@ -102,6 +105,13 @@ func TestValidate(t *testing.T) {
 			ValidateOptions{Compacted: true, CheckTimestamps: true, NowMs: now, TimestampBeforeMaxMs: 1, TimestampAfterMaxMs: 1}, kindInvalidTimestamp},
 		{"producer sets LogAppendTime", withSpec(func(s *BatchSpec) { s.Attributes = attrTimestampType }, sampleRecords(1)), 11, ValidateOptions{LogAppendTime: true}, kindInvalidTimestamp},
 		{"LogAppendTime topic, CreateTime batch", good, 11, ValidateOptions{LogAppendTime: true}, kindNone},
+		// max.message.bytes comes first, as in Kafka's analyzeAndValidateRecords.
+		{"at max.message.bytes", good, 11, ValidateOptions{MaxBatchBytes: len(good)}, kindNone},
+		{"over max.message.bytes", good, 11, ValidateOptions{MaxBatchBytes: len(good) - 1}, kindTooLarge},
+		{"too large beats truncated", good[:len(good)-1], 11, ValidateOptions{MaxBatchBytes: 100}, kindTooLarge},
+		{"too large beats crc", edit(good, func(b []byte) { b[len(b)-1] ^= 1 }, false), 11, ValidateOptions{MaxBatchBytes: 100}, kindTooLarge},
+		{"too large beats zstd before v7", goodZstd, 6, ValidateOptions{MaxBatchBytes: 70}, kindTooLarge},
+		{"too large needs a plausible header", edit(good, func(b []byte) { binary.BigEndian.PutUint32(b[offNumRecords:], 0xffffffff) }, true), 11, ValidateOptions{MaxBatchBytes: 100}, kindInvalidRecord},
 	}
 	for _, s := range malformedSections() {
 		tests = append(tests, struct {

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package compat
+
+import "time"
+
+// procCPU is not measured outside Linux.
+func procCPU(int) (time.Duration, bool) { return 0, false }
+
+// selfCPU is not measured outside Linux.
+func selfCPU() (time.Duration, bool) { return 0, false }
+
+// benchSync does nothing outside Linux.
+func benchSync() {}
