@@ -11,9 +11,10 @@ package compat
 // integration.ProduceInFlight records unacknowledged) on a new topic of
 // three partitions each round; rounds rotate the order of the targets so
 // that a noisy neighbour hits them alike. It prints, per target, the median
-// MB/s and p50/p99 latency of a record's produce over the rounds (the first
-// is a warm-up and left out when there are more), and the ratios that
-// matter: kbroker to Kafka at each size, and three brokers to one.
+// MB/s (and its range) and p50/p99 latency of a record's produce over the
+// rounds (the first is a warm-up and left out when there are more), and the
+// ratios that matter: kbroker to Kafka at each size, and three brokers to
+// one.
 //
 //	go test ./compat/ -run '^$' -bench BenchmarkClusterAcksAll -benchtime 5x
 //
@@ -26,6 +27,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,7 +142,7 @@ func clusterBenchReport(targets []clusterTarget, results map[string][]integratio
 	}
 	fmt.Fprintf(&sb, "\nacks=all produce: %d MiB of 1 KiB records per round and target, %d partitions, idempotent franz-go producer, %d in flight, %d rounds (medians of %d)\n",
 		mib, clusterBenchPartitions, integration.ProduceInFlight, n, n-skip)
-	fmt.Fprintf(&sb, "%-11s %3s %9s %9s %9s\n", "target", "RF", "MB/s", "p50 ms", "p99 ms")
+	fmt.Fprintf(&sb, "%-11s %3s %9s %13s %9s %9s\n", "target", "RF", "MB/s", "(min-max)", "p50 ms", "p99 ms")
 	for _, t := range targets {
 		var mbps, p50, p99 []float64
 		for _, r := range results[t.name][skip:] {
@@ -150,7 +152,8 @@ func clusterBenchReport(targets []clusterTarget, results map[string][]integratio
 		}
 		r := row{benchMedian(mbps), benchMedian(p50), benchMedian(p99)}
 		rows[t.name] = r
-		fmt.Fprintf(&sb, "%-11s %3d %9.1f %9.1f %9.1f\n", t.name, t.rf, r.mbps, r.p50, r.p99)
+		fmt.Fprintf(&sb, "%-11s %3d %9.1f %13s %9.1f %9.1f\n", t.name, t.rf, r.mbps,
+			fmt.Sprintf("(%.1f-%.1f)", slices.Min(mbps), slices.Max(mbps)), r.p50, r.p99)
 	}
 	for _, pair := range [][2]string{{"kbroker x3", "kafka x3"}, {"kbroker x1", "kafka x1"}, {"kbroker x3", "kbroker x1"}, {"kafka x3", "kafka x1"}} {
 		a, o := rows[pair[0]], rows[pair[1]]
