@@ -199,3 +199,32 @@ group.initial.rebalance.delay.ms=0
 	}
 	return nodes
 }
+
+// TestClusterBenchReport: the report leaves out the warm-up round, takes
+// medians, and divides kbroker's numbers by the other target's.
+func TestClusterBenchReport(t *testing.T) {
+	res := func(mbps float64, p50, p99 time.Duration) integration.ProduceResult {
+		return integration.ProduceResult{Bytes: int64(mbps * 1e6), Elapsed: time.Second, P50: p50, P99: p99}
+	}
+	ms := time.Millisecond
+	var targets []clusterTarget
+	results := map[string][]integration.ProduceResult{}
+	for _, name := range []string{"kbroker x3", "kafka x3", "kbroker x1", "kafka x1"} {
+		targets = append(targets, clusterTarget{name: name, rf: 1})
+		// The warm-up round (1000 MB/s) must not count.
+		results[name] = []integration.ProduceResult{res(1000, ms, ms), res(10, 10*ms, 40*ms), res(30, 30*ms, 80*ms), res(20, 20*ms, 60*ms)}
+	}
+	results["kafka x3"] = []integration.ProduceResult{res(1, ms, ms), res(5, 40*ms, 120*ms), res(5, 40*ms, 120*ms), res(5, 40*ms, 120*ms)}
+	got := clusterBenchReport(targets, results, 32)
+	for _, want := range []string{
+		"4 rounds (medians of 3)",
+		"kbroker x3    1      20.0   (10.0-30.0)      20.0      60.0",
+		"kafka x3      1       5.0     (5.0-5.0)      40.0     120.0",
+		"kbroker x3 / kafka x3   MB/s 4.00x, p50 0.50x, p99 0.50x",
+		"kbroker x3 / kbroker x1 MB/s 1.00x, p50 1.00x, p99 1.00x",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
