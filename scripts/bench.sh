@@ -43,7 +43,11 @@ trap 'rm -rf "$tmp"' EXIT
 load() { echo "== $1: $(uptime)"; }
 
 echo "== kbroker $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), $(go version), $(nproc) cores"
-(cd "$root/compat/java" && { mvn -q -o -B package -DskipTests || mvn -q -B package -DskipTests; })
+# compat/java: offline when ~/.m2 has everything, else Maven fetches it.
+if ! (cd "$root/compat/java" && { mvn -q -o -B package -DskipTests || mvn -q -B package -DskipTests; }) >"$tmp/mvn.log" 2>&1; then
+	cat "$tmp/mvn.log" >&2
+	exit 1
+fi
 (cd "$root" && go test -c -o "$tmp/compat.test" ./compat/)
 
 run() { # name benchtime [env...]
