@@ -7,7 +7,7 @@ package compat
 // processes on 127.0.0.1, each with its own ports and data directory), and,
 // in the same run, one kbroker and one Kafka with RF=1. Every target gets
 // the same producer (integration.ProduceAcksAll: franz-go, idempotent,
-// acks=all, 1 KiB incompressible values, no compression, at most
+// acks=all, 1 KiB incompressible values, no compression, no linger, at most
 // integration.ProduceInFlight records unacknowledged) on a new topic of
 // three partitions each round; rounds rotate the order of the targets so
 // that a noisy neighbour hits them alike. It prints, per target, the median
