@@ -19,7 +19,7 @@ package compat
 //	go test ./compat/ -run '^$' -bench BenchmarkClusterAcksAll -benchtime 5x
 //
 // KBROKER_BENCH_CLUSTER_MIB sets the payload per round and target (default
-// 32). scripts/bench.sh runs it with the other benchmarks.
+// 64). scripts/bench.sh runs it with the other benchmarks.
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type clusterTarget struct {
 }
 
 func BenchmarkClusterAcksAll(b *testing.B) {
-	mib := 32
+	mib := 64
 	if s := os.Getenv("KBROKER_BENCH_CLUSTER_MIB"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 {

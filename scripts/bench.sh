@@ -17,7 +17,7 @@
 # Environment: BENCH_ROUNDS (default 5; the first round of each part is a
 # warm-up left out of the medians), KBROKER_BENCH_MIB (64, MiB per round of
 # part 1), KBROKER_BENCH_RECORDS (200000, part 2), KBROKER_BENCH_CLUSTER_MIB
-# (32, part 3), BENCH_PARTS (default "1 2 3": a subset to run), and those of
+# (64, part 3), BENCH_PARTS (default "1 2 3": a subset to run), and those of
 # BenchmarkProduceConsume (KBROKER_BENCH_TLS, KBROKER_BENCH_BASELINE,
 # KBROKER_BENCH_PPROF). Needs what the Java compat tests need: a JDK and
 # Maven, with compat/java's dependencies in ~/.m2 (scripts/test.sh fetches
