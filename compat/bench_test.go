@@ -198,14 +198,7 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 	if len(loop) > 1 {
 		skip = 1 // the first round warms up
 	}
-	med := func(xs []float64) float64 {
-		xs = slices.Clone(xs[skip:])
-		slices.Sort(xs)
-		if len(xs)%2 == 1 {
-			return xs[len(xs)/2]
-		}
-		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
+	med := func(xs []float64) float64 { return benchMedian(xs[skip:]) }
 	pick := func(rs []benchResult, f func(benchResult) float64) float64 {
 		xs := make([]float64, len(rs))
 		for i, r := range rs {
@@ -251,6 +244,16 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 	}
 	fmt.Fprintf(&sb, "kbroker / loopback produce %.2fx, consume %.2fx\n", k.produce/lo, k.consume/lo)
 	return sb.String()
+}
+
+// benchMedian is the median of xs (which it leaves as they are).
+func benchMedian(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
 
 // benchKafka runs one produce-then-consume round of values against the

@@ -32,6 +32,7 @@ type kafkaProc struct {
 	cmd                  *exec.Cmd
 	out                  *syncBuffer
 	done                 chan struct{}
+	started              time.Time
 }
 
 // Addr is the broker listener's host:port.
@@ -81,25 +82,36 @@ func randomClusterID(t testing.TB) string {
 // stopped (SIGTERM, then SIGKILL) at test cleanup.
 func startKafka(t testing.TB) *kafkaProc {
 	t.Helper()
+	k := &kafkaProc{port: freePort(t), controllerPort: freePort(t), dir: t.TempDir()}
+	k.launch(t, kafkaServerProperties(k.port, k.controllerPort, filepath.Join(k.dir, "data")), randomClusterID(t))
+	k.await(t, kafkaStartTimeout)
+	return k
+}
+
+// launch writes props to k.dir/server.properties, formats the data
+// directory for the KRaft cluster clusterID with Kafka's storage tool, and
+// starts kafka-server-start.sh with a 512 MiB heap without waiting for it
+// (await does). The process is stopped at test cleanup.
+func (k *kafkaProc) launch(t testing.TB, props, clusterID string) {
+	t.Helper()
 	ensureJava(t)
 	bin := filepath.Join(javaDir(t), "bin")
-	dir := t.TempDir()
-	k := &kafkaProc{port: freePort(t), controllerPort: freePort(t), dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
-	props := filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(props, []byte(kafkaServerProperties(k.port, k.controllerPort, filepath.Join(dir, "data"))), 0o644); err != nil {
+	k.out, k.done = &syncBuffer{}, make(chan struct{})
+	path := filepath.Join(k.dir, "server.properties")
+	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "KAFKA_HEAP_OPTS=-Xmx512m -Xms512m")
-	format := exec.Command(filepath.Join(bin, "kafka-storage.sh"), "format", "--cluster-id="+randomClusterID(t), "--config", props)
+	format := exec.Command(filepath.Join(bin, "kafka-storage.sh"), "format", "--cluster-id="+clusterID, "--config", path)
 	format.Env = env
 	if out, err := format.CombinedOutput(); err != nil {
 		t.Fatalf("kafka-storage.sh format: %v\n%s", err, out)
 	}
-	k.cmd = exec.Command(filepath.Join(bin, "kafka-server-start.sh"), props)
+	k.cmd = exec.Command(filepath.Join(bin, "kafka-server-start.sh"), path)
 	k.cmd.Env = env
 	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
 	k.cmd.SysProcAttr = groupProcAttr()
-	start := time.Now()
+	k.started = time.Now()
 	if err := k.cmd.Start(); err != nil {
 		t.Fatalf("starting Kafka: %v", err)
 	}
@@ -108,17 +120,21 @@ func startKafka(t testing.TB) *kafkaProc {
 		close(k.done)
 	}()
 	t.Cleanup(func() { k.stop(t) })
-	if err := waitListening(k.Addr(), k.done, kafkaStartTimeout); err != nil {
+}
+
+// await waits up to timeout for a launched Kafka to listen and serve.
+func (k *kafkaProc) await(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	if err := waitListening(k.Addr(), k.done, timeout); err != nil {
 		t.Fatalf("Apache Kafka: %v\n--- Kafka output ---\n%s", err, k.out.String())
 	}
 	// The listener opens before the broker has caught up with the
 	// metadata log; KafkaRaftServer logs this line once it serves
 	// clients.
-	waitFor(t, kafkaStartTimeout, "Apache Kafka to register its broker", func() bool {
+	waitFor(t, timeout, "Apache Kafka to register its broker", func() bool {
 		return strings.Contains(k.out.String(), "Kafka Server started")
 	})
-	t.Logf("Apache Kafka 4.4.0 on %s ready after %v", k.Addr(), time.Since(start).Round(time.Millisecond))
-	return k
+	t.Logf("Apache Kafka 4.4.0 on %s ready after %v", k.Addr(), time.Since(k.started).Round(time.Millisecond))
 }
 
 // stop sends SIGTERM to the process group and waits; SIGKILL after 30 s.

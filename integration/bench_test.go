@@ -2,24 +2,21 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // BenchmarkProduceAcksAll measures acks=all produce of 1 KiB incompressible
 // records with an idempotent franz-go producer, on three brokers with RF=3
 // and min.insync.replicas=2 and, in the same run, on one broker without
 // ZooKeeper: MB/s and the p50/p99 latency of a record's produce, with at
-// most inFlight records unacknowledged.
+// most ProduceInFlight records unacknowledged. compat's
+// BenchmarkClusterAcksAll runs the same producer beside a three-node Apache
+// Kafka (scripts/bench.sh runs it).
 //
 //	go test -run '^$' -bench BenchmarkProduceAcksAll -benchtime 20000x ./integration/
 func BenchmarkProduceAcksAll(b *testing.B) {
@@ -59,60 +56,24 @@ func startSingle(b testing.TB) *BrokerProc {
 	return p
 }
 
-// inFlight bounds the records awaiting their acknowledgement, so latency
-// is that of a loaded producer, not of a queue of b.N records.
-const inFlight = 256
-
+// produceBench runs ProduceAcksAll over b.N records and reports MB/s and
+// the p50/p99 latency of a record's produce.
 func produceBench(b *testing.B, seeds []string, topic string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	values, err := IncompressibleValues(b.N, 1024)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cl.Close()
-	val := make([]byte, 1024)
-	_, _ = rand.Read(val)
-	ctx := context.Background()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil { // warm up metadata
-		b.Fatal(err)
-	}
-	lat := make([]time.Duration, b.N)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
 	b.SetBytes(1024)
 	b.ResetTimer()
-	start := time.Now()
-	sem := make(chan struct{}, inFlight)
-	for i := 0; i < b.N; i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		t0 := time.Now()
-		i := i
-		cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
-			lat[i] = time.Since(t0)
-			<-sem
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	el := time.Since(start)
+	r, err := ProduceAcksAll(context.Background(), seeds, topic, values)
 	b.StopTimer()
-	if firstErr != nil {
-		b.Fatal(firstErr)
+	if err != nil {
+		b.Fatal(err)
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(b.N)*1024/el.Seconds()/1e6, "MB/s")
-	b.ReportMetric(float64(lat[b.N/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[b.N*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(r.MBps(), "MB/s")
+	b.ReportMetric(float64(r.P50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(r.P99.Microseconds())/1000, "p99-ms")
 	if os.Getenv("KBROKER_BENCH_VERBOSE") != "" {
-		fmt.Fprintf(os.Stderr, "%s: %d records in %v\n", b.Name(), b.N, el)
+		fmt.Fprintf(os.Stderr, "%s: %d records in %v\n", b.Name(), b.N, r.Elapsed)
 	}
 }

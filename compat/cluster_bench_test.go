@@ -1,0 +1,230 @@
+package compat
+
+// BenchmarkClusterAcksAll compares acks=all produce on three brokers with
+// RF=3 and min.insync.replicas=2 on this machine: three kbroker processes
+// joined by a real ZooKeeper (integration's harness) beside a three-node
+// Apache Kafka 4.4.0 KRaft cluster (three combined broker+controller
+// processes on 127.0.0.1, each with its own ports and data directory), and,
+// in the same run, one kbroker and one Kafka with RF=1. Every target gets
+// the same producer (integration.ProduceAcksAll: franz-go, idempotent,
+// acks=all, 1 KiB incompressible values, no compression, no linger, at most
+// integration.ProduceInFlight records unacknowledged) on a new topic of
+// three partitions each round; rounds rotate the order of the targets so
+// that a noisy neighbour hits them alike. It prints, per target, the median
+// MB/s (and its range) and p50/p99 latency of a record's produce over the
+// rounds (the first is a warm-up and left out when there are more), and the
+// ratios that matter: kbroker to Kafka at each size, and three brokers to
+// one.
+//
+//	go test ./compat/ -run '^$' -bench BenchmarkClusterAcksAll -benchtime 5x
+//
+// KBROKER_BENCH_CLUSTER_MIB sets the payload per round and target (default
+// 64). scripts/bench.sh runs it with the other benchmarks.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/integration"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// clusterBenchPartitions is the partition count of each topic.
+const clusterBenchPartitions = 3
+
+// clusterTarget is one broker or cluster under test.
+type clusterTarget struct {
+	name  string
+	seeds []string
+	rf    int16
+	adm   *kadm.Client
+}
+
+func BenchmarkClusterAcksAll(b *testing.B) {
+	mib := 64
+	if s := os.Getenv("KBROKER_BENCH_CLUSTER_MIB"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			b.Fatalf("KBROKER_BENCH_CLUSTER_MIB=%q: want a positive integer", s)
+		}
+		mib = n
+	}
+	values, err := integration.IncompressibleValues(mib<<20/benchValueSize, benchValueSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	z := integration.StartZooKeeper(b)
+	kbs := integration.StartCluster(b, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
+	kafkas := startKafkaCluster(b, 3)
+	single := startBroker(b, b.TempDir(), matrixOverrides...)
+	kafka1 := startKafka(b)
+	var kbSeeds, kafkaSeeds []string
+	for _, p := range kbs {
+		kbSeeds = append(kbSeeds, p.Addr())
+	}
+	for _, k := range kafkas {
+		kafkaSeeds = append(kafkaSeeds, k.Addr())
+	}
+	targets := []clusterTarget{
+		{name: "kbroker x3", seeds: kbSeeds, rf: 3},
+		{name: "kafka x3", seeds: kafkaSeeds, rf: 3},
+		{name: "kbroker x1", seeds: []string{single.Addr()}, rf: 1},
+		{name: "kafka x1", seeds: []string{kafka1.Addr()}, rf: 1},
+	}
+	for i := range targets {
+		t := &targets[i]
+		t.adm = newAdmin(b, t.seeds[0])
+		waitFor(b, 2*time.Minute, t.name+" to show all its brokers", func() bool {
+			m, err := t.adm.BrokerMetadata(context.Background())
+			return err == nil && len(m.Brokers) == len(t.seeds) && m.Controller >= 0
+		})
+	}
+
+	results := map[string][]integration.ProduceResult{}
+	round := 0
+	b.Run("rounds", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for j := range targets {
+				t := targets[(round+j)%len(targets)]
+				results[t.name] = append(results[t.name], clusterBenchRound(b, t, fmt.Sprintf("acks-all-%d", round), values))
+			}
+			round++
+		}
+	})
+	if round == 0 {
+		return
+	}
+	fmt.Print(clusterBenchReport(targets, results, mib))
+	single.Alive()
+}
+
+// clusterBenchRound creates topic on t and produces values to it.
+func clusterBenchRound(b *testing.B, t clusterTarget, topic string, values [][]byte) integration.ProduceResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var configs map[string]*string
+	if t.rf > 1 {
+		two := "2"
+		configs = map[string]*string{"min.insync.replicas": &two}
+	}
+	resp, err := t.adm.CreateTopic(ctx, clusterBenchPartitions, t.rf, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatalf("%s: CreateTopic %s: %v", t.name, topic, err)
+	}
+	r, err := integration.ProduceAcksAll(ctx, t.seeds, topic, values)
+	if err != nil {
+		b.Fatalf("%s: %v", t.name, err)
+	}
+	return r
+}
+
+// clusterBenchReport formats the medians of every target and the ratios.
+func clusterBenchReport(targets []clusterTarget, results map[string][]integration.ProduceResult, mib int) string {
+	type row struct{ mbps, p50, p99 float64 }
+	rows := map[string]row{}
+	var sb strings.Builder
+	n := len(results[targets[0].name])
+	skip := 0
+	if n > 1 {
+		skip = 1 // the first round warms up
+	}
+	fmt.Fprintf(&sb, "\nacks=all produce: %d MiB of 1 KiB records per round and target, %d partitions, idempotent franz-go producer, %d in flight, %d rounds (medians of %d)\n",
+		mib, clusterBenchPartitions, integration.ProduceInFlight, n, n-skip)
+	fmt.Fprintf(&sb, "%-11s %3s %9s %13s %9s %9s\n", "target", "RF", "MB/s", "(min-max)", "p50 ms", "p99 ms")
+	for _, t := range targets {
+		var mbps, p50, p99 []float64
+		for _, r := range results[t.name][skip:] {
+			mbps = append(mbps, r.MBps())
+			p50 = append(p50, float64(r.P50.Microseconds())/1000)
+			p99 = append(p99, float64(r.P99.Microseconds())/1000)
+		}
+		r := row{benchMedian(mbps), benchMedian(p50), benchMedian(p99)}
+		rows[t.name] = r
+		fmt.Fprintf(&sb, "%-11s %3d %9.1f %13s %9.1f %9.1f\n", t.name, t.rf, r.mbps,
+			fmt.Sprintf("(%.1f-%.1f)", slices.Min(mbps), slices.Max(mbps)), r.p50, r.p99)
+	}
+	for _, pair := range [][2]string{{"kbroker x3", "kafka x3"}, {"kbroker x1", "kafka x1"}, {"kbroker x3", "kbroker x1"}, {"kafka x3", "kafka x1"}} {
+		a, o := rows[pair[0]], rows[pair[1]]
+		fmt.Fprintf(&sb, "%-10s / %-10s MB/s %.2fx, p50 %.2fx, p99 %.2fx\n", pair[0], pair[1], a.mbps/o.mbps, a.p50/o.p50, a.p99/o.p99)
+	}
+	return sb.String()
+}
+
+// startKafkaCluster starts an n-node Apache Kafka 4.4.0 KRaft cluster: n
+// combined broker+controller processes (node ids 1..n, all of them voters)
+// on loopback ports, each with its own data directory, formatted with one
+// cluster id. Kafka's defaults otherwise: internal topics get RF 3 when
+// n >= 3. It returns once every node serves clients; the processes are
+// stopped at test cleanup.
+func startKafkaCluster(t testing.TB, n int) []*kafkaProc {
+	t.Helper()
+	nodes := make([]*kafkaProc, n)
+	var voters []string
+	for i := range nodes {
+		k := &kafkaProc{port: freePort(t), controllerPort: freePort(t), dir: t.TempDir()}
+		nodes[i] = k
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, net.JoinHostPort("127.0.0.1", strconv.Itoa(k.controllerPort))))
+	}
+	id := randomClusterID(t)
+	for i, k := range nodes {
+		props := fmt.Sprintf(`process.roles=broker,controller
+node.id=%d
+controller.quorum.voters=%s
+listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d
+advertised.listeners=PLAINTEXT://127.0.0.1:%d
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=%s
+group.initial.rebalance.delay.ms=0
+`, i+1, strings.Join(voters, ","), k.port, k.controllerPort, k.port, filepath.Join(k.dir, "data"))
+		k.launch(t, props, id)
+	}
+	// The quorum needs a majority up: every node is launched before any
+	// is awaited, and three JVMs start at once on a small machine.
+	for _, k := range nodes {
+		k.await(t, time.Duration(n)*kafkaStartTimeout)
+	}
+	return nodes
+}
+
+// TestClusterBenchReport: the report leaves out the warm-up round, takes
+// medians, and divides kbroker's numbers by the other target's.
+func TestClusterBenchReport(t *testing.T) {
+	res := func(mbps float64, p50, p99 time.Duration) integration.ProduceResult {
+		return integration.ProduceResult{Bytes: int64(mbps * 1e6), Elapsed: time.Second, P50: p50, P99: p99}
+	}
+	ms := time.Millisecond
+	var targets []clusterTarget
+	results := map[string][]integration.ProduceResult{}
+	for _, name := range []string{"kbroker x3", "kafka x3", "kbroker x1", "kafka x1"} {
+		targets = append(targets, clusterTarget{name: name, rf: 1})
+		// The warm-up round (1000 MB/s) must not count.
+		results[name] = []integration.ProduceResult{res(1000, ms, ms), res(10, 10*ms, 40*ms), res(30, 30*ms, 80*ms), res(20, 20*ms, 60*ms)}
+	}
+	results["kafka x3"] = []integration.ProduceResult{res(1, ms, ms), res(5, 40*ms, 120*ms), res(5, 40*ms, 120*ms), res(5, 40*ms, 120*ms)}
+	got := clusterBenchReport(targets, results, 32)
+	for _, want := range []string{
+		"4 rounds (medians of 3)",
+		"kbroker x3    1      20.0   (10.0-30.0)      20.0      60.0",
+		"kafka x3      1       5.0     (5.0-5.0)      40.0     120.0",
+		"kbroker x3 / kafka x3   MB/s 4.00x, p50 0.50x, p99 0.50x",
+		"kbroker x3 / kbroker x1 MB/s 1.00x, p50 1.00x, p99 1.00x",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
