@@ -138,6 +138,9 @@ type Coordinator struct {
 	sessions map[sessionKey]*session
 	// changes counts events that may let a parked fetch acquire records.
 	changes uint64
+	// dirty are the share-partitions whose state must be written to
+	// __share_group_state (state.go).
+	dirty map[stateKey]struct{}
 }
 
 // New returns an empty coordinator.
@@ -179,9 +182,10 @@ func (c *Coordinator) Tick(now time.Time) {
 			c.removeMember(g, mid)
 		}
 		limit := c.deliveryLimit(id)
-		for _, p := range g.parts {
+		for tp, p := range g.parts {
 			if p.expire(now, limit) {
 				c.changes++
+				c.markDirty(id, tp)
 			}
 		}
 	}
@@ -237,6 +241,9 @@ func (c *Coordinator) DeleteGroup(id string) int16 {
 		if k.group == id {
 			delete(c.sessions, k)
 		}
+	}
+	for tp := range g.parts {
+		c.markDirty(id, tp) // a tombstone each
 	}
 	delete(c.groups, id)
 	return 0
