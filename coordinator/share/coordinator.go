@@ -28,11 +28,13 @@
 // Available (RELEASE, lock expiry, session close, member leave); the
 // share-partition start offset (SPSO) moves past every finished record.
 //
-// State is in memory only. Kafka persists share-partition state in
-// __share_group_state and share-group membership in __consumer_offsets;
-// here a restart forgets both: members rejoin and delivery restarts at
-// share.auto.offset.reset, so records finished before the restart may be
-// delivered again (still at-least-once, as share groups promise).
+// Share-partition state (SPSO, finished records, delivery counts) is
+// persisted as Kafka does, in __share_group_state (state.go): every call
+// that changes it leaves records for the caller to take with
+// TakeStateRecords and append, and a new coordinator replays them with
+// ReplayState. Membership and acquisition locks are in memory only
+// (Kafka keeps membership in __consumer_offsets): after a restart members
+// rejoin, and records delivered but not acknowledged are delivered again.
 package share
 
 import (
