@@ -279,3 +279,10 @@ func (h *Host) ApplyShareAcks(c *share.Coordinator, now time.Time, group, member
 	}
 	return codes
 }
+
+// Watches is the number of parked ShareFetches (for tests).
+func (h *ShareHost) Watches() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.mu.watches)
+}
