@@ -1,9 +1,43 @@
 package share
 
 import (
+	"bytes"
+	"encoding/hex"
 	"slices"
 	"testing"
 )
+
+// kafkaSnapshotHex is Kafka 4.4.0's encoding (its generated
+// ShareSnapshotValue, version-prefixed as MessageUtil writes records) of
+// SnapshotEpoch 1, StateEpoch 0, LeaderEpoch 0, StartOffset 4, both
+// timestamps t0, and one state batch 4..4 Available with delivery count 1.
+// Kafka 4.4.0's classes also decode this package's snapshots of every
+// delivery state with nothing left over (checked by hand with the jars of
+// compat/java).
+const kafkaSnapshotHex = "000000000001000000000000000000000000000000040000018bcfe568000000018bcfe5680002000000000000000400000000000000040000010000"
+
+// TestStateSnapshotMatchesKafka: a snapshot is byte for byte Kafka's, and
+// Kafka's decodes to the same state.
+func TestStateSnapshotMatchesKafka(t *testing.T) {
+	want, err := hex.DecodeString(kafkaSnapshotHex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{start: 4, snapshotEpoch: 1, created: t0.UnixMilli(), recs: []record{{state: Acquired, deliveries: 1}}}
+	if got := p.encodeSnapshot(t0); !bytes.Equal(got, want) {
+		t.Fatalf("snapshot\n got %x\nwant %x", got, want)
+	}
+	d, err := decodeSnapshot(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.start != 4 || d.snapshotEpoch != 1 || len(d.recs) != 1 || d.recs[0] != (record{state: Available, deliveries: 1}) {
+		t.Fatalf("decoded %+v", d)
+	}
+	if k := hex.EncodeToString(encodeStateKey(stateKey{"g", tpA0})); k != "00000001670100000000000000000000000000000000000000" {
+		t.Fatalf("key %s", k)
+	}
+}
 
 // replayInto replays recs, in order, into a fresh coordinator, as a
 // restarted broker replays __share_group_state.
@@ -137,4 +171,29 @@ func FuzzReplayState(f *testing.F) {
 		}
 		_ = c.ReplayState(key, value)
 	})
+}
+
+// TestStatePartitionForMatchesKafka: the coordinator key and its
+// __share_group_state partition (of 50) are Kafka 4.4.0's
+// (SharePartitionKey.asCoordinatorKey, Utils.abs(hashCode) % 50).
+func TestStatePartitionForMatchesKafka(t *testing.T) {
+	for _, c := range []struct {
+		group string
+		part  int32
+		key   string
+		want  int32
+	}{
+		{"g", 0, "g:AQAAAAAAAAAAAAAAAAAAAA:0", 33},
+		{"g", 2, "g:AQAAAAAAAAAAAAAAAAAAAA:2", 31},
+		{"sg-restart", 1, "sg-restart:AQAAAAAAAAAAAAAAAAAAAA:1", 3},
+		{"share-group-42", 2, "share-group-42:AQAAAAAAAAAAAAAAAAAAAA:2", 42},
+	} {
+		k := coordinatorKey(stateKey{c.group, TopicPartition{TopicID: tpA0.TopicID, Partition: c.part}})
+		if k != c.key {
+			t.Errorf("coordinator key %q, want %q", k, c.key)
+		}
+		if got := StatePartitionFor(k, 50); got != c.want {
+			t.Errorf("%s: partition %d, want %d", k, got, c.want)
+		}
+	}
 }
