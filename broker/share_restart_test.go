@@ -32,14 +32,7 @@ func TestShareStateSurvivesRestart(t *testing.T) {
 		}
 	}
 	const group = "sg-restart"
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("earliest")}}
-	alter.Resources = append(alter.Resources, res)
-	if aresp, err := alter.RequestWith(ctx, cl); err != nil || aresp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("alter group config: %v %+v", err, aresp)
-	}
+	shareEarliest(ctx, t, cl, group)
 	id := b.rm.TopicByName("sh-restart").Meta.ID
 
 	member := "member-before-restart"

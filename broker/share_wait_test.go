@@ -22,14 +22,7 @@ func TestShareFetchLongPollWokenByRelease(t *testing.T) {
 	}
 	id := b.rm.TopicByName("sh-wake").Meta.ID
 	const group = "sg-wake"
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("earliest")}}
-	alter.Resources = append(alter.Resources, res)
-	if aresp, err := alter.RequestWith(ctx, cl); err != nil || aresp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("alter group config: %v %+v", err, aresp)
-	}
+	shareEarliest(ctx, t, cl, group)
 	fetch := func(member string, epoch, wait int32) *kmsg.ShareFetchResponse {
 		req := kmsg.NewPtrShareFetchRequest()
 		req.Version = 2
@@ -94,5 +87,19 @@ func TestShareFetchLongPollWokenByRelease(t *testing.T) {
 	}
 	if n := b.co.Shares().Watches(); n != 0 {
 		t.Fatalf("%d watches left after the poll returned", n)
+	}
+}
+
+// shareEarliest sets the group config share.auto.offset.reset=earliest, so
+// the group's share-partitions start at the log start.
+func shareEarliest(ctx context.Context, t *testing.T, cl *kgo.Client, group string) {
+	t.Helper()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("earliest")}}
+	alter.Resources = append(alter.Resources, res)
+	if aresp, err := alter.RequestWith(ctx, cl); err != nil || aresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("share.auto.offset.reset=earliest for %s: %v %+v", group, err, aresp)
 	}
 }
