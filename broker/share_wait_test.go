@@ -92,7 +92,7 @@ func TestShareFetchLongPollWokenByRelease(t *testing.T) {
 
 // shareEarliest sets the group config share.auto.offset.reset=earliest, so
 // the group's share-partitions start at the log start.
-func shareEarliest(ctx context.Context, t *testing.T, cl *kgo.Client, group string) {
+func shareEarliest(ctx context.Context, t testing.TB, cl *kgo.Client, group string) {
 	t.Helper()
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
