@@ -149,6 +149,7 @@ func (h *ShareHost) load() (*share.Coordinator, error) {
 			return nil, fmt.Errorf("loading %s-%d: %w", share.StateTopic, p.Index, err)
 		}
 	}
+	c.ForgetDeletedTopics() // tombstones written after the first call
 	h.b.log.Info("loaded share group state", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
 	return c, nil
 }

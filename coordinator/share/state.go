@@ -167,6 +167,26 @@ func (c *Coordinator) ReplayState(key, value []byte) error {
 	return nil
 }
 
+// ForgetDeletedTopics drops the share-partition state of topics that no
+// longer exist (the topic ids topics does not name), writing a tombstone
+// for each, as Kafka deletes share-group state with its topic. The caller
+// runs it after replay, so state of topics deleted while the broker was
+// down or before it was written does not stay in __share_group_state forever.
+func (c *Coordinator) ForgetDeletedTopics() {
+	exists := map[[16]byte]bool{}
+	for _, t := range c.topics() {
+		exists[t.ID] = true
+	}
+	for id, g := range c.groups {
+		for tp := range g.parts {
+			if !exists[tp.TopicID] {
+				delete(g.parts, tp)
+				c.markDirty(id, tp)
+			}
+		}
+	}
+}
+
 func encodeStateKey(k stateKey) []byte {
 	b := kbin.AppendInt16(nil, stateKeySnapshot)
 	b = kbin.AppendString(b, k.group)

@@ -197,3 +197,22 @@ func TestStatePartitionForMatchesKafka(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetDeletedTopics: state of a topic that no longer exists is
+// dropped with a tombstone; state of existing topics stays.
+func TestForgetDeletedTopics(t *testing.T) {
+	h := newHarness(t, nil)
+	tpB0 := TopicPartition{TopicID: topicB.ID, Partition: 0}
+	h.c.FetchOffset("g", tpA0, 0, 3)
+	h.c.FetchOffset("g", tpB0, 0, 3)
+	h.c.TakeStateRecords(h.now)
+	h.topics = []TopicInfo{topicA} // topic b deleted
+	h.c.ForgetDeletedTopics()
+	recs := h.c.TakeStateRecords(h.now)
+	if len(recs) != 1 || recs[0].Value != nil || recs[0].sk.tp != tpB0 {
+		t.Fatalf("want one tombstone for b-0, got %+v", recs)
+	}
+	if _, ok := h.c.Offset("g", tpA0); !ok {
+		t.Fatal("state of an existing topic dropped")
+	}
+}
