@@ -14,7 +14,11 @@ import (
 func TestShareStateWriteFailureIsRetried(t *testing.T) {
 	h, f := newFaultyHost(t, map[string]string{"share.coordinator.state.topic.num.partitions": "1"})
 	sh := h.Shares()
-	tp := share.TopicPartition{TopicID: [16]byte{7}, Partition: 0}
+	topic, kerrv, msg := f.CreateTopic("t", 1, 1, nil, false)
+	if kerrv != nil {
+		t.Fatalf("CreateTopic: %v %s", kerrv, msg)
+	}
+	tp := share.TopicPartition{TopicID: topic.Meta.ID, Partition: 0}
 	f.setFault(failPlan(share.StateTopic, 1))
 	if err := sh.Call(func(c *share.Coordinator, _ time.Time) { c.SetStartOffset("g", tp, 5) }); err == nil {
 		t.Fatal("the call whose state write failed succeeded")
