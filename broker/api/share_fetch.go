@@ -146,7 +146,11 @@ func (b *API) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetch
 	// of its partitions, and the share host's releases. It is in place
 	// before the first read, so nothing in between is missed.
 	w := replica.NewWatch()
+	var timeout <-chan time.Time
 	if req.MaxWaitMillis > 0 {
+		timer := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		defer timer.Stop()
+		timeout = timer.C
 		h.AddWatch(w)
 		defer h.RemoveWatch(w)
 		for _, p := range b.sharePartitions(targets) {
@@ -154,7 +158,6 @@ func (b *API) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetch
 			defer p.RemoveWatch(w)
 		}
 	}
-	var timer *time.Timer
 	for {
 		got := 0
 		err := h.Call(func(c *share.Coordinator, now time.Time) {
@@ -167,13 +170,9 @@ func (b *API) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetch
 		if got > 0 || req.MaxWaitMillis <= 0 {
 			return resp
 		}
-		if timer == nil {
-			timer = time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-			defer timer.Stop()
-		}
 		select {
 		case <-w.C():
-		case <-timer.C:
+		case <-timeout:
 			return resp
 		case <-b.closing:
 			return resp

@@ -165,7 +165,11 @@ func (h *ShareHost) persistLocked(now time.Time) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	t, err := h.b.rm.InternalTopic(share.StateTopic, h.b.cfg.ShareStateTopicNumPartitions, map[string]string{
+	parts := h.b.cfg.ShareStateTopicNumPartitions
+	if parts < 1 {
+		parts = 50 // a Config not from ParseConfig
+	}
+	t, err := h.b.rm.InternalTopic(share.StateTopic, parts, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
 		"segment.bytes":    fmt.Sprint(h.b.cfg.OffsetsTopicSegmentBytes),
