@@ -149,6 +149,9 @@ func (h *ShareHost) load() (*share.Coordinator, error) {
 			return nil, fmt.Errorf("loading %s-%d: %w", share.StateTopic, p.Index, err)
 		}
 	}
+	for _, err := range c.FinishReplay() {
+		h.b.log.Warn("skipping bad "+share.StateTopic+" record", "err", err)
+	}
 	c.ForgetDeletedTopics() // tombstones written after the first call
 	h.b.log.Info("loaded share group state", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
 	return c, nil

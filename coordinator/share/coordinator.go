@@ -32,7 +32,7 @@
 // persisted as Kafka does, in __share_group_state (state.go): every call
 // that changes it leaves records for the caller to take with
 // TakeStateRecords and append, and a new coordinator replays them with
-// ReplayState. Membership and acquisition locks are in memory only
+// ReplayState and FinishReplay. Membership and acquisition locks are in memory only
 // (Kafka keeps membership in __consumer_offsets): after a restart members
 // rejoin, and records delivered but not acknowledged are delivered again.
 package share
@@ -143,6 +143,8 @@ type Coordinator struct {
 	// dirty are the share-partitions whose state must be written to
 	// __share_group_state (state.go).
 	dirty map[stateKey]struct{}
+	// replay is the last value of each key read by ReplayState, until FinishReplay.
+	replay map[stateKey][]byte
 }
 
 // New returns an empty coordinator.

@@ -140,11 +140,14 @@ func (c *Coordinator) Unwritten(recs []StateRecord) {
 	}
 }
 
-// ReplayState applies one record of __share_group_state (at load): a
-// snapshot replaces the share-partition's state, creating its group; a
-// tombstone deletes it. ShareUpdate records are skipped (kbroker writes
-// none). Errors are for records that cannot be decoded; the caller logs
-// and skips them.
+// ReplayState takes one record of __share_group_state at load, in log
+// order; FinishReplay applies them. Only the last record of each
+// share-partition counts (a snapshot replaces the state, a tombstone
+// deletes it), so replay keeps the last value per key and decodes only
+// those: a log not yet compacted holds a snapshot per change, each up to
+// a whole in-flight window. ShareUpdate records are skipped (kbroker
+// writes none). The error is for a key that cannot be decoded; the caller
+// logs and skips the record.
 func (c *Coordinator) ReplayState(key, value []byte) error {
 	typ, k, err := decodeStateKey(key)
 	if err != nil {
@@ -153,18 +156,38 @@ func (c *Coordinator) ReplayState(key, value []byte) error {
 	if typ != stateKeySnapshot {
 		return nil
 	}
-	if value == nil {
-		if g := c.groups[k.group]; g != nil {
-			delete(g.parts, k.tp)
-		}
-		return nil
+	if c.replay == nil {
+		c.replay = map[stateKey][]byte{}
 	}
-	p, err := decodeSnapshot(value)
-	if err != nil {
-		return fmt.Errorf("share state of %s: %w", coordinatorKey(k), err)
+	if value != nil {
+		value = append([]byte{}, value...) // the caller's buffer is reused
 	}
-	c.groupOrCreate(k.group).parts[k.tp] = p
+	c.replay[k] = value
 	return nil
+}
+
+// FinishReplay applies the records ReplayState took: each share-partition
+// gets the state of its last snapshot (creating its group), or none after
+// a tombstone. It returns the snapshots that could not be decoded, which
+// are skipped.
+func (c *Coordinator) FinishReplay() []error {
+	var errs []error
+	for k, v := range c.replay {
+		if v == nil {
+			if g := c.groups[k.group]; g != nil {
+				delete(g.parts, k.tp)
+			}
+			continue
+		}
+		p, err := decodeSnapshot(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("share state of %s: %w", coordinatorKey(k), err))
+			continue
+		}
+		c.groupOrCreate(k.group).parts[k.tp] = p
+	}
+	c.replay = nil
+	return errs
 }
 
 // ForgetDeletedTopics drops the share-partition state of topics that no

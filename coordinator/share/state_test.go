@@ -49,6 +49,9 @@ func replayInto(t *testing.T, recs []StateRecord) *harness {
 			t.Fatal(err)
 		}
 	}
+	if errs := h.c.FinishReplay(); errs != nil {
+		t.Fatal(errs)
+	}
 	return h
 }
 
@@ -149,15 +152,21 @@ func TestStateReplayRejectsGarbage(t *testing.T) {
 	p := &partition{start: 0, recs: []record{{state: Acknowledged, deliveries: 1}}}
 	v := p.encodeSnapshot(h.now)
 	for i := range len(v) {
-		if err := h.c.ReplayState(huge, v[:i]); err == nil {
-			t.Fatalf("truncated value of %d bytes accepted", i)
+		if err := h.c.ReplayState(huge, v[:i]); err != nil {
+			t.Fatal(err)
+		}
+		if errs := h.c.FinishReplay(); len(errs) != 1 {
+			t.Fatalf("truncated value of %d bytes: errors %v", i, errs)
 		}
 	}
 	p = &partition{start: 0}
 	p.recs = make([]record, maxReplayWindow+1)
 	p.recs[maxReplayWindow].deliveries = 1
-	if err := h.c.ReplayState(huge, p.encodeSnapshot(h.now)); err == nil {
-		t.Fatal("window beyond the replay bound accepted")
+	if err := h.c.ReplayState(huge, p.encodeSnapshot(h.now)); err != nil {
+		t.Fatal(err)
+	}
+	if errs := h.c.FinishReplay(); len(errs) != 1 {
+		t.Fatalf("window beyond the replay bound: errors %v", errs)
 	}
 }
 
@@ -170,6 +179,7 @@ func FuzzReplayState(f *testing.F) {
 			t.Fatal(err)
 		}
 		_ = c.ReplayState(key, value)
+		_ = c.FinishReplay()
 	})
 }
 
