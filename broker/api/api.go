@@ -95,7 +95,6 @@ type Partitions interface {
 	// FetchSpliced is Fetch with the records left in the segment files as
 	// ranges registered with spl (sent with sendfile by the connection).
 	FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced)
-	WaitAny(chans []<-chan struct{}, d time.Duration) bool
 }
 
 // Coordinators is what the handlers need from the coordinator hosts

@@ -8,12 +8,18 @@ import (
 )
 
 // shareKeys are the share-group APIs (KIP-932). They are served on a single
-// node only: share-group membership and share-partition state live in
-// memory on each broker (coordinator/share), so on a cluster a ShareFetch
-// to a leader that is not the group's coordinator would know no member and
-// return nothing. Like Kafka in ZooKeeper mode, which has no share groups,
-// a cluster does not advertise them, and a client that sends one anyway is
-// disconnected, as for any API a broker does not advertise.
+// node only. Share-partition state is persisted in __share_group_state
+// (coordinator/share/state.go), but by the broker that holds the whole
+// share coordinator, which writes that topic's partitions itself: a
+// cluster would need Kafka's split, which kbroker does not have yet —
+// membership at the group coordinator, ShareFetch/ShareAcknowledge at each
+// partition's leader, and the leaders reading and writing share-partition
+// state at the leader of its __share_group_state partition with the
+// inter-broker Read/Write/Initialize/DeleteShareGroupState RPCs, reloading
+// it when a data partition's leadership moves. Until then, like Kafka in
+// ZooKeeper mode, which has no share groups, a cluster does not advertise
+// them, and a client that sends one anyway is disconnected, as for any API
+// a broker does not advertise.
 var shareKeys = []int16{
 	int16(kmsg.ShareGroupHeartbeat), int16(kmsg.ShareGroupDescribe),
 	int16(kmsg.ShareFetch), int16(kmsg.ShareAcknowledge),

@@ -142,13 +142,26 @@ func (b *API) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetch
 	if maxBytes <= 0 {
 		maxBytes = int(^uint(0) >> 1)
 	}
-	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	// One watch wakes this request: appends, HW moves and state changes
+	// of its partitions, and the share host's releases. It is in place
+	// before the first read, so nothing in between is missed.
+	w := replica.NewWatch()
+	var timeout <-chan time.Time
+	if req.MaxWaitMillis > 0 {
+		timer := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		defer timer.Stop()
+		timeout = timer.C
+		h.AddWatch(w)
+		defer h.RemoveWatch(w)
+		for _, p := range b.sharePartitions(targets) {
+			p.AddWatch(w)
+			defer p.RemoveWatch(w)
+		}
+	}
 	for {
-		var waits []<-chan struct{}
 		got := 0
 		err := h.Call(func(c *share.Coordinator, now time.Time) {
-			waits = append(waits, h.WakeLocked())
-			got = b.acquireShare(c, now, group, member, readComm, targets, int(maxRecs), maxBytes, out, &waits)
+			got = b.acquireShare(c, now, group, member, readComm, targets, int(maxRecs), maxBytes, out)
 		})
 		if err != nil {
 			ctx.CloseConn = true
@@ -157,11 +170,25 @@ func (b *API) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetch
 		if got > 0 || req.MaxWaitMillis <= 0 {
 			return resp
 		}
-		left := deadline.Sub(b.now())
-		if left <= 0 || !b.rm.WaitAny(waits, left) {
+		select {
+		case <-w.C():
+		case <-timeout:
+			return resp
+		case <-b.closing:
 			return resp
 		}
 	}
+}
+
+// sharePartitions are the existing partitions of targets.
+func (b *API) sharePartitions(targets []share.TopicPartition) []*replica.Partition {
+	var out []*replica.Partition
+	for _, tp := range targets {
+		if t := b.rm.TopicByID(tp.TopicID); t != nil && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
+			out = append(out, t.Partitions[tp.Partition])
+		}
+	}
+	return out
 }
 
 // shareFetchAnswer builds a ShareFetch response, one entry per partition.
@@ -201,9 +228,8 @@ func (a *shareFetchAnswer) part(tp share.TopicPartition) *kmsg.ShareFetchRespons
 }
 
 // acquireShare acquires records of the session partitions into out and
-// returns how many; waits gains each partition's arrival channel, taken
-// before its log is read so an append in between is not missed.
-func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer, waits *[]<-chan struct{}) int {
+// returns how many.
+func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer) int {
 	h := b.co.Shares()
 	total, bytes := 0, 0
 	n := len(targets)
@@ -223,7 +249,6 @@ func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member st
 			continue
 		}
 		p := t.Partitions[tp.Partition]
-		*waits = append(*waits, p.WaitArrival())
 		if total >= maxRecs || bytes >= maxBytes {
 			continue
 		}

@@ -118,6 +118,9 @@ type Config struct {
 	GroupShareMaxRecordLockDurationMs int32
 	GroupSharePartitionMaxRecordLocks int32
 	GroupShareMaxSize                 int32
+	// ShareStateTopicNumPartitions is share.coordinator.state.topic.num.partitions,
+	// the partitions of __share_group_state.
+	ShareStateTopicNumPartitions int32
 	// Bounds of the share.* session and heartbeat group configs.
 	GroupShareMinSessionTimeoutMs    int32
 	GroupShareMaxSessionTimeoutMs    int32
@@ -316,6 +319,7 @@ var props = map[string]prop{
 	"group.share.max.record.lock.duration.ms":                     {"60000", kmsg.ConfigTypeInt, "The maximum of share.record.lock.duration.ms.", intProp(func(c *Config, v int64) { c.GroupShareMaxRecordLockDurationMs = int32(v) }, 30000, 3600000)},
 	"group.share.partition.max.record.locks":                      {"2000", kmsg.ConfigTypeInt, "The maximum number of records in flight in one share-partition.", intProp(func(c *Config, v int64) { c.GroupSharePartitionMaxRecordLocks = int32(v) }, 100, 10000)},
 	"group.share.max.size":                                        {"200", kmsg.ConfigTypeInt, "The maximum number of members of a share group.", intProp(func(c *Config, v int64) { c.GroupShareMaxSize = int32(v) }, 1, 1000)},
+	"share.coordinator.state.topic.num.partitions":                {"50", kmsg.ConfigTypeInt, "The number of partitions of the share-group state topic (__share_group_state).", intProp(func(c *Config, v int64) { c.ShareStateTopicNumPartitions = int32(v) }, 1, math.MaxInt32)},
 	"max.incremental.fetch.session.cache.slots":                   {"1000", kmsg.ConfigTypeInt, "The maximum number of incremental fetch sessions the broker keeps.", intProp(func(c *Config, v int64) { c.FetchSessionCacheSlots = int32(v) }, 0, math.MaxInt32)},
 	"producer.id.expiration.ms":                                   {"86400000", kmsg.ConfigTypeInt, "How long a producer id's state is kept after its last write.", intProp(func(c *Config, v int64) { c.ProducerIDExpirationMs = v }, 1, math.MaxInt32)},
 	"producer.id.expiration.check.interval.ms":                    {"600000", kmsg.ConfigTypeInt, "How often expired producer ids are removed.", intProp(func(c *Config, v int64) { c.ProducerIDExpirationCheckIntervalMs = v }, 1, math.MaxInt32)},

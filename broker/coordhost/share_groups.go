@@ -6,25 +6,35 @@ package coordhost
 // acquisition lock expiry). ShareFetch reads partitions under that lock so
 // that what it acquires and what it returns agree.
 //
-// Share state is in memory only (see coordinator/share): nothing is written
-// to __share_group_state or __consumer_offsets, so a restart forgets share
-// groups, their configs and their in-flight records.
+// Share-partition state is persisted in __share_group_state
+// (coordinator/share/state.go): after every call the records of the
+// share-partitions it changed are appended, under the lock, before the
+// call returns, so an acknowledgement is answered only once it is in the
+// log (on a single node the append is acknowledged inside the call). The
+// topic is created on the first write (share.coordinator.state.topic.num.partitions
+// partitions, compacted) and replayed when the coordinator is created, the
+// first call after start-up. A failed write keeps the in-memory state,
+// closes the requester's connection and is retried by the next call.
+// Membership is not persisted: members rejoin after a restart.
 //
 // Lock order: groups.mu → ShareHost.mu → partition and log locks. Nothing
 // here takes groups.mu while holding ShareHost.mu.
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// ShareHost owns the share coordinator, its timer and the wake-up channel
-// of parked ShareFetches.
+// ShareHost owns the share coordinator, its timer and the watches of
+// parked ShareFetches.
 type ShareHost struct {
 	b *Host
 
@@ -33,11 +43,11 @@ type ShareHost struct {
 		c      *share.Coordinator
 		timer  *time.Timer
 		closed bool
-		// changes is the coordinator's Changes value wake was last closed at.
+		// changes is the coordinator's Changes value the watches were last signalled at.
 		changes uint64
-		// wake is closed and replaced when records may have become
-		// acquirable (released, lock expired, SPSO moved), to wake parked fetches.
-		wake chan struct{}
+		// watches are the parked ShareFetches, signalled when records may
+		// have become acquirable (released, lock expired, SPSO moved).
+		watches map[*replica.Watch]struct{}
 		// rotation picks the partition a ShareFetch starts with, for fairness.
 		rotation uint64
 	}
@@ -49,7 +59,7 @@ func (h *Host) Shares() *ShareHost { return &h.shares }
 // initShares prepares the share host; called from New.
 func (h *Host) initShares() {
 	h.shares.b = h
-	h.shares.mu.wake = make(chan struct{})
+	h.shares.mu.watches = map[*replica.Watch]struct{}{}
 }
 
 func (h *Host) shareConfig() share.Config {
@@ -85,8 +95,11 @@ func (h *Host) shareTopics() []share.TopicInfo {
 
 var errShareClosed = errors.New("broker is shutting down")
 
-// Call runs f against the coordinator under its lock, then wakes parked
-// fetches if records may have become acquirable and rearms the timer.
+// Call runs f against the coordinator under its lock (loading it first),
+// writes the share-partition state f changed, then wakes parked fetches
+// if records may have become acquirable and rearms the timer. An error
+// means f did not run (shutdown, a failed load) or its state could not
+// be written.
 func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -94,15 +107,98 @@ func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 		return errShareClosed
 	}
 	if h.mu.c == nil {
-		c, err := share.New(h.b.shareConfig(), h.b.shareTopics)
+		c, err := h.load()
 		if err != nil {
 			return err
 		}
 		h.mu.c = c
 	}
-	f(h.mu.c, h.b.now())
+	now := h.b.now()
+	f(h.mu.c, now)
+	err := h.persistLocked(now)
 	h.afterLocked()
-	return nil
+	return err
+}
+
+// load returns a new coordinator with the state of __share_group_state,
+// if the topic exists.
+func (h *ShareHost) load() (*share.Coordinator, error) {
+	c, err := share.New(h.b.shareConfig(), h.b.shareTopics)
+	if err != nil {
+		return nil, err
+	}
+	t := h.b.rm.TopicByName(share.StateTopic)
+	if t == nil {
+		return c, nil
+	}
+	start := time.Now()
+	n := 0
+	for _, p := range t.Partitions {
+		err := replica.ReplayPartition(p, func(hdr records.Header, recs []records.Record) {
+			if hdr.IsControl() {
+				return
+			}
+			for _, r := range recs {
+				n++
+				if err := c.ReplayState(r.Key, r.Value); err != nil {
+					h.b.log.Warn("skipping bad "+share.StateTopic+" record", "partition", p.Index, "err", err)
+				}
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("loading %s-%d: %w", share.StateTopic, p.Index, err)
+		}
+	}
+	for _, err := range c.FinishReplay() {
+		h.b.log.Warn("skipping bad "+share.StateTopic+" record", "err", err)
+	}
+	c.ForgetDeletedTopics() // tombstones written after the first call
+	h.b.log.Info("loaded share group state", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
+	return c, nil
+}
+
+// persistLocked appends the state records of the share-partitions the
+// last call changed, creating __share_group_state on first use, and
+// returns the outcome when the append was acknowledged within the call
+// (always on a single node). Records that could not be written go back to
+// the coordinator, which writes them again after the next call.
+func (h *ShareHost) persistLocked(now time.Time) error {
+	c := h.mu.c
+	recs := c.TakeStateRecords(now)
+	if len(recs) == 0 {
+		return nil
+	}
+	parts := h.b.cfg.ShareStateTopicNumPartitions
+	if parts < 1 {
+		parts = 50 // a Config not from ParseConfig
+	}
+	t, err := h.b.rm.InternalTopic(share.StateTopic, parts, map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    fmt.Sprint(h.b.cfg.OffsetsTopicSegmentBytes),
+	})
+	if err != nil {
+		c.Unwritten(recs)
+		return fmt.Errorf("creating %s: %w", share.StateTopic, err)
+	}
+	grecs := make([]group.Record, len(recs))
+	for i, r := range recs {
+		grecs[i] = group.Record{Group: r.CoordinatorKey, Key: r.Key, Value: r.Value}
+	}
+	var werr error
+	gate := newAckGate(&h.mu)
+	appendInternal(h.b.rm, t, now, grecs, share.StatePartitionFor, gate.wrap(func(err error) {
+		if err == nil {
+			return
+		}
+		h.b.log.Error("writing share group state failed; retrying at the next call", "err", err)
+		if h.mu.c == c {
+			c.Unwritten(recs)
+		}
+		werr = err
+	}))
+	gate.release()
+	return werr
 }
 
 // afterLocked wakes parked fetches when the coordinator changed and
@@ -111,8 +207,9 @@ func (h *ShareHost) afterLocked() {
 	c := h.mu.c
 	if n := c.Changes(); n != h.mu.changes {
 		h.mu.changes = n
-		close(h.mu.wake)
-		h.mu.wake = make(chan struct{})
+		for w := range h.mu.watches {
+			w.Signal()
+		}
 	}
 	next := c.NextDeadline()
 	if next.IsZero() {
@@ -132,13 +229,24 @@ func (h *ShareHost) NextRotationLocked() uint64 {
 	return h.mu.rotation
 }
 
-// WakeLocked is the channel closed when records may have become
-// acquirable; call it inside call.
-func (h *ShareHost) WakeLocked() <-chan struct{} { return h.mu.wake }
+// AddWatch makes w, a parked ShareFetch's watch, receive a signal
+// whenever records may have become acquirable; RemoveWatch ends that.
+func (h *ShareHost) AddWatch(w *replica.Watch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.mu.watches[w] = struct{}{}
+}
+
+// RemoveWatch undoes AddWatch.
+func (h *ShareHost) RemoveWatch(w *replica.Watch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.mu.watches, w)
+}
 
 func (h *ShareHost) tick() {
-	// Share-group state lives only in the coordinator (not yet persisted),
-	// so after a panic it is kept as it is rather than dropped.
+	// The in-flight state (acquisitions, locks) lives only in the
+	// coordinator, so after a panic it is kept as it is rather than dropped.
 	defer h.b.recoverTimer("share group coordinator tick", nil)
 	err := h.Call(func(c *share.Coordinator, now time.Time) { c.Tick(now) })
 	if err != nil && !errors.Is(err, errShareClosed) {
@@ -178,4 +286,11 @@ func (h *Host) ApplyShareAcks(c *share.Coordinator, now time.Time, group, member
 		}
 	}
 	return codes
+}
+
+// Watches is the number of parked ShareFetches (for tests).
+func (h *ShareHost) Watches() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.mu.watches)
 }

@@ -46,7 +46,7 @@ func ValidTopicName(name string) error {
 
 // IsInternal reports Kafka's internal topics, hidden unless asked for.
 func IsInternal(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
 // logConfigFor is the storage config of one partition: broker defaults, then topic overrides.

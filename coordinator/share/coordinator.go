@@ -28,11 +28,13 @@
 // Available (RELEASE, lock expiry, session close, member leave); the
 // share-partition start offset (SPSO) moves past every finished record.
 //
-// State is in memory only. Kafka persists share-partition state in
-// __share_group_state and share-group membership in __consumer_offsets;
-// here a restart forgets both: members rejoin and delivery restarts at
-// share.auto.offset.reset, so records finished before the restart may be
-// delivered again (still at-least-once, as share groups promise).
+// Share-partition state (SPSO, finished records, delivery counts) is
+// persisted as Kafka does, in __share_group_state (state.go): every call
+// that changes it leaves records for the caller to take with
+// TakeStateRecords and append, and a new coordinator replays them with
+// ReplayState and FinishReplay. Membership and acquisition locks are in memory only
+// (Kafka keeps membership in __consumer_offsets): after a restart members
+// rejoin, and records delivered but not acknowledged are delivered again.
 package share
 
 import (
@@ -138,6 +140,11 @@ type Coordinator struct {
 	sessions map[sessionKey]*session
 	// changes counts events that may let a parked fetch acquire records.
 	changes uint64
+	// dirty are the share-partitions whose state must be written to
+	// __share_group_state (state.go).
+	dirty map[stateKey]struct{}
+	// replay is the last value of each key read by ReplayState, until FinishReplay.
+	replay map[stateKey][]byte
 }
 
 // New returns an empty coordinator.
@@ -179,9 +186,10 @@ func (c *Coordinator) Tick(now time.Time) {
 			c.removeMember(g, mid)
 		}
 		limit := c.deliveryLimit(id)
-		for _, p := range g.parts {
+		for tp, p := range g.parts {
 			if p.expire(now, limit) {
 				c.changes++
+				c.markDirty(id, tp)
 			}
 		}
 	}
@@ -237,6 +245,9 @@ func (c *Coordinator) DeleteGroup(id string) int16 {
 		if k.group == id {
 			delete(c.sessions, k)
 		}
+	}
+	for tp := range g.parts {
+		c.markDirty(id, tp) // a tombstone each
 	}
 	delete(c.groups, id)
 	return 0

@@ -89,6 +89,7 @@ func (c *Coordinator) CloseSession(group, member string) {
 	for tp := range s.parts {
 		if p := g.parts[tp]; p != nil && p.releaseMember(member, limit) {
 			c.changes++
+			c.markDirty(group, tp)
 		}
 	}
 }
@@ -125,6 +126,7 @@ func (c *Coordinator) partitionFor(group string, tp TopicPartition, logStart, hw
 		}
 		p = &partition{start: start}
 		g.parts[tp] = p
+		c.markDirty(group, tp) // Kafka's InitializeShareGroupState
 	}
 	if p.start < logStart {
 		p.moveStart(logStart)
@@ -171,6 +173,9 @@ func (c *Coordinator) Acknowledge(now time.Time, group, member string, tp TopicP
 	res, changed := g.parts[tp].acknowledge(now, member, batches, c.deliveryLimit(group), lock)
 	if changed {
 		c.changes++
+	}
+	if res == ackOK {
+		c.markDirty(group, tp)
 	}
 	switch res {
 	case ackBeyondWindow:

@@ -169,9 +169,10 @@ func (c *Coordinator) removeMember(g *group, memberID string) {
 	delete(g.members, memberID)
 	delete(c.sessions, sessionKey{g.id, memberID})
 	limit := c.deliveryLimit(g.id)
-	for _, p := range g.parts {
+	for tp, p := range g.parts {
 		if p.releaseMember(memberID, limit) {
 			c.changes++
+			c.markDirty(g.id, tp)
 		}
 	}
 	c.maybeReassign(g, true)

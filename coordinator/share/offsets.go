@@ -67,6 +67,7 @@ func (c *Coordinator) SetStartOffset(group string, tp TopicPartition, off int64)
 	}
 	p.reset(off)
 	c.changes++
+	c.markDirty(group, tp)
 }
 
 // DeleteTopicOffsets drops the group's state of every partition of a
@@ -80,6 +81,7 @@ func (c *Coordinator) DeleteTopicOffsets(group string, topicID [16]byte) {
 	for tp := range g.parts {
 		if tp.TopicID == topicID {
 			delete(g.parts, tp)
+			c.markDirty(group, tp) // a tombstone
 		}
 	}
 }

@@ -57,6 +57,12 @@ type partition struct {
 	// minExpiry is a lower bound of the lock expiry of every Acquired
 	// record; zero when none is Acquired. Tick scans only once it passed.
 	minExpiry time.Time
+
+	// The persisted state's epochs and creation time (state.go):
+	// stateEpoch moves at every admin reset, snapshotEpoch at every
+	// snapshot written, leaderEpoch is the data partition's.
+	stateEpoch, snapshotEpoch, leaderEpoch int32
+	created                                int64 // ms
 }
 
 func (p *partition) end() int64 { return p.start + int64(len(p.recs)) }
@@ -99,6 +105,7 @@ func (p *partition) moveStart(off int64) {
 // reset puts the SPSO at off and forgets every in-flight record (AlterShareGroupOffsets).
 func (p *partition) reset(off int64) {
 	p.start, p.recs, p.minExpiry = off, nil, time.Time{}
+	p.stateEpoch++
 }
 
 // release makes an Acquired record Available again, or Archived once it
