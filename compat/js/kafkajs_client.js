@@ -89,7 +89,17 @@ async function readStdin () {
 async function produce (addr, topic, codec, idempotent) {
   if (!(codec in codecs)) fail('unsupported codec ' + codec)
   const recs = await readStdin()
-  const producer = client(addr).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: idempotent === '1', maxInFlightRequests: idempotent === '1' ? 1 : undefined })
+  // A leader's SIGKILL (the cluster matrix) is noticed by the controller
+  // only when the broker's ZooKeeper session expires: the client's default
+  // five retries (about 5.6 s) do not always outlast it, so this producer
+  // retries as long as a user expecting failover would configure; an
+  // idempotent one without a limit, as kafkajs asks of it.
+  const producer = client(addr).producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    idempotent: idempotent === '1',
+    maxInFlightRequests: idempotent === '1' ? 1 : undefined,
+    retry: { retries: idempotent === '1' ? Number.MAX_SAFE_INTEGER : 30, maxRetryTime: 2000 }
+  })
   await producer.connect()
   try {
     const messages = toMessages(recs)
