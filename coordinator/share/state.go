@@ -246,46 +246,79 @@ func persistState(s State) int8 {
 	return persistAvailable // Available, and Acquired: the lock is not kept
 }
 
-// encodeSnapshot is the partition's ShareSnapshotValue (version 0,
-// flexible): SnapshotEpoch, StateEpoch, LeaderEpoch, StartOffset,
-// CreateTimestamp, WriteTimestamp, StateBatches.
-func (p *partition) encodeSnapshot(now time.Time) []byte {
-	type run struct {
-		first, last int64
-		state       int8
-		count       int16
-	}
-	var runs []run
+// Snapshot is one share-partition's persisted state: Kafka's
+// ShareSnapshotValue, and what the share coordinator RPCs
+// (Read/WriteShareGroupState) carry. Invariant of a valid snapshot:
+// batches are in offset order, do not overlap, and start at or above
+// StartOffset.
+type Snapshot struct {
+	SnapshotEpoch, StateEpoch, LeaderEpoch int32
+	StartOffset                            int64
+	CreateTimestamp, WriteTimestamp        int64 // ms
+	Batches                                []StateBatch
+}
+
+// StateBatch is a run of offsets with one persisted delivery state
+// (PersistAvailable, PersistAcknowledged, PersistArchived) and count.
+type StateBatch struct {
+	First, Last int64
+	State       int8
+	Count       int16
+}
+
+// The persisted delivery states of a StateBatch.
+const (
+	PersistAvailable    = persistAvailable
+	PersistAcknowledged = persistAcknowledged
+	PersistArchived     = persistArchived
+)
+
+// snapshot is the partition's persisted form at now.
+func (p *partition) snapshot(now time.Time) Snapshot {
+	var runs []StateBatch
 	for i, r := range p.recs {
 		o := p.start + int64(i)
 		st := persistState(r.state)
-		if n := len(runs); n > 0 && runs[n-1].last == o-1 && runs[n-1].state == st && runs[n-1].count == r.deliveries {
-			runs[n-1].last = o
+		if n := len(runs); n > 0 && runs[n-1].Last == o-1 && runs[n-1].State == st && runs[n-1].Count == r.deliveries {
+			runs[n-1].Last = o
 			continue
 		}
-		runs = append(runs, run{o, o, st, r.deliveries})
+		runs = append(runs, StateBatch{o, o, st, r.deliveries})
 	}
 	// Never-delivered offsets at the end carry nothing.
-	for len(runs) > 0 && runs[len(runs)-1].state == persistAvailable && runs[len(runs)-1].count == 0 {
+	for len(runs) > 0 && runs[len(runs)-1].State == persistAvailable && runs[len(runs)-1].Count == 0 {
 		runs = runs[:len(runs)-1]
 	}
 	ms := now.UnixMilli()
 	if p.created == 0 {
 		p.created = ms
 	}
+	return Snapshot{
+		SnapshotEpoch: p.snapshotEpoch, StateEpoch: p.stateEpoch, LeaderEpoch: p.leaderEpoch,
+		StartOffset: p.start, CreateTimestamp: p.created, WriteTimestamp: ms, Batches: runs,
+	}
+}
+
+// encodeSnapshot is the partition's ShareSnapshotValue.
+func (p *partition) encodeSnapshot(now time.Time) []byte { return EncodeSnapshot(p.snapshot(now)) }
+
+// EncodeSnapshot is s as a ShareSnapshotValue (version 0, flexible):
+// SnapshotEpoch, StateEpoch, LeaderEpoch, StartOffset, CreateTimestamp,
+// WriteTimestamp, StateBatches.
+func EncodeSnapshot(s Snapshot) []byte {
 	b := kbin.AppendInt16(nil, 0)
-	b = kbin.AppendInt32(b, p.snapshotEpoch)
-	b = kbin.AppendInt32(b, p.stateEpoch)
-	b = kbin.AppendInt32(b, p.leaderEpoch)
-	b = kbin.AppendInt64(b, p.start)
-	b = kbin.AppendInt64(b, p.created)
-	b = kbin.AppendInt64(b, ms)
-	b = kbin.AppendCompactArrayLen(b, len(runs))
-	for _, r := range runs {
-		b = kbin.AppendInt64(b, r.first)
-		b = kbin.AppendInt64(b, r.last)
-		b = kbin.AppendInt8(b, r.state)
-		b = kbin.AppendInt16(b, r.count)
+	b = kbin.AppendInt32(b, s.SnapshotEpoch)
+	b = kbin.AppendInt32(b, s.StateEpoch)
+	b = kbin.AppendInt32(b, s.LeaderEpoch)
+	b = kbin.AppendInt64(b, s.StartOffset)
+	b = kbin.AppendInt64(b, s.CreateTimestamp)
+	b = kbin.AppendInt64(b, s.WriteTimestamp)
+	b = kbin.AppendCompactArrayLen(b, len(s.Batches))
+	for _, r := range s.Batches {
+		b = kbin.AppendInt64(b, r.First)
+		b = kbin.AppendInt64(b, r.Last)
+		b = kbin.AppendInt8(b, r.State)
+		b = kbin.AppendInt16(b, r.Count)
 		b = kbin.AppendUvarint(b, 0) // no tagged fields
 	}
 	return kbin.AppendUvarint(b, 0)
@@ -293,53 +326,95 @@ func (p *partition) encodeSnapshot(now time.Time) []byte {
 
 var errBadSnapshot = errors.New("malformed share snapshot")
 
-// decodeSnapshot is the inverse of encodeSnapshot; tagged fields are skipped.
-func decodeSnapshot(v []byte) (*partition, error) {
+// DecodeSnapshot is the inverse of EncodeSnapshot; tagged fields are
+// skipped. It checks the Snapshot invariant and the delivery states.
+func DecodeSnapshot(v []byte) (Snapshot, error) {
 	r := kbin.Reader{Src: v}
 	if ver := r.Int16(); ver != 0 {
-		return nil, fmt.Errorf("share snapshot version %d unknown", ver)
+		return Snapshot{}, fmt.Errorf("share snapshot version %d unknown", ver)
 	}
-	p := &partition{}
-	p.snapshotEpoch = r.Int32()
-	p.stateEpoch = r.Int32()
-	p.leaderEpoch = r.Int32()
-	p.start = r.Int64()
-	p.created = r.Int64()
-	_ = r.Int64() // WriteTimestamp
+	var s Snapshot
+	s.SnapshotEpoch = r.Int32()
+	s.StateEpoch = r.Int32()
+	s.LeaderEpoch = r.Int32()
+	s.StartOffset = r.Int64()
+	s.CreateTimestamp = r.Int64()
+	s.WriteTimestamp = r.Int64()
 	n := r.CompactArrayLen()
-	if !r.Ok() || p.start < 0 || n < 0 {
-		return nil, errBadSnapshot
+	if !r.Ok() || n < 0 {
+		return Snapshot{}, errBadSnapshot
 	}
 	for range n {
-		first, last := r.Int64(), r.Int64()
-		st, count := r.Int8(), r.Int16()
+		var b StateBatch
+		b.First, b.Last = r.Int64(), r.Int64()
+		b.State, b.Count = r.Int8(), r.Int16()
 		skipTags(&r)
-		if !r.Ok() || first < p.start || last < first || last-p.start >= maxReplayWindow || first < p.end() || count < 0 {
-			return nil, errBadSnapshot
+		if !r.Ok() {
+			return Snapshot{}, errBadSnapshot
 		}
-		for p.end() < first {
+		s.Batches = append(s.Batches, b)
+	}
+	skipTags(&r)
+	if err := r.Complete(); err != nil {
+		return Snapshot{}, errBadSnapshot
+	}
+	if err := s.Validate(); err != nil {
+		return Snapshot{}, err
+	}
+	return s, nil
+}
+
+// Validate checks the Snapshot invariant, the delivery states, and that
+// the window it describes is bounded (maxReplayWindow), so a corrupt
+// record or a hostile RPC cannot make a share-partition allocate without limit.
+func (s Snapshot) Validate() error {
+	if s.StartOffset < 0 {
+		return errBadSnapshot
+	}
+	end := s.StartOffset
+	for _, b := range s.Batches {
+		if b.First < end || b.Last < b.First || b.Last-s.StartOffset >= maxReplayWindow || b.Count < 0 {
+			return errBadSnapshot
+		}
+		switch b.State {
+		case persistAvailable, persistAcknowledged, persistArchived:
+		default:
+			return fmt.Errorf("share snapshot delivery state %d unknown", b.State)
+		}
+		end = b.Last + 1
+	}
+	return nil
+}
+
+// decodeSnapshot decodes a ShareSnapshotValue into a partition.
+func decodeSnapshot(v []byte) (*partition, error) {
+	s, err := DecodeSnapshot(v)
+	if err != nil {
+		return nil, err
+	}
+	return partitionOf(s), nil
+}
+
+// partitionOf is the share-partition a valid snapshot describes.
+func partitionOf(s Snapshot) *partition {
+	p := &partition{start: s.StartOffset, snapshotEpoch: s.SnapshotEpoch, stateEpoch: s.StateEpoch, leaderEpoch: s.LeaderEpoch, created: s.CreateTimestamp}
+	for _, b := range s.Batches {
+		for p.end() < b.First {
 			p.recs = append(p.recs, record{})
 		}
-		rec := record{deliveries: count}
-		switch st {
-		case persistAvailable:
+		rec := record{deliveries: b.Count}
+		switch b.State {
 		case persistAcknowledged:
 			rec.state = Acknowledged
 		case persistArchived:
 			rec.state = Archived
-		default:
-			return nil, fmt.Errorf("share snapshot delivery state %d unknown", st)
 		}
-		for o := first; o <= last; o++ {
+		for o := b.First; o <= b.Last; o++ {
 			p.recs = append(p.recs, rec)
 		}
 	}
-	skipTags(&r)
-	if err := r.Complete(); err != nil {
-		return nil, errBadSnapshot
-	}
 	p.advance()
-	return p, nil
+	return p
 }
 
 // skipTags skips a tagged-field section.
@@ -348,4 +423,20 @@ func skipTags(r *kbin.Reader) {
 		r.Uvarint()
 		r.Span(int(r.Uvarint()))
 	}
+}
+
+// StateKey is the __share_group_state key (ShareSnapshotKey) of a group's share-partition.
+func StateKey(group string, tp TopicPartition) []byte { return encodeStateKey(stateKey{group, tp}) }
+
+// CoordinatorKey is Kafka's "group:topicId:partition" key of a group's
+// share-partition, whose hash picks its partition of __share_group_state.
+func CoordinatorKey(group string, tp TopicPartition) string {
+	return coordinatorKey(stateKey{group, tp})
+}
+
+// DecodeStateKey decodes a __share_group_state key: snapshot is false for
+// a ShareUpdate key (which kbroker never writes).
+func DecodeStateKey(key []byte) (snapshot bool, group string, tp TopicPartition, err error) {
+	typ, k, err := decodeStateKey(key)
+	return typ == stateKeySnapshot, k.group, k.tp, err
 }
