@@ -71,6 +71,10 @@ type Config struct {
 	// overrides over the broker defaults, groupconfig.Store.Values). Nil
 	// means the settings above for every group.
 	GroupConfigs func(group string) groupconfig.Values
+	// LoadOnDemand is cluster mode: share-partition state is not replayed
+	// at creation but installed per share-partition by the caller
+	// (InstallState, ondemand.go) before it can be fetched from.
+	LoadOnDemand bool
 }
 
 // DefaultConfig is Kafka 4.2's defaults.
@@ -145,6 +149,9 @@ type Coordinator struct {
 	dirty map[stateKey]struct{}
 	// replay is the last value of each key read by ReplayState, until FinishReplay.
 	replay map[stateKey][]byte
+	// absent are the share-partitions known to have no persisted state
+	// (LoadOnDemand): the first fetch initializes them.
+	absent map[stateKey]bool
 }
 
 // New returns an empty coordinator.

@@ -119,7 +119,11 @@ func (c *Coordinator) SessionPartitions(group, member string) []TopicPartition {
 func (c *Coordinator) partitionFor(group string, tp TopicPartition, logStart, hw int64) *partition {
 	g := c.groupOrCreate(group)
 	p := g.parts[tp]
+	if p == nil && c.cfg.LoadOnDemand && !c.absent[stateKey{group, tp}] {
+		return nil // its persisted state is not read yet (ondemand.go)
+	}
 	if p == nil {
+		delete(c.absent, stateKey{group, tp})
 		start := hw
 		if c.startsEarliest(group) {
 			start = logStart
@@ -140,6 +144,9 @@ func (c *Coordinator) partitionFor(group string, tp TopicPartition, logStart, hw
 // nothing can be acquired now.
 func (c *Coordinator) FetchOffset(group string, tp TopicPartition, logStart, hw int64) (int64, bool) {
 	p := c.partitionFor(group, tp, logStart, hw)
+	if p == nil {
+		return 0, false
+	}
 	return p.fetchOffset(hw, c.cfg.PartitionMaxRecordLocks)
 }
 

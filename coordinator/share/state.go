@@ -69,6 +69,11 @@ type StateRecord struct {
 	CoordinatorKey string
 	// Key and Value are the record; Value is nil for a tombstone.
 	Key, Value []byte
+	// Group and TP name the share-partition; Snapshot is Value decoded
+	// (nil for a tombstone), what a WriteShareGroupState carries.
+	Group    string
+	TP       TopicPartition
+	Snapshot *Snapshot
 
 	sk stateKey
 }
@@ -120,11 +125,12 @@ func (c *Coordinator) TakeStateRecords(now time.Time) []StateRecord {
 	})
 	out := make([]StateRecord, 0, len(keys))
 	for _, k := range keys {
-		r := StateRecord{CoordinatorKey: coordinatorKey(k), Key: encodeStateKey(k), sk: k}
+		r := StateRecord{CoordinatorKey: coordinatorKey(k), Key: encodeStateKey(k), Group: k.group, TP: k.tp, sk: k}
 		if g := c.groups[k.group]; g != nil {
 			if p := g.parts[k.tp]; p != nil {
 				p.snapshotEpoch++
-				r.Value = p.encodeSnapshot(now)
+				s := p.snapshot(now)
+				r.Value, r.Snapshot = EncodeSnapshot(s), &s
 			}
 		}
 		out = append(out, r)
@@ -298,9 +304,6 @@ func (p *partition) snapshot(now time.Time) Snapshot {
 		StartOffset: p.start, CreateTimestamp: p.created, WriteTimestamp: ms, Batches: runs,
 	}
 }
-
-// encodeSnapshot is the partition's ShareSnapshotValue.
-func (p *partition) encodeSnapshot(now time.Time) []byte { return EncodeSnapshot(p.snapshot(now)) }
 
 // EncodeSnapshot is s as a ShareSnapshotValue (version 0, flexible):
 // SnapshotEpoch, StateEpoch, LeaderEpoch, StartOffset, CreateTimestamp,
