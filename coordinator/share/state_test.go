@@ -24,7 +24,7 @@ func TestStateSnapshotMatchesKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &partition{start: 4, snapshotEpoch: 1, created: t0.UnixMilli(), recs: []record{{state: Acquired, deliveries: 1}}}
-	if got := p.encodeSnapshot(t0); !bytes.Equal(got, want) {
+	if got := EncodeSnapshot(p.snapshot(t0)); !bytes.Equal(got, want) {
 		t.Fatalf("snapshot\n got %x\nwant %x", got, want)
 	}
 	d, err := decodeSnapshot(want)
@@ -150,7 +150,7 @@ func TestStateReplayRejectsGarbage(t *testing.T) {
 	}
 	huge := encodeStateKey(stateKey{"g", tpA0})
 	p := &partition{start: 0, recs: []record{{state: Acknowledged, deliveries: 1}}}
-	v := p.encodeSnapshot(h.now)
+	v := EncodeSnapshot(p.snapshot(h.now))
 	for i := range len(v) {
 		if err := h.c.ReplayState(huge, v[:i]); err != nil {
 			t.Fatal(err)
@@ -162,7 +162,7 @@ func TestStateReplayRejectsGarbage(t *testing.T) {
 	p = &partition{start: 0}
 	p.recs = make([]record, maxReplayWindow+1)
 	p.recs[maxReplayWindow].deliveries = 1
-	if err := h.c.ReplayState(huge, p.encodeSnapshot(h.now)); err != nil {
+	if err := h.c.ReplayState(huge, EncodeSnapshot(p.snapshot(h.now))); err != nil {
 		t.Fatal(err)
 	}
 	if errs := h.c.FinishReplay(); len(errs) != 1 {
@@ -172,7 +172,7 @@ func TestStateReplayRejectsGarbage(t *testing.T) {
 
 func FuzzReplayState(f *testing.F) {
 	p := &partition{start: 5, recs: []record{{state: Acquired, deliveries: 2}, {state: Archived, deliveries: 1}}}
-	f.Add(encodeStateKey(stateKey{"g", tpA0}), p.encodeSnapshot(t0))
+	f.Add(encodeStateKey(stateKey{"g", tpA0}), EncodeSnapshot(p.snapshot(t0)))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		c, err := New(DefaultConfig(), func() []TopicInfo { return nil })
 		if err != nil {
