@@ -39,10 +39,10 @@ type clusterNode struct {
 	fence controller.Fence
 	// conn is how this broker dials others on the inter-broker listener.
 	conn kconn.Options
-	// coordConns and markerConns are the coordinators' connections to
+	// coordConns, markerConns and shareConns are the coordinators' connections to
 	// other brokers (cluster_coordinators.go), made before the listeners
 	// serve and closed by Close after the coordinators.
-	coordConns, markerConns *kconn.Pool
+	coordConns, markerConns, shareConns *kconn.Pool
 	// reg and ctrl are set by Start (after the listeners bind) and read by
 	// request handlers, hence atomic.
 	reg  atomic.Pointer[zkclient.Registration]

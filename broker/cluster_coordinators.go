@@ -7,7 +7,8 @@ package broker
 // its own pool of connections, one per destination broker (as Kafka's
 // TransactionMarkerChannelManager and AddPartitionsToTxnManager each keep
 // theirs), so a marker write waiting for replication does not hold up a
-// produce's transaction check. The broker closes the pools on shutdown,
+// produce's transaction check; share-partition state goes to the share
+// coordinators over a third pool. The broker closes the pools on shutdown,
 // after the coordinators (closeCoordConns).
 
 import (
@@ -60,11 +61,18 @@ func (c coordCluster) Send(ctx context.Context, broker int32, req kmsg.Request) 
 		return nil, fmt.Errorf("broker %d: %w", broker, zkcontroller.ErrNoEndpoint)
 	}
 	pool := c.b.cluster.coordConns
-	if req.Key() == kmsg.WriteTxnMarkers.Int16() {
+	switch req.Key() {
+	case kmsg.WriteTxnMarkers.Int16():
 		pool = c.b.cluster.markerConns
+	case kmsg.InitializeShareGroupState.Int16(), kmsg.ReadShareGroupState.Int16(), kmsg.WriteShareGroupState.Int16(),
+		kmsg.DeleteShareGroupState.Int16(), kmsg.ReadShareGroupStateSummary.Int16():
+		pool = c.b.cluster.shareConns
 	}
 	return pool.RoundTrip(ctx, net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), req)
 }
+
+// LiveBrokers counts the brokers of the metadata cache.
+func (c coordCluster) LiveBrokers() int { return len(c.b.cluster.cache.Snapshot().Brokers) }
 
 // openCoordConns makes the coordinators' connection pools (before
 // SetCluster hands coordCluster to them).
@@ -74,6 +82,8 @@ func (b *Broker) openCoordConns() {
 	b.cluster.coordConns = kconn.NewPool(opts)
 	opts.ClientID = "broker-" + strconv.Itoa(int(b.cfg.NodeID)) + "-txn-markers"
 	b.cluster.markerConns = kconn.NewPool(opts)
+	opts.ClientID = "broker-" + strconv.Itoa(int(b.cfg.NodeID)) + "-share-state"
+	b.cluster.shareConns = kconn.NewPool(opts)
 }
 
 // closeCoordConns closes the coordinators' connections; called once the
@@ -84,4 +94,5 @@ func (b *Broker) closeCoordConns() {
 	}
 	b.cluster.coordConns.Close()
 	b.cluster.markerConns.Close()
+	b.cluster.shareConns.Close()
 }

@@ -9,7 +9,7 @@ import (
 // startDynamicWatch, in cluster mode, watches /config/changes as Kafka's
 // ZkConfigManager does: a notification (any entity; reading two znodes is
 // cheap) makes the broker reload its own and the cluster-wide dynamic
-// configs, so a change of the default made through any broker reaches them
+// configs and the group configs, so a change of the default made through any broker reaches them
 // all. The goroutine is stopped by Close (stopDynamicWatch) before the
 // ZooKeeper session ends.
 func (b *Broker) startDynamicWatch() {
@@ -30,6 +30,7 @@ func (b *Broker) startDynamicWatch() {
 				}
 			}
 			b.api.RefreshBrokerConfigs() // also catches a change made before the watch was set
+			b.co.RefreshGroupConfigs()
 			select {
 			case <-b.closing:
 				return

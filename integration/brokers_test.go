@@ -100,8 +100,8 @@ func byID(bs []*BrokerProc, id int32) *BrokerProc {
 // (fed by UpdateMetadata) lists all of them; a topic created through any
 // broker gets RF=3 replicas, leaders and ISR in every cache; the
 // inter-broker APIs are advertised; Produce to a non-leader answers
-// NOT_LEADER_OR_FOLLOWER with the current leader's hint; share groups are
-// not advertised (single-node only); ElectLeaders and
+// NOT_LEADER_OR_FOLLOWER with the current leader's hint; share groups and
+// the share coordinator RPCs are advertised; ElectLeaders and
 // ControlledShutdown are controller-only; a SIGTERM bounce runs a
 // controlled shutdown that moves every leadership away before the process
 // exits 0, and the broker rejoins; a deleted topic leaves every cache.
@@ -128,17 +128,15 @@ func TestBrokerProcessesFormCluster(t *testing.T) {
 			t.Errorf("ApiVersions does not advertise %s", kmsg.NameForKey(int16(k)))
 		}
 	}
-	// Share groups are single-node only (their state is per broker), as
-	// Kafka's ZooKeeper mode has none: not advertised, and refused.
-	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.DescribeShareGroupOffsets} {
-		if keys[int16(k)] {
-			t.Errorf("a cluster advertises %s", kmsg.NameForKey(int16(k)))
+	// Share groups work on a cluster (Kafka's split, share_test.go): the
+	// client APIs and the share coordinator's RPCs are advertised, and a
+	// heartbeat to a broker that does not coordinate the group is
+	// NOT_COORDINATOR.
+	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.DescribeShareGroupOffsets,
+		kmsg.ReadShareGroupState, kmsg.WriteShareGroupState} {
+		if !keys[int16(k)] {
+			t.Errorf("ApiVersions does not advertise %s", kmsg.NameForKey(int16(k)))
 		}
-	}
-	sh := kmsg.NewPtrShareGroupHeartbeatRequest()
-	sh.GroupID, sh.MemberID, sh.MemberEpoch, sh.SubscribedTopicNames = "sg", "m", 0, []string{"events"}
-	if r, err := send(bs[0].Addr(), sh); err == nil {
-		t.Errorf("ShareGroupHeartbeat on a cluster answered %+v; want the connection closed", r)
 	}
 
 	// Controller requests from a deposed controller or for an earlier

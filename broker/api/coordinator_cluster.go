@@ -42,6 +42,8 @@ func (b *API) notCoordinator(req kmsg.Request) kmsg.Response {
 		r.ErrorCode = code
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		r.ErrorCode = code
+	case *kmsg.ShareGroupHeartbeatResponse:
+		r.ErrorCode = code
 	case *kmsg.AddOffsetsToTxnResponse:
 		r.ErrorCode = code
 	case *kmsg.EndTxnResponse:
@@ -129,6 +131,8 @@ func coordinatorKey(req kmsg.Request) (topic, key string, ok bool) {
 		return groups, r.Group, true
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return groups, r.Group, true
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return groups, r.GroupID, true
 	case *kmsg.TxnOffsetCommitRequest:
 		return groups, r.Group, true
 	case *kmsg.OffsetFetchRequest:

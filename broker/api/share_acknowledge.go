@@ -45,7 +45,8 @@ func (b *API) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.Shar
 	var codes []int16
 	err := b.co.Shares().Call(func(c *share.Coordinator, now time.Time) {
 		resp.AcquisitionLockTimeoutMillis = c.LockDurationMs(group)
-		if !c.IsShareGroup(group) {
+		// In a cluster the group's members are at its coordinator, not here.
+		if b.cluster == nil && !c.IsShareGroup(group) {
 			resp.ErrorCode = kerr.GroupIDNotFound.Code
 			return
 		}
@@ -87,5 +88,6 @@ func (b *API) handleShareAcknowledge(ctx *network.RequestContext, req *kmsg.Shar
 		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
 	}
+	b.shareAckLeaderHints(ctx, resp)
 	return resp
 }

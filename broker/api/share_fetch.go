@@ -159,15 +159,19 @@ func (b *API) handleShareFetch(ctx *network.RequestContext, req *kmsg.ShareFetch
 		}
 	}
 	for {
-		got := 0
+		got, failed := 0, false
+		h.LoadStates(group, targets) // cluster mode: coordhost/share_cluster.go
 		err := h.Call(func(c *share.Coordinator, now time.Time) {
-			got = b.acquireShare(c, now, group, member, readComm, targets, int(maxRecs), maxBytes, out)
+			got, failed = b.acquireShare(c, now, group, member, readComm, targets, int(maxRecs), maxBytes, out)
 		})
 		if err != nil {
 			ctx.CloseConn = true
 			return nil
 		}
-		if got > 0 || req.MaxWaitMillis <= 0 {
+		if failed {
+			b.shareFetchLeaderHints(ctx, resp)
+		}
+		if got > 0 || failed || req.MaxWaitMillis <= 0 {
 			return resp
 		}
 		select {
@@ -228,8 +232,10 @@ func (a *shareFetchAnswer) part(tp share.TopicPartition) *kmsg.ShareFetchRespons
 }
 
 // acquireShare acquires records of the session partitions into out and
-// returns how many.
-func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer) int {
+// returns how many, and whether a partition was answered with an error
+// (the fetch then answers at once).
+func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member string, readCommitted bool, targets []share.TopicPartition, maxRecs, maxBytes int, out *shareFetchAnswer) (int, bool) {
+	failed := false
 	h := b.co.Shares()
 	total, bytes := 0, 0
 	n := len(targets)
@@ -242,19 +248,27 @@ func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member st
 		t := b.rm.TopicByID(tp.TopicID)
 		if t == nil {
 			out.part(tp).ErrorCode = kerr.UnknownTopicID.Code
+			failed = true
 			continue
 		}
 		if tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			out.part(tp).ErrorCode = kerr.UnknownTopicOrPartition.Code
+			failed = true
 			continue
 		}
 		p := t.Partitions[tp.Partition]
+		if !p.IsLeader() {
+			out.part(tp).ErrorCode = kerr.NotLeaderForPartition.Code
+			failed = true
+			continue
+		}
 		if total >= maxRecs || bytes >= maxBytes {
 			continue
 		}
 		got, data, ranges, errCode := b.acquirePartition(c, now, group, member, readCommitted, tp, p, maxRecs-total, maxBytes-bytes, bytes == 0)
 		if errCode != 0 {
 			out.part(tp).ErrorCode = errCode
+			failed = true
 			continue
 		}
 		if got == 0 {
@@ -270,7 +284,7 @@ func (b *API) acquireShare(c *share.Coordinator, now time.Time, group, member st
 		total += got
 		bytes += len(data)
 	}
-	return total
+	return total, failed
 }
 
 // acquirePartition reads one partition from the offset the coordinator

@@ -4,12 +4,14 @@ package api
 // wire change): state, epochs, the "simple" assignor and every member with
 // its subscription and assignment. Unknown groups get GROUP_ID_NOT_FOUND.
 // Authorized operations are not computed (INT32_MIN, "not requested").
+// In a cluster a group this broker does not coordinate is NOT_COORDINATOR.
 
 import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,6 +21,16 @@ func (b *API) handleShareGroupDescribe(ctx *network.RequestContext, req *kmsg.Sh
 	if err != nil {
 		ctx.CloseConn = true
 		return nil
+	}
+	if b.cluster != nil {
+		// A group is described by its coordinator; elsewhere NOT_COORDINATOR.
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; !b.coordinates("__consumer_offsets", g.GroupID) {
+				*g = kmsg.NewShareGroupDescribeResponseGroup()
+				g.GroupID, g.ErrorCode = req.GroupIDs[i], kerr.NotCoordinator.Code
+				g.AuthorizedOperations = -2147483648
+			}
+		}
 	}
 	return resp
 }

@@ -64,6 +64,12 @@ type ClusterConfig struct {
 	TxnStateReplicationFactor     int16
 	// TxnStateMinISR is transaction.state.log.min.isr (2).
 	TxnStateMinISR int32
+	// ShareStateReplicationFactor is
+	// share.coordinator.state.topic.replication.factor (3, capped at the
+	// live brokers) and ShareStateMinISR share.coordinator.state.topic.min.isr
+	// (2): __share_group_state's.
+	ShareStateReplicationFactor int16
+	ShareStateMinISR            int32
 	// InterBrokerProtocol is security.inter.broker.protocol (PLAINTEXT),
 	// which names the inter-broker listener when inter.broker.listener.name
 	// is not set (InterBrokerListener).
@@ -160,9 +166,11 @@ var clusterProps = map[string]prop{
 		return nil
 	}},
 	// These two were parsed and ignored before cluster mode.
-	"offsets.topic.replication.factor":         {"3", kmsg.ConfigTypeShort, "The replication factor of the offsets topic (capped at the live brokers).", intProp(func(c *Config, v int64) { c.Cluster.OffsetsTopicReplicationFactor = int16(v) }, 1, math.MaxInt16)},
-	"transaction.state.log.replication.factor": {"3", kmsg.ConfigTypeShort, "The replication factor of the transaction topic (capped at the live brokers).", intProp(func(c *Config, v int64) { c.Cluster.TxnStateReplicationFactor = int16(v) }, 1, math.MaxInt16)},
-	"transaction.state.log.min.isr":            {"2", kmsg.ConfigTypeInt, "min.insync.replicas of the transaction topic.", intProp(func(c *Config, v int64) { c.Cluster.TxnStateMinISR = int32(v) }, 1, math.MaxInt32)},
+	"offsets.topic.replication.factor":                 {"3", kmsg.ConfigTypeShort, "The replication factor of the offsets topic (capped at the live brokers).", intProp(func(c *Config, v int64) { c.Cluster.OffsetsTopicReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"transaction.state.log.replication.factor":         {"3", kmsg.ConfigTypeShort, "The replication factor of the transaction topic (capped at the live brokers).", intProp(func(c *Config, v int64) { c.Cluster.TxnStateReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"transaction.state.log.min.isr":                    {"2", kmsg.ConfigTypeInt, "min.insync.replicas of the transaction topic.", intProp(func(c *Config, v int64) { c.Cluster.TxnStateMinISR = int32(v) }, 1, math.MaxInt32)},
+	"share.coordinator.state.topic.replication.factor": {"3", kmsg.ConfigTypeShort, "The replication factor of the share-group state topic (capped at the live brokers).", intProp(func(c *Config, v int64) { c.Cluster.ShareStateReplicationFactor = int16(v) }, 1, math.MaxInt16)},
+	"share.coordinator.state.topic.min.isr":            {"2", kmsg.ConfigTypeShort, "min.insync.replicas of the share-group state topic.", intProp(func(c *Config, v int64) { c.Cluster.ShareStateMinISR = int32(v) }, 1, math.MaxInt16)},
 }
 
 func init() {

@@ -21,6 +21,7 @@ package coordhost
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -32,6 +33,15 @@ func (h *Host) OnLeadershipChange(topic string, partition int32, leader bool) {
 		h.groups.leadershipChanged(partition, leader)
 	case txnStateTopic:
 		h.txns.leadershipChanged(partition, leader)
+	}
+	switch topic {
+	case offsetsTopic:
+		if !leader {
+			h.shares.groupsLeadershipLost(partition)
+		}
+	case txnStateTopic, share.StateTopic:
+	default:
+		h.shares.dataLeadershipChanged(topic, partition)
 	}
 }
 
@@ -51,6 +61,7 @@ func (h *Host) SetCluster(c Cluster) {
 	h.txns.sender = s
 	h.txns.mu.Unlock()
 	s.start()
+	h.shares.startCluster()
 }
 
 // writeLocalMarker is the marker sender's path to the partitions this

@@ -21,6 +21,14 @@ func (h *Host) attachGroupConfigs(store controller.Store) {
 	h.groupCfgs.Attach(store.GroupConfigs(), store.UpdateGroupConfigs)
 }
 
+// RefreshGroupConfigs reloads every group's configs from the metadata
+// store (cluster mode: a change made through another broker).
+func (h *Host) RefreshGroupConfigs() {
+	if h.store != nil {
+		h.groupCfgs.Reload(h.store.GroupConfigs())
+	}
+}
+
 // groupConfigBroker maps the broker properties onto the group configs'
 // defaults and bounds; an unset (zero) property keeps Kafka's default.
 func groupConfigBroker(c config.Config) groupconfig.Broker {

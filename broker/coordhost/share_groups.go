@@ -18,7 +18,9 @@ package coordhost
 // Membership is not persisted: members rejoin after a restart.
 //
 // Lock order: groups.mu → ShareHost.mu → partition and log locks. Nothing
-// here takes groups.mu while holding ShareHost.mu.
+// here takes groups.mu while holding ShareHost.mu. In cluster mode
+// (share_cluster.go) the writer's queue lock is a leaf under ShareHost.mu,
+// and no state is read or written with ShareHost.mu held.
 
 import (
 	"errors"
@@ -50,6 +52,8 @@ type ShareHost struct {
 		watches map[*replica.Watch]struct{}
 		// rotation picks the partition a ShareFetch starts with, for fairness.
 		rotation uint64
+		// cl is the cluster-mode state (share_cluster.go), nil on a single node.
+		cl *shareCluster
 	}
 }
 
@@ -100,21 +104,38 @@ var errShareClosed = errors.New("broker is shutting down")
 // if records may have become acquirable and rearms the timer. An error
 // means f did not run (shutdown, a failed load) or its state could not
 // be written.
+//
+// In cluster mode the state goes to the share coordinators
+// (share_cluster.go) after the lock is released, and Call returns once it
+// is written.
 func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.mu.closed {
+		h.mu.Unlock()
 		return errShareClosed
 	}
 	if h.mu.c == nil {
 		c, err := h.load()
 		if err != nil {
+			h.mu.Unlock()
 			return err
 		}
 		h.mu.c = c
 	}
 	now := h.b.now()
 	f(h.mu.c, now)
+	if h.mu.cl != nil {
+		job := h.enqueueLocked(now)
+		h.afterLocked()
+		h.mu.Unlock()
+		select {
+		case err := <-job.done:
+			return err
+		case <-h.b.closing:
+			return errShareClosed
+		}
+	}
+	defer h.mu.Unlock()
 	err := h.persistLocked(now)
 	h.afterLocked()
 	return err
@@ -123,9 +144,11 @@ func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 // load returns a new coordinator with the state of __share_group_state,
 // if the topic exists.
 func (h *ShareHost) load() (*share.Coordinator, error) {
-	c, err := share.New(h.b.shareConfig(), h.b.shareTopics)
-	if err != nil {
-		return nil, err
+	cfg := h.b.shareConfig()
+	cfg.LoadOnDemand = h.mu.cl != nil
+	c, err := share.New(cfg, h.b.shareTopics)
+	if err != nil || cfg.LoadOnDemand {
+		return c, err // a cluster reads each share-partition's state on demand
 	}
 	t := h.b.rm.TopicByName(share.StateTopic)
 	if t == nil {
@@ -256,10 +279,14 @@ func (h *ShareHost) tick() {
 
 func (h *ShareHost) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.mu.closed = true
 	if h.mu.timer != nil {
 		h.mu.timer.Stop()
+	}
+	cl := h.mu.cl
+	h.mu.Unlock()
+	if cl != nil {
+		cl.writer.stop()
 	}
 }
 
@@ -281,6 +308,8 @@ func (h *Host) ApplyShareAcks(c *share.Coordinator, now time.Time, group, member
 			codes[i] = kerr.UnknownTopicID.Code
 		case a.TP.Partition < 0 || int(a.TP.Partition) >= len(t.Partitions):
 			codes[i] = kerr.UnknownTopicOrPartition.Code
+		case !t.Partitions[a.TP.Partition].IsLeader():
+			codes[i] = kerr.NotLeaderForPartition.Code
 		default:
 			codes[i] = c.Acknowledge(now, group, member, a.TP, a.Batches, renew)
 		}

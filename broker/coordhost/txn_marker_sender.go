@@ -61,6 +61,8 @@ type Cluster interface {
 	// Send sends req to broker on the inter-broker listener and returns its
 	// answer; ctx bounds the wait.
 	Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+	// LiveBrokers is the number of brokers the metadata cache lists.
+	LiveBrokers() int
 }
 
 // markerBackoff is how soon a marker whose partition answered with a

@@ -39,6 +39,8 @@ type sentMarkers struct {
 
 func (f *fakeMarkerCluster) BrokerID() int32 { return f.self }
 
+func (f *fakeMarkerCluster) LiveBrokers() int { return 3 }
+
 func (f *fakeMarkerCluster) Leader(topic string, partition int32) (int32, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -53,7 +53,7 @@ func (s *Store) UpdateGroupConfigs(group string, configs map[string]string) erro
 		if err := s.zk.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("deleting group configs of %s: %w", group, err)
 		}
-		return nil
+		return s.announceGroupConfigs(group)
 	}
 	data, err := zkdata.EncodeConfigEntity(configs)
 	if err != nil {
@@ -66,6 +66,20 @@ func (s *Store) UpdateGroupConfigs(group string, configs map[string]string) erro
 		}
 	} else if err != nil {
 		return fmt.Errorf("writing group configs of %s: %w", group, err)
+	}
+	return s.announceGroupConfigs(group)
+}
+
+// announceGroupConfigs notes a group config change in /config/changes, so
+// every broker reloads the group configs (the share groups' leaders read
+// share.* configs of groups configured through another broker).
+func (s *Store) announceGroupConfigs(group string) error {
+	note, err := zkdata.EncodeConfigChange(configEntityGroups + "/" + Sanitize(group))
+	if err != nil {
+		return err
+	}
+	if _, err := s.zk.CreateWithParents(zkdata.ConfigChangeSeqPath(), note, zk.FlagSequence); err != nil {
+		return fmt.Errorf("announcing group configs of %s: %w", group, err)
 	}
 	return nil
 }

@@ -45,6 +45,20 @@ func (s *Store) Attach(loaded map[string]map[string]string, persist func(group s
 	}
 }
 
+// Reload replaces every group's overrides with loaded, what the metadata
+// store holds now (a cluster's brokers reload when another broker
+// announced a change).
+func (s *Store) Reload(loaded map[string]map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.groups = map[string]map[string]string{}
+	for g, o := range loaded {
+		if len(o) > 0 {
+			s.mu.groups[g] = maps.Clone(o)
+		}
+	}
+}
+
 // Broker returns the broker defaults and bounds the Store validates against.
 func (s *Store) Broker() Broker { return s.broker }
 

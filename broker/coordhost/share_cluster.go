@@ -1,0 +1,555 @@
+package coordhost
+
+// Share groups in cluster mode, with Kafka's split (KIP-932): a broker's
+// share coordinator (share.Coordinator, Config.LoadOnDemand) holds the
+// membership of the share groups whose __consumer_offsets partition it
+// leads, and the share sessions and in-flight records of the data
+// partitions it leads; the persisted state of every share-partition lives
+// at its share coordinator, the leader of its __share_group_state
+// partition (share_store.go), reached directly when that is this broker
+// and with ReadShareGroupState / WriteShareGroupState /
+// DeleteShareGroupState otherwise (Kafka's Persister).
+//
+// Reads: before a ShareFetch acquires from a share-partition it has not
+// seen since it became leader, LoadStates reads its state and installs it
+// (nothing persisted: the first fetch initializes it from
+// share.auto.offset.reset and writes that). Writes: every call's state
+// records go, in the order the calls made them, through one writer
+// goroutine (shareWriter) that sends each share-partition's whole state
+// with the data partition's current leader epoch; the call answers once
+// its records are written, so an acknowledgement is answered only when it
+// is replicated at the share coordinator. A write that fails for good
+// drops the share-partition here (DropState), so it is read again, and
+// fails the call (its connection is closed): what it acknowledged may be
+// delivered again, never lost. A write is never sent for a partition this
+// broker no longer leads; a zombie leader's write is refused by the share
+// coordinator's leader-epoch check.
+//
+// Leadership: losing (or gaining) a data partition drops its in-flight
+// state (dataLeadershipChanged); losing a __consumer_offsets partition
+// drops the membership of its share groups (the members rejoin at the new
+// coordinator, which has none: membership is in memory, unlike Kafka,
+// which keeps it in __consumer_offsets).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/coordinator/group"
+	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// shareStateTimeout bounds the retries of one state read or write
+	// while its share coordinator moves or loads.
+	shareStateTimeout = 10 * time.Second
+	// shareStateBackoff is the pause between those retries.
+	shareStateBackoff = 100 * time.Millisecond
+	// shareLoadTimeout bounds LoadStates' reads within one ShareFetch.
+	shareLoadTimeout = 3 * time.Second
+)
+
+// shareKeyOf names one group's share-partition.
+type shareKeyOf struct {
+	group string
+	tp    share.TopicPartition
+}
+
+// shareCluster is the cluster-mode state of the share host, under ShareHost.mu.
+type shareCluster struct {
+	// gen counts the leadership changes of each data partition; a state
+	// read is installed only if none happened meanwhile.
+	gen map[share.TopicPartition]uint64
+	// pending counts the writes of each share-partition queued or in
+	// flight: it is not read again until they finish, so a read cannot
+	// return state older than what this broker already wrote.
+	pending map[shareKeyOf]int
+	writer  *shareWriter
+}
+
+// shareWriteJob is the state records of one call, written in order.
+type shareWriteJob struct {
+	recs []share.StateRecord
+	done chan error // buffered: the writer never blocks on it
+}
+
+// shareWriter writes the jobs FIFO on one goroutine, which it owns: start
+// starts it, stop cancels what is in flight, fails what is queued and
+// waits for it.
+type shareWriter struct {
+	h      *ShareHost
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{}
+	exited chan struct{}
+	mu     struct {
+		sync.Mutex
+		queue   []*shareWriteJob
+		stopped bool
+	}
+}
+
+// startCluster puts the share host in cluster mode; called by SetCluster.
+func (h *ShareHost) startCluster() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &shareWriter{h: h, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	h.mu.Lock()
+	h.mu.cl = &shareCluster{gen: map[share.TopicPartition]uint64{}, pending: map[shareKeyOf]int{}, writer: w}
+	h.mu.Unlock()
+	go w.run()
+}
+
+// enqueueLocked hands the records of the last call to the writer; the
+// returned job's done reports their outcome. h.mu must be held.
+func (h *ShareHost) enqueueLocked(now time.Time) *shareWriteJob {
+	recs := h.mu.c.TakeStateRecords(now)
+	job := &shareWriteJob{recs: recs, done: make(chan error, 1)}
+	if len(recs) == 0 {
+		job.done <- nil
+		return job
+	}
+	for _, r := range recs {
+		h.mu.cl.pending[shareKeyOf{r.Group, r.TP}]++
+	}
+	h.mu.cl.writer.push(job)
+	return job
+}
+
+func (w *shareWriter) push(job *shareWriteJob) {
+	w.mu.Lock()
+	if w.mu.stopped {
+		w.mu.Unlock()
+		job.done <- errShareClosed
+		return
+	}
+	w.mu.queue = append(w.mu.queue, job)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *shareWriter) pop() *shareWriteJob {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.mu.queue) == 0 || w.mu.stopped {
+		return nil
+	}
+	job := w.mu.queue[0]
+	w.mu.queue[0] = nil
+	w.mu.queue = w.mu.queue[1:]
+	return job
+}
+
+func (w *shareWriter) run() {
+	defer close(w.exited)
+	for {
+		select {
+		case <-w.wake:
+		case <-w.ctx.Done():
+			return
+		}
+		for job := w.pop(); job != nil; job = w.pop() {
+			var first error
+			for _, r := range job.recs {
+				err := w.h.writeState(w.ctx, r)
+				w.h.writeDone(r, err)
+				if err != nil && first == nil {
+					first = err
+				}
+			}
+			job.done <- first
+		}
+	}
+}
+
+// stop ends the writer: the write in flight is cancelled, queued jobs fail.
+func (w *shareWriter) stop() {
+	w.mu.Lock()
+	w.mu.stopped = true
+	q := w.mu.queue
+	w.mu.queue = nil
+	w.mu.Unlock()
+	w.cancel()
+	<-w.exited
+	for _, job := range q {
+		job.done <- errShareClosed
+	}
+}
+
+// writeDone settles one record's write: on failure the share-partition is
+// dropped here, to be read again from its share coordinator.
+func (h *ShareHost) writeDone(r share.StateRecord, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := shareKeyOf{r.Group, r.TP}
+	if h.mu.cl.pending[k]--; h.mu.cl.pending[k] <= 0 {
+		delete(h.mu.cl.pending, k)
+	}
+	if err != nil && h.mu.c != nil && !errors.Is(err, errShareClosed) {
+		h.b.log.Warn("writing share-partition state failed; it is read again from the share coordinator",
+			"group", r.Group, "key", r.CoordinatorKey, "err", err)
+		h.mu.c.DropState(r.Group, r.TP)
+		h.afterLocked()
+	}
+}
+
+// errShareNotLeader fails a write for a data partition this broker no longer leads.
+var errShareNotLeader = errors.New("no longer the leader of the data partition")
+
+// writeState writes one record at its share coordinator, retrying while
+// the coordinator moves or loads, up to shareStateTimeout.
+func (h *ShareHost) writeState(ctx context.Context, r share.StateRecord) error {
+	deadline := time.Now().Add(shareStateTimeout)
+	for {
+		p := h.b.dataPartition(r.TP)
+		if p == nil || !p.IsLeader() {
+			return errShareNotLeader
+		}
+		code, err := h.b.sendState(ctx, r, p.LeaderEpoch())
+		switch {
+		case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+			return errShareClosed
+		case err == nil && code == 0:
+			return nil
+		case err == nil && !shareRetriable(code):
+			return fmt.Errorf("share coordinator: %w", kerr.ErrorForCode(code))
+		case time.Now().After(deadline):
+			if err == nil {
+				err = kerr.ErrorForCode(code)
+			}
+			return fmt.Errorf("share coordinator unavailable for %s: %w", shareStateTimeout, err)
+		}
+		select {
+		case <-time.After(shareStateBackoff):
+		case <-ctx.Done():
+			return errShareClosed
+		}
+	}
+}
+
+// shareRetriable are the share coordinator answers that mean "try again":
+// it moved, is loading, or its topic is being created.
+func shareRetriable(code int16) bool {
+	switch code {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code,
+		kerr.NotLeaderForPartition.Code, kerr.LeaderNotAvailable.Code, kerr.UnknownTopicOrPartition.Code:
+		return true
+	}
+	return false
+}
+
+// dataPartition is the partition of a share-partition, nil if unknown here.
+func (h *Host) dataPartition(tp share.TopicPartition) interface {
+	IsLeader() bool
+	LeaderEpoch() int32
+} {
+	t := h.rm.TopicByID(tp.TopicID)
+	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return nil
+	}
+	return t.Partitions[tp.Partition]
+}
+
+// shareStatePartitions is __share_group_state's partition count.
+func (h *Host) shareStatePartitions() int32 {
+	if t := h.rm.TopicByName(share.StateTopic); t != nil && len(t.Partitions) > 0 {
+		return int32(len(t.Partitions))
+	}
+	if n := h.cfg.ShareStateTopicNumPartitions; n > 0 {
+		return n
+	}
+	return 50
+}
+
+// errNoStateTopic reports that __share_group_state does not exist: no
+// share-partition has persisted state yet.
+var errNoStateTopic = errors.New(share.StateTopic + " does not exist")
+
+// shareCoordinator returns the broker that leads the share-partition's
+// state partition, and whether that is this broker with the partition
+// loaded. A retriable code means not now; errNoStateTopic that the topic
+// is missing (create says whether to create it).
+func (h *Host) shareCoordinator(group string, tp share.TopicPartition, create bool) (broker int32, local bool, code int16, err error) {
+	n := h.shareStatePartitions()
+	part := share.StatePartitionFor(share.CoordinatorKey(group, tp), n)
+	leader, exists := h.cluster.Leader(share.StateTopic, part)
+	if !exists {
+		if _, ok := h.store.Topic(share.StateTopic); !ok {
+			if !create {
+				return -1, false, 0, errNoStateTopic
+			}
+			h.createShareStateTopic(n)
+		}
+		return -1, false, kerr.CoordinatorNotAvailable.Code, nil
+	}
+	if leader < 0 {
+		return -1, false, kerr.CoordinatorNotAvailable.Code, nil
+	}
+	if leader != h.cluster.BrokerID() {
+		return leader, false, 0, nil
+	}
+	if p := h.rm.PartitionOf(share.StateTopic, part); p == nil || !p.IsLeader() {
+		// The cache names this broker; LeaderAndIsr has not made it leader yet.
+		return -1, false, kerr.CoordinatorLoadInProgress.Code, nil
+	}
+	return leader, true, 0, nil
+}
+
+// createShareStateTopic creates __share_group_state in the metadata store
+// (the controller assigns its replicas), as Kafka does on first use:
+// share.coordinator.state.topic.replication.factor capped at the live
+// brokers, min.insync.replicas share.coordinator.state.topic.min.isr
+// capped at that.
+func (h *Host) createShareStateTopic(n int32) {
+	rf := config.InternalReplicationFactor(h.cfg.Cluster.ShareStateReplicationFactor, h.cluster.LiveBrokers())
+	if rf < 1 {
+		rf = 1
+	}
+	minISR := min(max(h.cfg.Cluster.ShareStateMinISR, 1), int32(rf))
+	err := h.store.CreateTopic(controller.Topic{Name: share.StateTopic, Partitions: n, ReplicationFactor: rf, Configs: map[string]string{
+		"cleanup.policy":      "compact",
+		"compression.type":    "producer",
+		"segment.bytes":       fmt.Sprint(h.cfg.OffsetsTopicSegmentBytes),
+		"min.insync.replicas": fmt.Sprint(minISR),
+	}})
+	if err != nil && !errors.Is(err, controller.ErrTopicExists) {
+		h.log.Error("creating internal topic", "topic", share.StateTopic, "err", err)
+	}
+}
+
+// sendState sends one record's state (or its deletion) to its share
+// coordinator and returns the coordinator's error code.
+func (h *Host) sendState(ctx context.Context, r share.StateRecord, leaderEpoch int32) (int16, error) {
+	broker, local, code, err := h.shareCoordinator(r.Group, r.TP, true)
+	if err != nil || code != 0 {
+		return code, err
+	}
+	if local {
+		ch := make(chan int16, 1)
+		done := func(code int16) { ch <- code }
+		if r.Snapshot == nil {
+			h.ShareStateDelete(r.Group, r.TP, done)
+		} else {
+			s := *r.Snapshot
+			s.LeaderEpoch = leaderEpoch
+			h.ShareStateWrite(r.Group, r.TP, s, done)
+		}
+		select {
+		case code := <-ch:
+			return code, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, shareStateTimeout)
+	defer cancel()
+	if r.Snapshot == nil {
+		req := kmsg.NewPtrDeleteShareGroupStateRequest()
+		req.GroupID = r.Group
+		rt := kmsg.NewDeleteShareGroupStateRequestTopic()
+		rt.TopicID = r.TP.TopicID
+		rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+		rp.Partition = r.TP.Partition
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := h.cluster.Send(rctx, broker, req)
+		if err != nil {
+			return 0, err
+		}
+		dr, ok := resp.(*kmsg.DeleteShareGroupStateResponse)
+		if !ok || len(dr.Topics) != 1 || len(dr.Topics[0].Partitions) != 1 {
+			return kerr.UnknownServerError.Code, nil
+		}
+		return dr.Topics[0].Partitions[0].ErrorCode, nil
+	}
+	s := r.Snapshot
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.GroupID = r.Group
+	rt := kmsg.NewWriteShareGroupStateRequestTopic()
+	rt.TopicID = r.TP.TopicID
+	rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = r.TP.Partition, s.StateEpoch, leaderEpoch, s.StartOffset
+	for _, b := range s.Batches {
+		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.First, b.Last, b.State, b.Count
+		rp.StateBatches = append(rp.StateBatches, sb)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := h.cluster.Send(rctx, broker, req)
+	if err != nil {
+		return 0, err
+	}
+	wr, ok := resp.(*kmsg.WriteShareGroupStateResponse)
+	if !ok || len(wr.Topics) != 1 || len(wr.Topics[0].Partitions) != 1 {
+		return kerr.UnknownServerError.Code, nil
+	}
+	return wr.Topics[0].Partitions[0].ErrorCode, nil
+}
+
+// readState reads a share-partition's persisted state at its share
+// coordinator: nil when it has none.
+func (h *Host) readState(ctx context.Context, group string, tp share.TopicPartition, leaderEpoch int32) (*share.Snapshot, int16, error) {
+	broker, local, code, err := h.shareCoordinator(group, tp, false)
+	if errors.Is(err, errNoStateTopic) {
+		return nil, 0, nil
+	}
+	if err != nil || code != 0 {
+		return nil, code, err
+	}
+	if local {
+		s, found, code := h.ShareStateRead(group, tp, leaderEpoch)
+		if code != 0 || !found {
+			return nil, code, nil
+		}
+		return &s, 0, nil
+	}
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = group
+	rt := kmsg.NewReadShareGroupStateRequestTopic()
+	rt.TopicID = tp.TopicID
+	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch = tp.Partition, leaderEpoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := context.WithTimeout(ctx, shareStateTimeout)
+	defer cancel()
+	resp, err := h.cluster.Send(rctx, broker, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	rr, ok := resp.(*kmsg.ReadShareGroupStateResponse)
+	if !ok || len(rr.Topics) != 1 || len(rr.Topics[0].Partitions) != 1 {
+		return nil, kerr.UnknownServerError.Code, nil
+	}
+	pr := rr.Topics[0].Partitions[0]
+	if pr.ErrorCode != 0 {
+		return nil, pr.ErrorCode, nil
+	}
+	if pr.StartOffset < 0 {
+		return nil, 0, nil // uninitialized: no state
+	}
+	s := share.Snapshot{StateEpoch: pr.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: pr.StartOffset}
+	for _, b := range pr.StateBatches {
+		s.Batches = append(s.Batches, share.StateBatch{First: b.FirstOffset, Last: b.LastOffset, State: b.DeliveryState, Count: b.DeliveryCount})
+	}
+	if err := s.Validate(); err != nil {
+		return nil, 0, fmt.Errorf("share state from broker %d: %w", broker, err)
+	}
+	return &s, 0, nil
+}
+
+// LoadStates reads and installs the persisted state of the
+// share-partitions of targets that this broker leads and has not loaded
+// (cluster mode; a no-op on a single node). What cannot be read within
+// shareLoadTimeout stays unloaded: the fetch acquires nothing from it
+// and the next one tries again.
+func (h *ShareHost) LoadStates(group string, targets []share.TopicPartition) {
+	type want struct {
+		tp    share.TopicPartition
+		gen   uint64
+		epoch int32
+	}
+	h.mu.Lock()
+	if h.mu.cl == nil || h.mu.c == nil || h.mu.closed {
+		h.mu.Unlock()
+		return
+	}
+	c := h.mu.c
+	var todo []want
+	for _, tp := range c.Unloaded(group, targets) {
+		p := h.b.dataPartition(tp)
+		if p == nil || !p.IsLeader() || h.mu.cl.pending[shareKeyOf{group, tp}] > 0 {
+			continue
+		}
+		todo = append(todo, want{tp, h.mu.cl.gen[tp], p.LeaderEpoch()})
+	}
+	h.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareLoadTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-h.b.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, w := range todo {
+		var (
+			s    *share.Snapshot
+			code int16
+			err  error
+		)
+		for {
+			s, code, err = h.b.readState(ctx, group, w.tp, w.epoch)
+			if err == nil && code == 0 || err == nil && !shareRetriable(code) || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-time.After(shareStateBackoff):
+			case <-ctx.Done():
+			}
+		}
+		if err != nil || code != 0 {
+			if err == nil {
+				err = kerr.ErrorForCode(code)
+			}
+			h.b.log.Debug("reading share-partition state failed", "group", group, "key", share.CoordinatorKey(group, w.tp), "err", err)
+			continue
+		}
+		h.mu.Lock()
+		if h.mu.c == c && h.mu.cl.gen[w.tp] == w.gen && h.mu.cl.pending[shareKeyOf{group, w.tp}] == 0 {
+			c.InstallState(group, w.tp, s)
+			h.afterLocked()
+		}
+		h.mu.Unlock()
+	}
+}
+
+// dataLeadershipChanged forgets the in-flight state of a data partition
+// whose leadership this broker gained or lost.
+func (h *ShareHost) dataLeadershipChanged(topic string, partition int32) {
+	t := h.b.rm.TopicByName(topic)
+	if t == nil {
+		return
+	}
+	tp := share.TopicPartition{TopicID: t.Meta.ID, Partition: partition}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.cl == nil {
+		return
+	}
+	h.mu.cl.gen[tp]++
+	if h.mu.c != nil && !h.mu.closed {
+		h.mu.c.DropPartition(tp)
+		h.afterLocked()
+	}
+}
+
+// groupsLeadershipLost drops the membership of the share groups of a
+// __consumer_offsets partition this broker no longer leads.
+func (h *ShareHost) groupsLeadershipLost(part int32) {
+	n := h.b.cfg.OffsetsTopicNumPartitions
+	if t := h.b.rm.TopicByName(offsetsTopic); t != nil && len(t.Partitions) > 0 {
+		n = int32(len(t.Partitions))
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.c == nil || h.mu.closed {
+		return
+	}
+	h.mu.c.DropMembers(func(g string) bool { return group.PartitionFor(g, n) != part })
+}
