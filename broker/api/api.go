@@ -7,6 +7,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"sync"
@@ -116,6 +117,10 @@ type Coordinators interface {
 	NextProducerID() (int64, error)
 	TopicsChanged()
 	Shares() *coordhost.ShareHost
+	// The share-group offsets admin of a cluster (coordhost/share_admin_cluster.go).
+	ShareStateSummaryOf(ctx context.Context, group string, tp share.TopicPartition) (coordhost.ShareSummary, bool, int16, error)
+	ShareResetState(ctx context.Context, group string, tp share.TopicPartition, start int64) (int16, error)
+	ShareDeleteState(ctx context.Context, group string, tp share.TopicPartition) (int16, error)
 	GroupConfigs() *groupconfig.Store
 	ApplyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []coordhost.ShareAcks) []int16
 }

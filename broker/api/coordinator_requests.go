@@ -57,6 +57,9 @@ func (b *API) handleListGroupsWithShare(ctx *network.RequestContext, req *kmsg.L
 		if req.Version >= 4 && !coordhost.MatchesFilter(req.StatesFilter, l.State) {
 			continue
 		}
+		if b.cluster != nil && !b.coordinatesGroup(l.Group) {
+			continue // a leader's share sessions, not a group coordinated here
+		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = l.Group
 		lg.ProtocolType = "share"
@@ -103,11 +106,18 @@ func (b *API) deleteGroupsWithShare(ctx *network.RequestContext, req *kmsg.Delet
 	codes := map[string]int16{}
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		for _, id := range req.Groups {
-			if c.IsShareGroup(id) {
+			if c.IsShareGroup(id) && (b.cluster == nil || b.coordinatesGroup(id)) {
 				codes[id] = c.DeleteGroup(id)
 			}
 		}
 	})
+	if b.cluster != nil && err == nil {
+		for id, code := range codes {
+			if code == 0 {
+				b.deleteShareStatesCluster(id) // share_offsets_cluster.go
+			}
+		}
+	}
 	if err != nil || len(codes) == 0 {
 		return b.handleGroupRequest(ctx, req)
 	}

@@ -21,6 +21,9 @@ func (b *API) handleAlterShareGroupOffsets(ctx *network.RequestContext, req *kms
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
 	}
+	if b.cluster != nil {
+		return b.alterShareGroupOffsetsCluster(ctx, req) // share_offsets_cluster.go
+	}
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		if code := c.CanAlterOffsets(req.GroupID, false); code != 0 {
 			resp.ErrorCode = code

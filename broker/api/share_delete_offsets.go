@@ -16,6 +16,9 @@ import (
 )
 
 func (b *API) handleDeleteShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.deleteShareGroupOffsetsCluster(ctx, req) // share_offsets_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		if code := c.CanAlterOffsets(req.GroupID, true); code != 0 {

@@ -19,6 +19,9 @@ import (
 )
 
 func (b *API) handleDescribeShareGroupOffsets(ctx *network.RequestContext, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+	if b.cluster != nil {
+		return b.describeShareGroupOffsetsCluster(req) // share_offsets_cluster.go
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
 		for _, rg := range req.Groups {

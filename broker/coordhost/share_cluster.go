@@ -212,6 +212,9 @@ func (h *ShareHost) writeState(ctx context.Context, r share.StateRecord) error {
 	for {
 		p := h.b.dataPartition(r.TP)
 		if p == nil || !p.IsLeader() {
+			if r.Snapshot == nil {
+				return nil // a deletion (DeleteGroups) reaches the state by the admin path
+			}
 			return errShareNotLeader
 		}
 		code, err := h.b.sendState(ctx, r, p.LeaderEpoch())

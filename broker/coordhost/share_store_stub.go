@@ -15,3 +15,9 @@ func (h *Host) ShareStateWrite(group string, tp share.TopicPartition, s share.Sn
 func (h *Host) ShareStateDelete(group string, tp share.TopicPartition, done func(code int16)) {
 	done(kerr.NotCoordinator.Code)
 }
+func (h *Host) ShareStateInitialize(group string, tp share.TopicPartition, stateEpoch int32, startOffset int64, done func(code int16)) {
+	done(kerr.NotCoordinator.Code)
+}
+func (h *Host) ShareStateSummary(group string, tp share.TopicPartition, leaderEpoch int32) (int32, int64, int64, bool, int16) {
+	return 0, 0, 0, false, kerr.NotCoordinator.Code
+}

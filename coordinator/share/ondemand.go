@@ -102,3 +102,7 @@ func (c *Coordinator) HasMembers(group string) bool {
 	g := c.groups[group]
 	return g != nil && len(g.members) > 0
 }
+
+// EnsureGroup creates an empty share group if there is none (cluster
+// mode's AlterShareGroupOffsets, whose state lives at the share coordinators).
+func (c *Coordinator) EnsureGroup(id string) { c.groupOrCreate(id) }

@@ -1,0 +1,233 @@
+package api
+
+// The share-group offsets admin APIs and the share groups of ListGroups and
+// DeleteGroups in a cluster: answered by the group's coordinator (others
+// answer NOT_COORDINATOR, or leave the group out of ListGroups), with the
+// share-partition state at the share coordinators
+// (coordhost/share_admin_cluster.go). A group has state for the
+// partitions its share coordinators hold: "every partition" (null Topics
+// of DescribeShareGroupOffsets, DeleteGroups) asks about every partition
+// of every topic, since kbroker's coordinator does not record which
+// share-partitions were initialized (Kafka keeps that in
+// __consumer_offsets).
+
+import (
+	"context"
+	"time"
+
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/kbroker/kbroker/coordinator/share"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareAdminTimeout bounds one admin request's state round trips.
+const shareAdminTimeout = 30 * time.Second
+
+func (b *API) coordinatesGroup(group string) bool {
+	return b.coordinates("__consumer_offsets", group)
+}
+
+// shareAdminContext is the context of one admin request, ended by shutdown.
+func (b *API) shareAdminContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), shareAdminTimeout)
+	go func() {
+		select {
+		case <-b.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// allSharePartitions are the partitions of every topic share groups may consume.
+func (b *API) allSharePartitions() []share.TopicPartition {
+	var out []share.TopicPartition
+	for _, name := range b.rm.TopicNames() {
+		t := b.rm.TopicByName(name)
+		if t == nil || replica.IsInternal(name) {
+			continue
+		}
+		for i := range t.Partitions {
+			out = append(out, share.TopicPartition{TopicID: t.Meta.ID, Partition: int32(i)})
+		}
+	}
+	return out
+}
+
+func (b *API) describeShareGroupOffsetsCluster(req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+	ctx, cancel := b.shareAdminContext()
+	defer cancel()
+	for _, rg := range req.Groups {
+		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		g.GroupID = rg.GroupID
+		if !b.coordinatesGroup(rg.GroupID) {
+			g.ErrorCode = kerr.NotCoordinator.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		topics := rg.Topics
+		all := topics == nil
+		if all {
+			byID := map[[16]byte][]int32{}
+			var order [][16]byte
+			for _, tp := range b.allSharePartitions() {
+				if _, ok := byID[tp.TopicID]; !ok {
+					order = append(order, tp.TopicID)
+				}
+				byID[tp.TopicID] = append(byID[tp.TopicID], tp.Partition)
+			}
+			for _, id := range order {
+				if t := b.rm.TopicByID(id); t != nil {
+					topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: t.Meta.Name, Partitions: byID[id]})
+				}
+			}
+		}
+		for _, rt := range topics {
+			st := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+			st.Topic = rt.Topic
+			t := b.rm.TopicByName(rt.Topic)
+			if t != nil {
+				st.TopicID = t.Meta.ID
+			}
+			for _, part := range rt.Partitions {
+				sp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+				sp.Partition = part
+				sp.StartOffset, sp.Lag, sp.LeaderEpoch = -1, -1, -1
+				if t == nil || part < 0 || int(part) >= len(t.Partitions) {
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					st.Partitions = append(st.Partitions, sp)
+					continue
+				}
+				p := t.Partitions[part]
+				sum, found, code, err := b.co.ShareStateSummaryOf(ctx, rg.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: part})
+				switch {
+				case err != nil || code != 0:
+					if code == 0 {
+						code = kerr.CoordinatorNotAvailable.Code
+					}
+					sp.ErrorCode = code
+				case found:
+					sp.StartOffset = sum.StartOffset
+					sp.LeaderEpoch = p.LeaderEpoch()
+					sp.Lag = max(0, p.HighWatermark()-sum.StartOffset-sum.Finished)
+				case all:
+					continue // no state: not one of the group's partitions
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			if all && len(st.Partitions) == 0 {
+				continue
+			}
+			g.Topics = append(g.Topics, st)
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp
+}
+
+func (b *API) alterShareGroupOffsetsCluster(ctx *network.RequestContext, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if !b.coordinatesGroup(req.GroupID) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
+		if resp.ErrorCode = c.CanAlterOffsets(req.GroupID, false); resp.ErrorCode == 0 {
+			c.EnsureGroup(req.GroupID)
+		}
+	})
+	if err != nil {
+		ctx.CloseConn = true
+		return nil
+	}
+	if resp.ErrorCode != 0 {
+		return resp
+	}
+	actx, cancel := b.shareAdminContext()
+	defer cancel()
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t := b.rm.TopicByName(rt.Topic)
+		if t != nil {
+			st.TopicID = t.Meta.ID
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			switch {
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.StartOffset < 0:
+				sp.ErrorCode = kerr.InvalidRequest.Code
+			default:
+				code, err := b.co.ShareResetState(actx, req.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: rp.Partition}, rp.StartOffset)
+				if err != nil && code == 0 {
+					code = kerr.CoordinatorNotAvailable.Code
+				}
+				sp.ErrorCode = code
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (b *API) deleteShareGroupOffsetsCluster(ctx *network.RequestContext, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	if !b.coordinatesGroup(req.GroupID) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
+	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
+		resp.ErrorCode = c.CanAlterOffsets(req.GroupID, true)
+	})
+	if err != nil {
+		ctx.CloseConn = true
+		return nil
+	}
+	if resp.ErrorCode != 0 {
+		return resp
+	}
+	actx, cancel := b.shareAdminContext()
+	defer cancel()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t := b.rm.TopicByName(rt.Topic)
+		if t == nil {
+			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = t.Meta.ID
+		for i := range t.Partitions {
+			code, err := b.co.ShareDeleteState(actx, req.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: int32(i)})
+			if err != nil && code == 0 {
+				code = kerr.CoordinatorNotAvailable.Code
+			}
+			if st.ErrorCode == 0 {
+				st.ErrorCode = code
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// deleteShareStatesCluster deletes a deleted share group's state at every
+// share coordinator.
+func (b *API) deleteShareStatesCluster(group string) {
+	ctx, cancel := b.shareAdminContext()
+	defer cancel()
+	for _, tp := range b.allSharePartitions() {
+		if code, err := b.co.ShareDeleteState(ctx, group, tp); code != 0 || err != nil {
+			b.log.Warn("deleting share-partition state of a deleted group failed", "group", group, "key", share.CoordinatorKey(group, tp), "code", code, "err", err)
+		}
+	}
+}
