@@ -16,12 +16,9 @@ import (
 // clusterSuiteSkips are the franz-go tests expected to skip themselves
 // against the cluster: the suite runs without SASL listeners here
 // (compat's TestFranzGoSuite covers SCRAM and OAUTHBEARER against one
-// broker), and a cluster does not advertise share groups (single-node only:
-// their state is in memory on each broker, broker/api/share_cluster.go), so
-// franz-go's share tests find no support, as against Kafka in ZooKeeper
-// mode. They pass against one broker.
-var clusterSuiteSkips = regexp.MustCompile(`^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth|` +
-	`TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|TestConsumeRegexShareSkipsInternal)$`)
+// broker). Its share-group tests run: the cluster serves share groups with
+// Kafka's split (broker/api/share_cluster.go).
+var clusterSuiteSkips = regexp.MustCompile(`^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth)$`)
 
 // clusterSuiteRunEnv, when set, is a -test.run pattern that runs only
 // those franz-go tests (to chase one failure without the whole suite).
