@@ -118,6 +118,8 @@ type Coordinators interface {
 	Shares() *coordhost.ShareHost
 	GroupConfigs() *groupconfig.Store
 	ApplyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []coordhost.ShareAcks) []int16
+	// ShareStateStore is the share coordinator's state store (share_state.go).
+	ShareStateStore
 }
 
 var (

@@ -21,6 +21,7 @@ package coordhost
 import (
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -32,6 +33,8 @@ func (h *Host) OnLeadershipChange(topic string, partition int32, leader bool) {
 		h.groups.leadershipChanged(partition, leader)
 	case txnStateTopic:
 		h.txns.leadershipChanged(partition, leader)
+	case share.StateTopic:
+		h.shareStore.leadershipChanged(partition, leader)
 	}
 }
 
