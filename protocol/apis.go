@@ -53,6 +53,13 @@ var supported = map[int16]VersionRange{
 	int16(kmsg.DescribeShareGroupOffsets): {0, 1},
 	int16(kmsg.AlterShareGroupOffsets):    {0, 0},
 	int16(kmsg.DeleteShareGroupOffsets):   {0, 0},
+	// The share coordinator's inter-broker RPCs (broker/api/share_state.go),
+	// advertised in cluster mode only (broker/api/share_cluster.go).
+	int16(kmsg.InitializeShareGroupState):  {0, 0},
+	int16(kmsg.ReadShareGroupState):        {0, 0},
+	int16(kmsg.WriteShareGroupState):       {0, 1},
+	int16(kmsg.DeleteShareGroupState):      {0, 0},
+	int16(kmsg.ReadShareGroupStateSummary): {0, 1},
 
 	// Log lifecycle and admin APIs.
 	int16(kmsg.DeleteRecords):           {0, 2},

@@ -123,6 +123,8 @@ type Coordinators interface {
 	ShareDeleteState(ctx context.Context, group string, tp share.TopicPartition) (int16, error)
 	GroupConfigs() *groupconfig.Store
 	ApplyShareAcks(c *share.Coordinator, now time.Time, group, member string, renew bool, acks []coordhost.ShareAcks) []int16
+	// ShareStateStore is the share coordinator's state store (share_state.go).
+	ShareStateStore
 }
 
 var (

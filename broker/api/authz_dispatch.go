@@ -211,6 +211,12 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 		if !b.authorizedCluster(ctx, opAlter) {
 			return deny(alterScramDenied(r))
 		}
+	case *kmsg.InitializeShareGroupStateRequest, *kmsg.ReadShareGroupStateRequest, *kmsg.WriteShareGroupStateRequest,
+		*kmsg.DeleteShareGroupStateRequest, *kmsg.ReadShareGroupStateSummaryRequest:
+		// The share coordinator's RPCs (share_state.go), from brokers.
+		if !b.authorizedCluster(ctx, opClusterAction) {
+			return deny(shareStateDenied(req))
+		}
 	case *kmsg.LeaderAndISRRequest, *kmsg.StopReplicaRequest, *kmsg.UpdateMetadataRequest, *kmsg.ControlledShutdownRequest:
 		if b.cluster != nil { // a single node closes the connection (cluster.go)
 			return b.needCluster(ctx, req, opClusterAction)

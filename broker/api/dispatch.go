@@ -87,6 +87,12 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleDescribeShareGroupOffsets))
 	add(on((*API).handleAlterShareGroupOffsets))
 	add(on((*API).handleDeleteShareGroupOffsets))
+	// The share coordinator's inter-broker RPCs (share_state.go).
+	add(on((*API).handleInitializeShareGroupState))
+	add(on((*API).handleReadShareGroupState))
+	add(on((*API).handleWriteShareGroupState))
+	add(on((*API).handleDeleteShareGroupState))
+	add(on((*API).handleReadShareGroupStateSummary))
 	// SASL (sasl.go; authentication itself is network/sasl) and SCRAM credentials.
 	add(on((*API).handleSASLHandshake))
 	add(on((*API).handleSASLAuthenticate))

@@ -33,6 +33,8 @@ func (h *Host) OnLeadershipChange(topic string, partition int32, leader bool) {
 		h.groups.leadershipChanged(partition, leader)
 	case txnStateTopic:
 		h.txns.leadershipChanged(partition, leader)
+	case share.StateTopic:
+		h.shareStore.leadershipChanged(partition, leader)
 	}
 	switch topic {
 	case offsetsTopic:

@@ -40,6 +40,10 @@ type Host struct {
 	groups groups
 	txns   txns
 	shares ShareHost
+	// shareStore is the share coordinator's state store of the
+	// __share_group_state partitions this broker leads (cluster mode,
+	// share_store.go).
+	shareStore shareStore
 	// groupCfgs are the group configs of every group (group_configs.go).
 	groupCfgs *groupconfig.Store
 
@@ -73,6 +77,7 @@ func NewHost(cfg config.Config, rm Replicas, closing <-chan struct{}) *Host {
 	h.groups.b = h
 	h.txns.b = h
 	h.initShares()
+	h.shareStore.init(h)
 	return h
 }
 
@@ -96,6 +101,7 @@ func (h *Host) CloseShares() { h.shares.close() }
 func (h *Host) Close() {
 	h.txns.close()
 	h.groups.close()
+	h.shareStore.close()
 }
 
 // EnsureGroups loads the group coordinators, creating __consumer_offsets
