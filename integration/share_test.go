@@ -195,6 +195,7 @@ func TestShareGroupOnClusterSurvivesLeaderKill(t *testing.T) {
 	waitFor(t, 60*time.Second, "every share-partition's start offset at the log end", func() (bool, error) {
 		for _, b := range bs {
 			d := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			d.Version = 1 // Lag
 			rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
 			rg.GroupID = group
 			d.Groups = append(d.Groups, rg)
