@@ -204,8 +204,9 @@ func (s *shareStore) load(pp *statePart) {
 				pp.epochs[k] = v.LeaderEpoch
 			}
 			pp.loading = false
+			keys := len(states)
 			s.mu.Unlock()
-			s.b.log.Info("loaded share coordinator partition", "partition", pp.index, "records", n, "keys", len(states),
+			s.b.log.Info("loaded share coordinator partition", "partition", pp.index, "records", n, "keys", keys,
 				"took", time.Since(start).Round(time.Millisecond).String())
 			return
 		}
