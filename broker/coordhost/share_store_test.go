@@ -218,12 +218,19 @@ func TestShareStore(t *testing.T) {
 	s3 := s2
 	s3.LeaderEpoch = 3
 	wantCode(t, "write of the new leader", syncWrite(t, func(d func(int16)) { h.ShareStateWrite(g, tp0, s3, d) }), 0)
+	// Leader epoch -1 is never fenced and keeps the key's epoch; state
+	// epoch and start offset -1 keep the stored ones.
+	keep := share.Snapshot{LeaderEpoch: -1, StateEpoch: -1, StartOffset: -1}
+	wantCode(t, "write with epochs -1", syncWrite(t, func(d func(int16)) { h.ShareStateWrite(g, tp0, keep, d) }), 0)
+	if k, _, _ := h.ShareStateRead(g, tp0, -1); k.LeaderEpoch != 3 || k.StateEpoch != 0 || k.StartOffset != 13 || len(k.Batches) != 0 {
+		t.Fatalf("state after a write with epochs -1: %+v", k)
+	}
 
 	// Initialize (an admin reset): a bumped state epoch, no batches; an
 	// older state epoch is fenced, and so are writes of the old epoch.
 	wantCode(t, "initialize", syncWrite(t, func(d func(int16)) { h.ShareStateInitialize(g, tp0, 2, 30, d) }), 0)
 	init, _, _ := h.ShareStateRead(g, tp0, 3)
-	if init.StateEpoch != 2 || init.StartOffset != 30 || len(init.Batches) != 0 || init.LeaderEpoch != 3 || init.SnapshotEpoch != 3 {
+	if init.StateEpoch != 2 || init.StartOffset != 30 || len(init.Batches) != 0 || init.LeaderEpoch != 3 || init.SnapshotEpoch != 4 {
 		t.Fatalf("initialized state %+v", init)
 	}
 	wantCode(t, "initialize with an older state epoch", syncWrite(t, func(d func(int16)) { h.ShareStateInitialize(g, tp0, 1, 0, d) }), kerr.FencedStateEpoch.Code)
