@@ -398,9 +398,6 @@ func (s *shareStore) takeLocked(pp *statePart) (batch []taken, refused []refusal
 		batch = append(batch, taken{op: op, next: next})
 	}
 	pp.queue = append([]*stateOp(nil), pp.queue[i:]...)
-	if len(recs) == 0 {
-		return batch, refused, nil
-	}
 	return batch, refused, recs
 }
 
