@@ -96,8 +96,8 @@ func (h *Host) Load(store controller.Store) error {
 // the closing channel.
 func (h *Host) CloseShares() { h.shares.close() }
 
-// Close stops the transaction and group coordinators' timers and refuses
-// further calls.
+// Close stops the transaction and group coordinators' timers, refuses
+// further calls, and waits for the share coordinator's partition loads.
 func (h *Host) Close() {
 	h.txns.close()
 	h.groups.close()

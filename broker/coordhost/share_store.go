@@ -132,11 +132,21 @@ func (s *shareStore) init(b *Host) {
 	s.mu.parts = map[int32]*statePart{}
 }
 
-// close refuses further calls and waits for the loads under way.
+// close refuses further calls, answers the queued writes
+// COORDINATOR_NOT_AVAILABLE (the ones in flight answer when their append
+// does) and waits for the loads under way.
 func (s *shareStore) close() {
 	s.mu.Lock()
 	s.mu.closed = true
+	var queued []*stateOp
+	for _, pp := range s.mu.parts {
+		queued = append(queued, pp.queue...)
+		pp.queue = nil
+	}
 	s.mu.Unlock()
+	for _, op := range queued {
+		op.done(kerr.CoordinatorNotAvailable.Code)
+	}
 	s.loads.Wait()
 }
 
@@ -204,8 +214,9 @@ func (s *shareStore) load(pp *statePart) {
 				pp.epochs[k] = v.LeaderEpoch
 			}
 			pp.loading = false
+			keys := len(states)
 			s.mu.Unlock()
-			s.b.log.Info("loaded share coordinator partition", "partition", pp.index, "records", n, "keys", len(states),
+			s.b.log.Info("loaded share coordinator partition", "partition", pp.index, "records", n, "keys", keys,
 				"took", time.Since(start).Round(time.Millisecond).String())
 			return
 		}
@@ -315,7 +326,7 @@ func (s *shareStore) enqueue(op *stateOp) {
 func (s *shareStore) pump(pp *statePart) {
 	for {
 		s.mu.Lock()
-		if s.mu.parts[pp.index] != pp || pp.inflight || len(pp.queue) == 0 {
+		if s.mu.closed || s.mu.parts[pp.index] != pp || pp.inflight || len(pp.queue) == 0 {
 			pp.pumping = false
 			s.mu.Unlock()
 			return
@@ -387,9 +398,6 @@ func (s *shareStore) takeLocked(pp *statePart) (batch []taken, refused []refusal
 		batch = append(batch, taken{op: op, next: next})
 	}
 	pp.queue = append([]*stateOp(nil), pp.queue[i:]...)
-	if len(recs) == 0 {
-		return batch, refused, nil
-	}
 	return batch, refused, recs
 }
 
@@ -515,8 +523,9 @@ func (h *Host) ShareStateRead(group string, tp share.TopicPartition, leaderEpoch
 // ShareStateWrite replaces the state of group's share-partition tp with s
 // (Kafka's WriteShareGroupState; kbroker's leaders send the whole state, so
 // replacing it is Kafka's merge of a full state). As in Kafka,
-// s.LeaderEpoch, s.StateEpoch and s.StartOffset of -1 keep the stored
-// values. Then s must Validate (else INVALID_REQUEST); FENCED_LEADER_EPOCH
+// s.StateEpoch and s.StartOffset of -1 keep the stored values and
+// s.LeaderEpoch -1 keeps the key's leader epoch without being fenced.
+// Then s must Validate (else INVALID_REQUEST); FENCED_LEADER_EPOCH
 // when s.LeaderEpoch is below the key's highest leader epoch,
 // FENCED_STATE_EPOCH when s.StateEpoch is below the stored one. The
 // snapshot written has SnapshotEpoch stored+1 (0 for a new key), the stored
@@ -533,19 +542,14 @@ func (h *Host) ShareStateWrite(group string, tp share.TopicPartition, s share.Sn
 	h.shareStore.enqueue(&stateOp{key: shareKey{group, tp}, done: done,
 		eval: func(cur share.Snapshot, found bool, epoch int32, hasEpoch bool, nowMs int64) (*share.Snapshot, bool, int16) {
 			next := s
-			if found {
-				if next.LeaderEpoch == -1 {
-					next.LeaderEpoch = cur.LeaderEpoch
-				}
-				if next.StateEpoch == -1 {
-					next.StateEpoch = cur.StateEpoch
-				}
-				if next.StartOffset == -1 {
-					next.StartOffset = cur.StartOffset
-				}
-			}
 			if next.LeaderEpoch == -1 && hasEpoch {
-				next.LeaderEpoch = epoch
+				next.LeaderEpoch = epoch // never fenced
+			}
+			if found && next.StateEpoch == -1 {
+				next.StateEpoch = cur.StateEpoch
+			}
+			if found && next.StartOffset == -1 {
+				next.StartOffset = cur.StartOffset
 			}
 			if next.Validate() != nil {
 				return nil, false, kerr.InvalidRequest.Code
