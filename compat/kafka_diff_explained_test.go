@@ -63,7 +63,7 @@ var apiVersionsExplained = map[string]string{
 const (
 	oldVersionsKept = "versions Kafka 4.0 removed (KIP-896) kept for clients of the Kafka 3.x era, as Kafka 3.9 accepts them"
 	shareV0Kept     = "KIP-932 v0 (Kafka 4.0 early access) kept for 4.0 clients"
-	shareStateRPC   = "share-group state RPCs go between brokers and the share coordinator; share groups are single-node in kbroker, whose broker writes __share_group_state itself"
+	shareStateRPC   = "share-group state RPCs go between brokers and the share coordinator; kbroker serves them in cluster mode, while a single node writes __share_group_state itself"
 	streamsGroups   = "the KIP-1071 Streams rebalance protocol is not in kbroker; Kafka Streams uses the classic protocol against it, as against Kafka 3.x"
 )
 
