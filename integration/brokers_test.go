@@ -129,9 +129,7 @@ func TestBrokerProcessesFormCluster(t *testing.T) {
 		}
 	}
 	// Share groups work on a cluster (Kafka's split, share_test.go): the
-	// client APIs and the share coordinator's RPCs are advertised, and a
-	// heartbeat to a broker that does not coordinate the group is
-	// NOT_COORDINATOR.
+	// client APIs and the share coordinator's RPCs are advertised.
 	for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.DescribeShareGroupOffsets,
 		kmsg.ReadShareGroupState, kmsg.WriteShareGroupState} {
 		if !keys[int16(k)] {
