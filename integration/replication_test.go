@@ -16,6 +16,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// waitReady waits for a restarted broker's /readyz: 200 only once it is
+// back in the ISR of every partition it follows (what a rolling restart
+// waits for).
+func waitReady(t *testing.T, b *BrokerProc) {
+	t.Helper()
+	waitFor(t, 90*time.Second, fmt.Sprintf("broker %d's /readyz", b.ID), func() (bool, error) {
+		code, body, err := b.Readyz()
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusOK, fmt.Errorf("%d %s", code, body)
+	})
+}
+
 func addrsOf(bs []*BrokerProc) []string {
 	var out []string
 	for _, b := range bs {
@@ -218,13 +232,7 @@ func TestReplicatedProduceSurvivesLeaderLoss(t *testing.T) {
 	victim.Restart()
 	// /readyz turns 200 only once the restarted broker is back in the ISR
 	// of every partition it follows (what a rolling restart waits for).
-	waitFor(t, 90*time.Second, "the restarted broker's /readyz", func() (bool, error) {
-		code, body, err := victim.Readyz()
-		if err != nil {
-			return false, err
-		}
-		return code == http.StatusOK, fmt.Errorf("%d %s", code, body)
-	})
+	waitReady(t, victim)
 	ps, err := partitionsOf(victim.Addr(), "hist")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -176,13 +175,7 @@ func TestShareGroupOnClusterSurvivesLeaderKill(t *testing.T) {
 	t.Logf("SIGKILLed broker %d (leader of %s/0) with %d of %d records confirmed", victim.ID, topic, len(confirmed), n)
 	consume(n, "after the kill")
 	victim.Restart()
-	waitFor(t, 90*time.Second, "the restarted broker's /readyz", func() (bool, error) {
-		code, body, err := victim.Readyz()
-		if err != nil {
-			return false, err
-		}
-		return code == http.StatusOK, fmt.Errorf("%d %s", code, body)
-	})
+	waitReady(t, victim)
 	waitFullISR(t, bs, topic, 3)
 	redelivered := 0
 	for _, c := range delivered {
