@@ -89,8 +89,10 @@ func keysOf(rs []*kgo.Record) []string {
 // state at the leaders of __share_group_state, RF=3). A group config set
 // through one broker reaches the others; a franz-go share consumer
 // accepts a third of a topic's records, the leader of partition 0 is
-// SIGKILLed, and the consumer goes on through the failover to the end of
-// the topic, then the victim restarts. Every record is delivered, and no
+// SIGKILLed and the consumer goes on through the failover to two thirds;
+// the victim restarts, the leader of partition 1 is stopped with SIGTERM
+// (controlled shutdown moves its leaderships) and the consumer goes on to
+// the end of the topic. Every record is delivered, and no
 // record whose acknowledgement the broker confirmed is ever delivered
 // again: its Acknowledged state was replicated before the answer, so the
 // new leader reads it from the share coordinator. At the end every
@@ -173,9 +175,19 @@ func TestShareGroupOnClusterSurvivesLeaderKill(t *testing.T) {
 	victim := byID(bs, leaders[0])
 	victim.Kill()
 	t.Logf("SIGKILLed broker %d (leader of %s/0) with %d of %d records confirmed", victim.ID, topic, len(confirmed), n)
-	consume(n, "after the kill")
+	consume(2*n/3, "after the kill")
 	victim.Restart()
 	waitReady(t, victim)
+	leaders = waitFullISR(t, bs, topic, 3)
+
+	bounced := byID(bs, leaders[1])
+	if err := bounced.Term(60 * time.Second); err != nil {
+		t.Fatalf("SIGTERM broker %d: %v", bounced.ID, err)
+	}
+	t.Logf("SIGTERMed broker %d (leader of %s/1) with %d of %d records confirmed", bounced.ID, topic, len(confirmed), n)
+	consume(n, "after the SIGTERM")
+	bounced.Restart()
+	waitReady(t, bounced)
 	waitFullISR(t, bs, topic, 3)
 	redelivered := 0
 	for _, c := range delivered {
