@@ -164,6 +164,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 		targets = append(targets, benchTarget{name: "kafka", addr: k.Addr()})
 	}
 
+	benchWarmMemory(b) // bench_warm_test.go
 	results := map[string][]benchResult{}
 	var loop []float64
 	round := 0

@@ -62,6 +62,7 @@ func BenchmarkClusterAcksAll(b *testing.B) {
 		b.Fatal(err)
 	}
 
+	benchWarmMemory(b) // bench_warm_test.go
 	z := integration.StartZooKeeper(b)
 	kbs := integration.StartCluster(b, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
 	kafkas := startKafkaCluster(b, 3)

@@ -81,6 +81,7 @@ func BenchmarkJavaPerfTools(b *testing.B) {
 		}
 		records = n
 	}
+	benchWarmMemory(b) // bench_warm_test.go
 	bin := filepath.Join(javaDir(b), "bin")
 	type target struct{ name, addr string }
 	var targets []target
