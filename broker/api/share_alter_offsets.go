@@ -29,32 +29,44 @@ func (b *API) handleAlterShareGroupOffsets(ctx *network.RequestContext, req *kms
 			resp.ErrorCode = code
 			return
 		}
-		for _, rt := range req.Topics {
-			st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			t := b.rm.TopicByName(rt.Topic)
-			if t != nil {
-				st.TopicID = t.Meta.ID
-			}
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				switch {
-				case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				case rp.StartOffset < 0:
-					sp.ErrorCode = kerr.InvalidRequest.Code
-				default:
-					c.SetStartOffset(req.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: rp.Partition}, rp.StartOffset)
-				}
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
+		resp.Topics = b.alterShareOffsetsTopics(req, func(tp share.TopicPartition, start int64) int16 {
+			c.SetStartOffset(req.GroupID, tp, start)
+			return 0
+		})
 	})
 	if err != nil {
 		ctx.CloseConn = true
 		return nil
 	}
 	return resp
+}
+
+// alterShareOffsetsTopics answers the topics of an AlterShareGroupOffsets:
+// an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION, a negative
+// offset INVALID_REQUEST, every other partition the code set returns.
+func (b *API) alterShareOffsetsTopics(req *kmsg.AlterShareGroupOffsetsRequest, set func(tp share.TopicPartition, start int64) int16) []kmsg.AlterShareGroupOffsetsResponseTopic {
+	var out []kmsg.AlterShareGroupOffsetsResponseTopic
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t := b.rm.TopicByName(rt.Topic)
+		if t != nil {
+			st.TopicID = t.Meta.ID
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			switch {
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.StartOffset < 0:
+				sp.ErrorCode = kerr.InvalidRequest.Code
+			default:
+				sp.ErrorCode = set(share.TopicPartition{TopicID: t.Meta.ID, Partition: rp.Partition}, rp.StartOffset)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		out = append(out, st)
+	}
+	return out
 }

@@ -36,14 +36,34 @@ func (b *API) handleDescribeShareGroupOffsets(ctx *network.RequestContext, req *
 }
 
 func (b *API) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShareGroupOffsetsRequestGroup) kmsg.DescribeShareGroupOffsetsResponseGroup {
+	var candidates []share.TopicPartition
+	for _, o := range c.Offsets(rg.GroupID) {
+		candidates = append(candidates, o.TopicPartition)
+	}
+	return b.shareOffsetsGroup(rg, candidates, func(tp share.TopicPartition) (shareOffset, bool, int16) {
+		o, ok := c.Offset(rg.GroupID, tp)
+		return shareOffset{o.StartOffset, o.Finished}, ok, 0
+	})
+}
+
+// shareOffset is a share-partition's SPSO and the finished records above it.
+type shareOffset struct{ start, finished int64 }
+
+// shareOffsetsGroup answers one group of DescribeShareGroupOffsets. Null
+// Topics asks about the candidates and lists those with state, by topic
+// in the order the candidates first name them; lookup returns a
+// share-partition's offsets, false when it has no state, or an error code.
+func (b *API) shareOffsetsGroup(rg kmsg.DescribeShareGroupOffsetsRequestGroup, candidates []share.TopicPartition,
+	lookup func(share.TopicPartition) (shareOffset, bool, int16)) kmsg.DescribeShareGroupOffsetsResponseGroup {
 	g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 	g.GroupID = rg.GroupID
 	topics := rg.Topics
-	if topics == nil {
+	all := topics == nil
+	if all {
 		byName := map[string][]int32{}
-		for _, o := range c.Offsets(rg.GroupID) {
-			if t := b.rm.TopicByID(o.TopicID); t != nil {
-				byName[t.Meta.Name] = append(byName[t.Meta.Name], o.Partition)
+		for _, tp := range candidates {
+			if t := b.rm.TopicByID(tp.TopicID); t != nil {
+				byName[t.Meta.Name] = append(byName[t.Meta.Name], tp.Partition)
 			}
 		}
 		for name, parts := range byName {
@@ -69,12 +89,23 @@ func (b *API) describeShareOffsets(c *share.Coordinator, rg kmsg.DescribeShareGr
 				continue
 			}
 			p := t.Partitions[part]
-			sp.LeaderEpoch = p.LeaderEpoch()
-			if o, ok := c.Offset(rg.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: part}); ok {
-				sp.StartOffset = o.StartOffset
-				sp.Lag = max(0, p.HighWatermark()-o.StartOffset-o.Finished)
+			o, found, code := lookup(share.TopicPartition{TopicID: t.Meta.ID, Partition: part})
+			switch {
+			case code != 0:
+				sp.ErrorCode = code
+			case found:
+				sp.LeaderEpoch = p.LeaderEpoch()
+				sp.StartOffset = o.start
+				sp.Lag = max(0, p.HighWatermark()-o.start-o.finished)
+			case all:
+				continue // no state: not one of the group's partitions
+			default:
+				sp.LeaderEpoch = p.LeaderEpoch()
 			}
 			st.Partitions = append(st.Partitions, sp)
+		}
+		if all && len(st.Partitions) == 0 {
+			continue
 		}
 		g.Topics = append(g.Topics, st)
 	}

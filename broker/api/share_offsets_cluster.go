@@ -62,69 +62,23 @@ func (b *API) describeShareGroupOffsetsCluster(req *kmsg.DescribeShareGroupOffse
 	ctx, cancel := b.shareAdminContext()
 	defer cancel()
 	for _, rg := range req.Groups {
-		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
-		g.GroupID = rg.GroupID
 		if !b.coordinatesGroup(rg.GroupID) {
-			g.ErrorCode = kerr.NotCoordinator.Code
+			g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			g.GroupID, g.ErrorCode = rg.GroupID, kerr.NotCoordinator.Code
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		topics := rg.Topics
-		all := topics == nil
-		if all {
-			byID := map[[16]byte][]int32{}
-			var order [][16]byte
-			for _, tp := range b.allSharePartitions() {
-				if _, ok := byID[tp.TopicID]; !ok {
-					order = append(order, tp.TopicID)
-				}
-				byID[tp.TopicID] = append(byID[tp.TopicID], tp.Partition)
-			}
-			for _, id := range order {
-				if t := b.rm.TopicByID(id); t != nil {
-					topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: t.Meta.Name, Partitions: byID[id]})
-				}
-			}
+		var candidates []share.TopicPartition
+		if rg.Topics == nil {
+			candidates = b.allSharePartitions()
 		}
-		for _, rt := range topics {
-			st := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
-			st.Topic = rt.Topic
-			t := b.rm.TopicByName(rt.Topic)
-			if t != nil {
-				st.TopicID = t.Meta.ID
+		resp.Groups = append(resp.Groups, b.shareOffsetsGroup(rg, candidates, func(tp share.TopicPartition) (shareOffset, bool, int16) {
+			sum, found, code, err := b.co.ShareStateSummaryOf(ctx, rg.GroupID, tp)
+			if err != nil && code == 0 {
+				code = kerr.CoordinatorNotAvailable.Code
 			}
-			for _, part := range rt.Partitions {
-				sp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-				sp.Partition = part
-				sp.StartOffset, sp.Lag, sp.LeaderEpoch = -1, -1, -1
-				if t == nil || part < 0 || int(part) >= len(t.Partitions) {
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-					st.Partitions = append(st.Partitions, sp)
-					continue
-				}
-				p := t.Partitions[part]
-				sum, found, code, err := b.co.ShareStateSummaryOf(ctx, rg.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: part})
-				switch {
-				case err != nil || code != 0:
-					if code == 0 {
-						code = kerr.CoordinatorNotAvailable.Code
-					}
-					sp.ErrorCode = code
-				case found:
-					sp.StartOffset = sum.StartOffset
-					sp.LeaderEpoch = p.LeaderEpoch()
-					sp.Lag = max(0, p.HighWatermark()-sum.StartOffset-sum.Finished)
-				case all:
-					continue // no state: not one of the group's partitions
-				}
-				st.Partitions = append(st.Partitions, sp)
-			}
-			if all && len(st.Partitions) == 0 {
-				continue
-			}
-			g.Topics = append(g.Topics, st)
-		}
-		resp.Groups = append(resp.Groups, g)
+			return shareOffset{sum.StartOffset, sum.Finished}, found, code
+		}))
 	}
 	return resp
 }
@@ -149,32 +103,13 @@ func (b *API) alterShareGroupOffsetsCluster(ctx *network.RequestContext, req *km
 	}
 	actx, cancel := b.shareAdminContext()
 	defer cancel()
-	for _, rt := range req.Topics {
-		st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
-		st.Topic = rt.Topic
-		t := b.rm.TopicByName(rt.Topic)
-		if t != nil {
-			st.TopicID = t.Meta.ID
+	resp.Topics = b.alterShareOffsetsTopics(req, func(tp share.TopicPartition, start int64) int16 {
+		code, err := b.co.ShareResetState(actx, req.GroupID, tp, start)
+		if err != nil && code == 0 {
+			code = kerr.CoordinatorNotAvailable.Code
 		}
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
-			sp.Partition = rp.Partition
-			switch {
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.StartOffset < 0:
-				sp.ErrorCode = kerr.InvalidRequest.Code
-			default:
-				code, err := b.co.ShareResetState(actx, req.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: rp.Partition}, rp.StartOffset)
-				if err != nil && code == 0 {
-					code = kerr.CoordinatorNotAvailable.Code
-				}
-				sp.ErrorCode = code
-			}
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
+		return code
+	})
 	return resp
 }
 
