@@ -36,15 +36,32 @@ func (noISRWrites) ChangeISR(topic string, partition int32, cur replica.Partitio
 
 func newClusterHost(t *testing.T) *clusterHost {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := testConfig(t, map[string]string{
-		"log.dirs":                             filepath.Join(dir, "data"),
-		"broker.id":                            "1",
-		"zookeeper.connect":                    "127.0.0.1:1/unused",
+	return newClusterHostWith(t, map[string]string{
 		"offsets.topic.num.partitions":         "2",
 		"transaction.state.log.num.partitions": "2",
 		"group.initial.rebalance.delay.ms":     "0",
+	}, []controller.Topic{
+		{Name: offsetsTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
+		{Name: txnStateTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
+		{Name: "t", Partitions: 1, ReplicationFactor: 2},
 	})
+}
+
+// newClusterHostWith is a cluster-mode Host (broker 1, no ZooKeeper: the
+// metadata in a file store) over a real replica.Manager with topics, its
+// partitions without a role until the test makes them leaders.
+func newClusterHostWith(t *testing.T, props map[string]string, topics []controller.Topic) *clusterHost {
+	t.Helper()
+	dir := t.TempDir()
+	all := map[string]string{
+		"log.dirs":          filepath.Join(dir, "data"),
+		"broker.id":         "1",
+		"zookeeper.connect": "127.0.0.1:1/unused",
+	}
+	for k, v := range props {
+		all[k] = v
+	}
+	cfg := testConfig(t, all)
 	closing := make(chan struct{})
 	rm := replica.NewManager(cfg, closing)
 	if err := rm.OpenDirs(nil); err != nil {
@@ -58,11 +75,7 @@ func newClusterHost(t *testing.T) *clusterHost {
 		t.Fatal(err)
 	}
 	c := &clusterHost{t: t, rm: rm, ids: map[string][16]byte{}, epoch: map[string]int32{}}
-	for _, top := range []controller.Topic{
-		{Name: offsetsTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
-		{Name: txnStateTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
-		{Name: "t", Partitions: 1, ReplicationFactor: 2},
-	} {
+	for _, top := range topics {
 		top.ID = controller.NewTopicID()
 		c.ids[top.Name] = top.ID
 		if err := store.CreateTopic(top); err != nil {

@@ -1,14 +1,11 @@
 package coordhost
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,58 +16,10 @@ import (
 // cluster mode on a temporary dir.
 func newShareStoreHost(t *testing.T) *clusterHost {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := testConfig(t, map[string]string{
-		"log.dirs":          filepath.Join(dir, "data"),
-		"broker.id":         "1",
-		"zookeeper.connect": "127.0.0.1:1/unused",
-		"share.coordinator.state.topic.num.partitions": "2",
-	})
-	closing := make(chan struct{})
-	rm := replica.NewManager(cfg, closing)
-	if err := rm.OpenDirs(nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "meta"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	store, err := controller.OpenFileStore(filepath.Join(dir, "meta"), "cluster", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &clusterHost{t: t, rm: rm, ids: map[string][16]byte{}, epoch: map[string]int32{}}
-	for _, top := range []controller.Topic{
+	return newClusterHostWith(t, map[string]string{"share.coordinator.state.topic.num.partitions": "2"}, []controller.Topic{
 		{Name: share.StateTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
 		{Name: "t", Partitions: 4, ReplicationFactor: 2},
-	} {
-		top.ID = controller.NewTopicID()
-		c.ids[top.Name] = top.ID
-		if err := store.CreateTopic(top); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rm.Load(store); err != nil {
-		t.Fatal(err)
-	}
-	rm.SetReplicationConfig(replica.ReplicationConfig{LagTimeMax: time.Hour, FetchWaitMax: 10 * time.Millisecond, FetchBackoff: 50 * time.Millisecond})
-	rm.SetCluster(1, noISRWrites{}, func(int32) (string, bool) { return "", false })
-	c.f = &faultyReplicas{Manager: rm}
-	c.h = NewHost(cfg, c.f, closing)
-	rm.OnLeadershipChange(c.h.OnLeadershipChange)
-	if err := c.h.Load(store); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		close(closing)
-		c.h.CloseShares()
-		c.h.Close()
-		rm.Stop()
-		if err := rm.CloseStorage(); err != nil {
-			t.Error(err)
-		}
-		store.Close()
 	})
-	return c
 }
 
 // statePartOf is the __share_group_state partition (of 2) of a key.
