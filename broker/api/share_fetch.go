@@ -23,7 +23,10 @@ package api
 // session partition or for records to be released. Both acquire modes
 // (KIP-1206) acquire exactly as many records as allowed; batches are
 // never acquired whole beyond MaxRecords. A renew-only request
-// (IsRenewAck) applies its acknowledgements and fetches nothing.
+// (IsRenewAck) applies its acknowledgements and fetches nothing. A
+// partition answered with an error (unknown topic or partition, a storage
+// error, or in a cluster NOT_LEADER_OR_FOLLOWER with the current leader
+// and its endpoint) ends the wait: the answer goes at once.
 
 import (
 	"time"
