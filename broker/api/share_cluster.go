@@ -41,69 +41,82 @@ func (b *API) notAdvertised(ctx *network.RequestContext, key int16) kmsg.Respons
 	return nil
 }
 
-// shareLeaderHint answers a share-partition this broker does not lead
-// NOT_LEADER_OR_FOLLOWER and returns the current leader and its endpoint
-// from the metadata cache (ok false on a single node or when the cache
-// names no other live leader).
-func (b *API) shareLeaderHint(ctx *network.RequestContext, tp share.TopicPartition) (leader, epoch int32, host string, port int32, rack *string, ok bool) {
+// shareHint is one partition of a ShareFetch or ShareAcknowledge answer:
+// its error code and where its current leader goes.
+type shareHint struct {
+	tp                 share.TopicPartition
+	code               int16
+	leaderID, leaderEp *int32
+}
+
+// shareEndpoint is a leader named by a hint, once per leader.
+type shareEndpoint struct {
+	id   int32
+	host string
+	port int32
+	rack *string
+}
+
+// shareLeaderHints fills the current leader, from the metadata cache, of
+// every partition answered NOT_LEADER_OR_FOLLOWER whose leader is another
+// live broker, and returns those leaders' endpoints, each once (none on a
+// single node).
+func (b *API) shareLeaderHints(ctx *network.RequestContext, hints []shareHint) []shareEndpoint {
 	if b.cluster == nil {
-		return -1, -1, "", 0, nil, false
+		return nil
 	}
 	s := b.cluster.Cache.Snapshot()
-	t := s.TopicByID(tp.TopicID)
-	if t == nil {
-		return -1, -1, "", 0, nil, false
+	listener := b.listenerOf(ctx)
+	var out []shareEndpoint
+	seen := map[int32]bool{}
+	for _, h := range hints {
+		if h.code != kerr.NotLeaderForPartition.Code {
+			continue
+		}
+		t := s.TopicByID(h.tp.TopicID)
+		if t == nil {
+			continue
+		}
+		st, e, ok := b.redirect(s, listener, t.Name, h.tp.Partition, h.code)
+		if !ok {
+			continue
+		}
+		*h.leaderID, *h.leaderEp = st.Leader, st.LeaderEpoch
+		if !seen[st.Leader] {
+			seen[st.Leader] = true
+			out = append(out, shareEndpoint{st.Leader, e.Host, e.Port, s.Brokers[st.Leader].Rack})
+		}
 	}
-	st, e, ok := b.redirect(s, b.listenerOf(ctx), t.Name, tp.Partition, kerr.NotLeaderForPartition.Code)
-	if !ok {
-		return -1, -1, "", 0, nil, false
-	}
-	return st.Leader, st.LeaderEpoch, e.Host, e.Port, s.Brokers[st.Leader].Rack, true
+	return out
 }
 
 // shareFetchLeaderHints fills CurrentLeader and NodeEndpoints of the
 // partitions answered NOT_LEADER_OR_FOLLOWER.
 func (b *API) shareFetchLeaderHints(ctx *network.RequestContext, resp *kmsg.ShareFetchResponse) {
-	seen := map[int32]bool{}
+	var hints []shareHint
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
-				continue
-			}
-			id, epoch, host, port, rack, ok := b.shareLeaderHint(ctx, share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition})
-			if !ok {
-				continue
-			}
-			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
-			if !seen[id] {
-				seen[id] = true
-				resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: id, Host: host, Port: port, Rack: rack})
-			}
+			hints = append(hints, shareHint{share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}, rp.ErrorCode, &rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch})
 		}
+	}
+	for _, e := range b.shareLeaderHints(ctx, hints) {
+		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: e.id, Host: e.host, Port: e.port, Rack: e.rack})
 	}
 }
 
 // shareAckLeaderHints is shareFetchLeaderHints for ShareAcknowledge.
 func (b *API) shareAckLeaderHints(ctx *network.RequestContext, resp *kmsg.ShareAcknowledgeResponse) {
-	seen := map[int32]bool{}
+	var hints []shareHint
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
-				continue
-			}
-			id, epoch, host, port, rack, ok := b.shareLeaderHint(ctx, share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition})
-			if !ok {
-				continue
-			}
-			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
-			if !seen[id] {
-				seen[id] = true
-				resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: id, Host: host, Port: port, Rack: rack})
-			}
+			hints = append(hints, shareHint{share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}, rp.ErrorCode, &rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch})
 		}
+	}
+	for _, e := range b.shareLeaderHints(ctx, hints) {
+		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: e.id, Host: e.host, Port: e.port, Rack: e.rack})
 	}
 }

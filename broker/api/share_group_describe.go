@@ -25,7 +25,7 @@ func (b *API) handleShareGroupDescribe(ctx *network.RequestContext, req *kmsg.Sh
 	if b.cluster != nil {
 		// A group is described by its coordinator; elsewhere NOT_COORDINATOR.
 		for i := range resp.Groups {
-			if g := &resp.Groups[i]; !b.coordinates("__consumer_offsets", g.GroupID) {
+			if g := &resp.Groups[i]; !b.coordinatesGroup(g.GroupID) {
 				*g = kmsg.NewShareGroupDescribeResponseGroup()
 				g.GroupID, g.ErrorCode = req.GroupIDs[i], kerr.NotCoordinator.Code
 				g.AuthorizedOperations = -2147483648

@@ -83,19 +83,31 @@ func (b *API) describeShareGroupOffsetsCluster(req *kmsg.DescribeShareGroupOffse
 	return resp
 }
 
-func (b *API) alterShareGroupOffsetsCluster(ctx *network.RequestContext, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	if !b.coordinatesGroup(req.GroupID) {
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp
+// shareAdminCheck is the group check of AlterShareGroupOffsets
+// (mustExist false: an empty group is created) and DeleteShareGroupOffsets
+// (mustExist true): NOT_COORDINATOR elsewhere than at the group's
+// coordinator, else the code of share.Coordinator.CanAlterOffsets. ok is
+// false when the share host failed and the connection is to be closed.
+func (b *API) shareAdminCheck(ctx *network.RequestContext, group string, mustExist bool) (code int16, ok bool) {
+	if !b.coordinatesGroup(group) {
+		return kerr.NotCoordinator.Code, true
 	}
 	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
-		if resp.ErrorCode = c.CanAlterOffsets(req.GroupID, false); resp.ErrorCode == 0 {
-			c.EnsureGroup(req.GroupID)
+		if code = c.CanAlterOffsets(group, mustExist); code == 0 && !mustExist {
+			c.EnsureGroup(group)
 		}
 	})
 	if err != nil {
 		ctx.CloseConn = true
+		return 0, false
+	}
+	return code, true
+}
+
+func (b *API) alterShareGroupOffsetsCluster(ctx *network.RequestContext, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	var ok bool
+	if resp.ErrorCode, ok = b.shareAdminCheck(ctx, req.GroupID, false); !ok {
 		return nil
 	}
 	if resp.ErrorCode != 0 {
@@ -115,15 +127,8 @@ func (b *API) alterShareGroupOffsetsCluster(ctx *network.RequestContext, req *km
 
 func (b *API) deleteShareGroupOffsetsCluster(ctx *network.RequestContext, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	if !b.coordinatesGroup(req.GroupID) {
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp
-	}
-	err := b.co.Shares().Call(func(c *share.Coordinator, _ time.Time) {
-		resp.ErrorCode = c.CanAlterOffsets(req.GroupID, true)
-	})
-	if err != nil {
-		ctx.CloseConn = true
+	var ok bool
+	if resp.ErrorCode, ok = b.shareAdminCheck(ctx, req.GroupID, true); !ok {
 		return nil
 	}
 	if resp.ErrorCode != 0 {

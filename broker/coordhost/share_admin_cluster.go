@@ -12,7 +12,7 @@ package coordhost
 
 import (
 	"context"
-	"time"
+	"errors"
 
 	"github.com/kbroker/kbroker/coordinator/share"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,23 +27,7 @@ type ShareSummary struct {
 	Finished int64
 }
 
-// retryShare runs f until it answers a code that is not retriable, or
-// shareStateTimeout passes.
-func retryShare(ctx context.Context, f func() (int16, error)) (int16, error) {
-	deadline := time.Now().Add(shareStateTimeout)
-	for {
-		code, err := f()
-		if err == nil && !shareRetriable(code) || ctx.Err() != nil || time.Now().After(deadline) {
-			return code, err
-		}
-		select {
-		case <-time.After(shareStateBackoff):
-		case <-ctx.Done():
-		}
-	}
-}
-
-// ShareStateSummary returns a share-partition's persisted summary, and
+// ShareStateSummaryOf returns a share-partition's persisted summary, and
 // false when it has no state.
 func (h *Host) ShareStateSummaryOf(ctx context.Context, group string, tp share.TopicPartition) (ShareSummary, bool, int16, error) {
 	var (
@@ -52,9 +36,8 @@ func (h *Host) ShareStateSummaryOf(ctx context.Context, group string, tp share.T
 	)
 	code, err := retryShare(ctx, func() (int16, error) {
 		broker, local, code, err := h.shareCoordinator(group, tp, false)
-		if err == errNoStateTopic {
-			found = false
-			return 0, nil
+		if errors.Is(err, errNoStateTopic) {
+			return 0, nil // no share-partition has state
 		}
 		if err != nil || code != 0 {
 			return code, err
@@ -111,14 +94,7 @@ func (h *Host) ShareResetState(ctx context.Context, group string, tp share.Topic
 			return code, err
 		}
 		if local {
-			ch := make(chan int16, 1)
-			h.ShareStateInitialize(group, tp, epoch, start, func(c int16) { ch <- c })
-			select {
-			case c := <-ch:
-				return c, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+			return awaitCode(ctx, func(done func(int16)) { h.ShareStateInitialize(group, tp, epoch, start, done) })
 		}
 		req := kmsg.NewPtrInitializeShareGroupStateRequest()
 		req.GroupID = group
@@ -145,23 +121,6 @@ func (h *Host) ShareResetState(ctx context.Context, group string, tp share.Topic
 // ShareDeleteState deletes a share-partition's persisted state.
 func (h *Host) ShareDeleteState(ctx context.Context, group string, tp share.TopicPartition) (int16, error) {
 	code, err := retryShare(ctx, func() (int16, error) {
-		_, local, code, err := h.shareCoordinator(group, tp, false)
-		if err == errNoStateTopic {
-			return 0, nil
-		}
-		if err != nil || code != 0 {
-			return code, err
-		}
-		if local {
-			ch := make(chan int16, 1)
-			h.ShareStateDelete(group, tp, func(c int16) { ch <- c })
-			select {
-			case c := <-ch:
-				return c, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
-		}
 		return h.sendState(ctx, share.StateRecord{Group: group, TP: tp}, -1)
 	})
 	h.shares.dropLocal(group, tp)

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/coordinator/share"
@@ -56,12 +57,6 @@ const (
 	shareLoadTimeout = 3 * time.Second
 )
 
-// shareKeyOf names one group's share-partition.
-type shareKeyOf struct {
-	group string
-	tp    share.TopicPartition
-}
-
 // shareCluster is the cluster-mode state of the share host, under ShareHost.mu.
 type shareCluster struct {
 	// gen counts the leadership changes of each data partition; a state
@@ -70,7 +65,7 @@ type shareCluster struct {
 	// pending counts the writes of each share-partition queued or in
 	// flight: it is not read again until they finish, so a read cannot
 	// return state older than what this broker already wrote.
-	pending map[shareKeyOf]int
+	pending map[shareKey]int
 	writer  *shareWriter
 }
 
@@ -101,7 +96,7 @@ func (h *ShareHost) startCluster() {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &shareWriter{h: h, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), exited: make(chan struct{})}
 	h.mu.Lock()
-	h.mu.cl = &shareCluster{gen: map[share.TopicPartition]uint64{}, pending: map[shareKeyOf]int{}, writer: w}
+	h.mu.cl = &shareCluster{gen: map[share.TopicPartition]uint64{}, pending: map[shareKey]int{}, writer: w}
 	h.mu.Unlock()
 	go w.run()
 }
@@ -116,7 +111,7 @@ func (h *ShareHost) enqueueLocked(now time.Time) *shareWriteJob {
 		return job
 	}
 	for _, r := range recs {
-		h.mu.cl.pending[shareKeyOf{r.Group, r.TP}]++
+		h.mu.cl.pending[shareKey{r.Group, r.TP}]++
 	}
 	h.mu.cl.writer.push(job)
 	return job
@@ -190,7 +185,7 @@ func (w *shareWriter) stop() {
 func (h *ShareHost) writeDone(r share.StateRecord, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	k := shareKeyOf{r.Group, r.TP}
+	k := shareKey{r.Group, r.TP}
 	if h.mu.cl.pending[k]--; h.mu.cl.pending[k] <= 0 {
 		delete(h.mu.cl.pending, k)
 	}
@@ -208,34 +203,59 @@ var errShareNotLeader = errors.New("no longer the leader of the data partition")
 // writeState writes one record at its share coordinator, retrying while
 // the coordinator moves or loads, up to shareStateTimeout.
 func (h *ShareHost) writeState(ctx context.Context, r share.StateRecord) error {
-	deadline := time.Now().Add(shareStateTimeout)
-	for {
+	code, err := retryShare(ctx, func() (int16, error) {
 		p := h.b.dataPartition(r.TP)
 		if p == nil || !p.IsLeader() {
-			if r.Snapshot == nil {
-				return nil // a deletion (DeleteGroups) reaches the state by the admin path
-			}
-			return errShareNotLeader
+			return 0, errShareNotLeader
 		}
-		code, err := h.b.sendState(ctx, r, p.LeaderEpoch())
-		switch {
-		case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-			return errShareClosed
-		case err == nil && code == 0:
-			return nil
-		case err == nil && !shareRetriable(code):
-			return fmt.Errorf("share coordinator: %w", kerr.ErrorForCode(code))
-		case time.Now().After(deadline):
-			if err == nil {
-				err = kerr.ErrorForCode(code)
-			}
-			return fmt.Errorf("share coordinator unavailable for %s: %w", shareStateTimeout, err)
+		return h.b.sendState(ctx, r, p.LeaderEpoch())
+	})
+	switch {
+	case errors.Is(err, errShareNotLeader):
+		if r.Snapshot == nil {
+			return nil // a deletion (DeleteGroups) reaches the state by the admin path
+		}
+		return err
+	case ctx.Err() != nil:
+		return errShareClosed
+	case err == nil && code == 0:
+		return nil
+	case err == nil && !shareRetriable(code):
+		return fmt.Errorf("share coordinator: %w", kerr.ErrorForCode(code))
+	}
+	if err == nil {
+		err = kerr.ErrorForCode(code)
+	}
+	return fmt.Errorf("share coordinator unavailable for %s: %w", shareStateTimeout, err)
+}
+
+// retryShare runs f until it answers a code that is not retriable, fails
+// with errShareNotLeader, ctx ends or shareStateTimeout passes, and
+// returns its last answer. Other errors (the network) are retried.
+func retryShare(ctx context.Context, f func() (int16, error)) (int16, error) {
+	deadline := time.Now().Add(shareStateTimeout)
+	for {
+		code, err := f()
+		if err == nil && !shareRetriable(code) || errors.Is(err, errShareNotLeader) || ctx.Err() != nil || time.Now().After(deadline) {
+			return code, err
 		}
 		select {
 		case <-time.After(shareStateBackoff):
 		case <-ctx.Done():
-			return errShareClosed
 		}
+	}
+}
+
+// awaitCode makes a call of this broker's share coordinator (share_store.go)
+// and waits for its done.
+func awaitCode(ctx context.Context, call func(done func(code int16))) (int16, error) {
+	ch := make(chan int16, 1)
+	call(func(code int16) { ch <- code })
+	select {
+	case code := <-ch:
+		return code, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
 }
 
@@ -252,10 +272,7 @@ func shareRetriable(code int16) bool {
 }
 
 // dataPartition is the partition of a share-partition, nil if unknown here.
-func (h *Host) dataPartition(tp share.TopicPartition) interface {
-	IsLeader() bool
-	LeaderEpoch() int32
-} {
+func (h *Host) dataPartition(tp share.TopicPartition) *replica.Partition {
 	t := h.rm.TopicByID(tp.TopicID)
 	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 		return nil
@@ -331,28 +348,26 @@ func (h *Host) createShareStateTopic(n int32) {
 }
 
 // sendState sends one record's state (or its deletion) to its share
-// coordinator and returns the coordinator's error code.
+// coordinator and returns the coordinator's error code. A state creates
+// __share_group_state if it is missing; a deletion finds nothing to delete.
 func (h *Host) sendState(ctx context.Context, r share.StateRecord, leaderEpoch int32) (int16, error) {
-	broker, local, code, err := h.shareCoordinator(r.Group, r.TP, true)
+	broker, local, code, err := h.shareCoordinator(r.Group, r.TP, r.Snapshot != nil)
+	if errors.Is(err, errNoStateTopic) {
+		return 0, nil // a deletion, and no share-partition has state
+	}
 	if err != nil || code != 0 {
 		return code, err
 	}
 	if local {
-		ch := make(chan int16, 1)
-		done := func(code int16) { ch <- code }
-		if r.Snapshot == nil {
-			h.ShareStateDelete(r.Group, r.TP, done)
-		} else {
+		return awaitCode(ctx, func(done func(int16)) {
+			if r.Snapshot == nil {
+				h.ShareStateDelete(r.Group, r.TP, done)
+				return
+			}
 			s := *r.Snapshot
 			s.LeaderEpoch = leaderEpoch
 			h.ShareStateWrite(r.Group, r.TP, s, done)
-		}
-		select {
-		case code := <-ch:
-			return code, nil
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
+		})
 	}
 	rctx, cancel := context.WithTimeout(ctx, shareStateTimeout)
 	defer cancel()
@@ -468,11 +483,11 @@ func (h *ShareHost) LoadStates(group string, targets []share.TopicPartition) {
 		h.mu.Unlock()
 		return
 	}
-	c := h.mu.c
+	c, wctx := h.mu.c, h.mu.cl.writer.ctx
 	var todo []want
 	for _, tp := range c.Unloaded(group, targets) {
 		p := h.b.dataPartition(tp)
-		if p == nil || !p.IsLeader() || h.mu.cl.pending[shareKeyOf{group, tp}] > 0 {
+		if p == nil || !p.IsLeader() || h.mu.cl.pending[shareKey{group, tp}] > 0 {
 			continue
 		}
 		todo = append(todo, want{tp, h.mu.cl.gen[tp], p.LeaderEpoch()})
@@ -481,31 +496,15 @@ func (h *ShareHost) LoadStates(group string, targets []share.TopicPartition) {
 	if len(todo) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), shareLoadTimeout)
+	// The writer's context ends when the share host closes (shutdown).
+	ctx, cancel := context.WithTimeout(wctx, shareLoadTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-h.b.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for _, w := range todo {
-		var (
-			s    *share.Snapshot
-			code int16
-			err  error
-		)
-		for {
+		var s *share.Snapshot
+		code, err := retryShare(ctx, func() (code int16, err error) {
 			s, code, err = h.b.readState(ctx, group, w.tp, w.epoch)
-			if err == nil && code == 0 || err == nil && !shareRetriable(code) || ctx.Err() != nil {
-				break
-			}
-			select {
-			case <-time.After(shareStateBackoff):
-			case <-ctx.Done():
-			}
-		}
+			return code, err
+		})
 		if err != nil || code != 0 {
 			if err == nil {
 				err = kerr.ErrorForCode(code)
@@ -514,7 +513,7 @@ func (h *ShareHost) LoadStates(group string, targets []share.TopicPartition) {
 			continue
 		}
 		h.mu.Lock()
-		if h.mu.c == c && h.mu.cl.gen[w.tp] == w.gen && h.mu.cl.pending[shareKeyOf{group, w.tp}] == 0 {
+		if h.mu.c == c && h.mu.cl.gen[w.tp] == w.gen && h.mu.cl.pending[shareKey{group, w.tp}] == 0 {
 			c.InstallState(group, w.tp, s)
 			h.afterLocked()
 		}

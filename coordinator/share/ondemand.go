@@ -12,8 +12,6 @@ package share
 // When the data partition's leadership moves, DropPartition forgets its
 // in-flight state: the next leader reads what was persisted.
 
-import "sort"
-
 // Unloaded returns the share-partitions of tps whose state the caller
 // must read and install before group can fetch from them.
 func (c *Coordinator) Unloaded(group string, tps []TopicPartition) []TopicPartition {
@@ -83,24 +81,11 @@ func (c *Coordinator) DropState(group string, tp TopicPartition) {
 // rejoin at the new coordinator and still hold what they acquired from
 // this broker's partitions.
 func (c *Coordinator) DropMembers(owns func(group string) bool) {
-	ids := make([]string, 0, len(c.groups))
 	for id, g := range c.groups {
 		if len(g.members) > 0 && !owns(id) {
-			ids = append(ids, id)
+			g.members = map[string]*member{}
 		}
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		g := c.groups[id]
-		g.members = map[string]*member{}
-		g.topicsSig = ""
-	}
-}
-
-// HasMembers reports whether group is a share group with members here.
-func (c *Coordinator) HasMembers(group string) bool {
-	g := c.groups[group]
-	return g != nil && len(g.members) > 0
 }
 
 // EnsureGroup creates an empty share group if there is none (cluster
