@@ -82,18 +82,18 @@ func shareStateError(code int16) *string {
 	return &msg
 }
 
-// shareStateAnswers collects the codes of a request's partitions as their
+// shareStateAnswers collects the codes and messages of a request's partitions as their
 // acknowledgements arrive (possibly on other goroutines, possibly before
 // the call that takes the done returns); wait returns once every one
-// arrived. Each done writes only its own partition's code, which nothing
+// arrived. Each done writes only its own partition's code and message, which nothing
 // reads before wait returns (Done happens before Wait returns).
 type shareStateAnswers struct{ wg sync.WaitGroup }
 
-// async returns the done of one partition: it sets *code.
-func (a *shareStateAnswers) async(code *int16) func(int16) {
+// async returns the done of one partition: it sets *code and *msg.
+func (a *shareStateAnswers) async(code *int16, msg **string) func(int16) {
 	a.wg.Add(1)
 	return func(c int16) {
-		*code = c
+		*code, *msg = c, shareStateError(c)
 		a.wg.Done()
 	}
 }
@@ -130,21 +130,16 @@ func (b *API) handleInitializeShareGroupState(_ *network.RequestContext, req *km
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewInitializeShareGroupStateResponseTopicPartition()
 			sp.Partition = rp.Partition
+			done := a.async(&sp.ErrorCode, &sp.ErrorMessage)
 			if rp.Partition < 0 {
-				sp.ErrorCode = kerr.InvalidRequest.Code
+				done(kerr.InvalidRequest.Code)
 				continue
 			}
 			tp := share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}
-			b.co.ShareStateInitialize(req.GroupID, tp, rp.StateEpoch, rp.StartOffset, a.async(&sp.ErrorCode))
+			b.co.ShareStateInitialize(req.GroupID, tp, rp.StateEpoch, rp.StartOffset, done)
 		}
 	}
 	a.wait()
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			sp := &resp.Topics[i].Partitions[j]
-			sp.ErrorMessage = shareStateError(sp.ErrorCode)
-		}
-	}
 	return resp
 }
 
@@ -199,8 +194,9 @@ func (b *API) handleWriteShareGroupState(_ *network.RequestContext, req *kmsg.Wr
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			sp.Partition = rp.Partition
+			done := a.async(&sp.ErrorCode, &sp.ErrorMessage)
 			if rp.Partition < 0 {
-				sp.ErrorCode = kerr.InvalidRequest.Code
+				done(kerr.InvalidRequest.Code)
 				continue
 			}
 			s := share.Snapshot{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, StartOffset: rp.StartOffset}
@@ -208,16 +204,10 @@ func (b *API) handleWriteShareGroupState(_ *network.RequestContext, req *kmsg.Wr
 				s.Batches = append(s.Batches, share.StateBatch{First: rb.FirstOffset, Last: rb.LastOffset, State: rb.DeliveryState, Count: rb.DeliveryCount})
 			}
 			tp := share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}
-			b.co.ShareStateWrite(req.GroupID, tp, s, a.async(&sp.ErrorCode))
+			b.co.ShareStateWrite(req.GroupID, tp, s, done)
 		}
 	}
 	a.wait()
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			sp := &resp.Topics[i].Partitions[j]
-			sp.ErrorMessage = shareStateError(sp.ErrorCode)
-		}
-	}
 	return resp
 }
 
@@ -237,21 +227,16 @@ func (b *API) handleDeleteShareGroupState(_ *network.RequestContext, req *kmsg.D
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 			sp.Partition = rp.Partition
+			done := a.async(&sp.ErrorCode, &sp.ErrorMessage)
 			if rp.Partition < 0 {
-				sp.ErrorCode = kerr.InvalidRequest.Code
+				done(kerr.InvalidRequest.Code)
 				continue
 			}
 			tp := share.TopicPartition{TopicID: rt.TopicID, Partition: rp.Partition}
-			b.co.ShareStateDelete(req.GroupID, tp, a.async(&sp.ErrorCode))
+			b.co.ShareStateDelete(req.GroupID, tp, done)
 		}
 	}
 	a.wait()
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			sp := &resp.Topics[i].Partitions[j]
-			sp.ErrorMessage = shareStateError(sp.ErrorCode)
-		}
-	}
 	return resp
 }
 
