@@ -82,11 +82,12 @@ func shareStateError(code int16) *string {
 	return &msg
 }
 
-// shareStateAnswers collects the codes and messages of a request's partitions as their
-// acknowledgements arrive (possibly on other goroutines, possibly before
-// the call that takes the done returns); wait returns once every one
-// arrived. Each done writes only its own partition's code and message, which nothing
-// reads before wait returns (Done happens before Wait returns).
+// shareStateAnswers collects the codes and messages of a request's
+// partitions as their acknowledgements arrive (possibly on other
+// goroutines, possibly before the call that takes the done returns); wait
+// returns once every one arrived. Each done writes only its own
+// partition's code and message, which nothing reads before wait returns
+// (Done happens before Wait returns).
 type shareStateAnswers struct{ wg sync.WaitGroup }
 
 // async returns the done of one partition: it sets *code and *msg.
