@@ -100,15 +100,28 @@ step "go vet ./..."
 go vet ./...
 
 # Both test steps run even if the first fails, so one run reports every
-# failure; the script fails if either did.
+# failure; the script fails if either did. Their output is also kept in logs
+# so that the last lines of the run name the failed tests and their messages
+# (a failed cluster test dumps ZooKeeper's and the brokers' logs, which would
+# otherwise bury them).
 failed=()
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+
+# failures prints the failed tests of a go test log with their own messages
+# (file.go:line: lines at a test's indent, not the logs they dump), at most
+# 40 lines of 300 characters.
+failures() {
+	grep -E -e '^ *--- FAIL' -e '^ +[A-Za-z0-9_]+\.go:[0-9]+: ' -e '^(panic:|FAIL\s|panic: test timed out)' "$1" |
+		cut -c1-300 | tail -n 40 || true
+}
 
 # The race detector needs cgo; compat tests drive a separate broker process,
 # so they gain nothing from it and run without.
 mapfile -t unit_pkgs < <(go list ./... | grep -v '/compat$' || true)
 if [ "${#unit_pkgs[@]}" -gt 0 ]; then
 	step "go test -race (${#unit_pkgs[@]} packages)"
-	CGO_ENABLED=1 go test -race -count=1 -timeout 45m "${unit_pkgs[@]}" || failed+=("unit tests")
+	CGO_ENABLED=1 go test -race -count=1 -timeout 45m "${unit_pkgs[@]}" 2>&1 | tee "$logs/unit.log" || failed+=("unit tests")
 fi
 
 # compat writes its per-client results to compat/results.json (TestMain);
@@ -117,7 +130,7 @@ fi
 results="$PWD/compat/results.json"
 rm -f "$results"
 step "go test ./compat/ (real clients against real kbroker processes, franz-go's own suite)"
-KBROKER_COMPAT_RESULTS="$results" CGO_ENABLED=1 go test -count=1 -timeout 45m ./compat/ || failed+=("compat tests")
+KBROKER_COMPAT_RESULTS="$results" CGO_ENABLED=1 go test -count=1 -timeout 45m ./compat/ 2>&1 | tee "$logs/compat.log" || failed+=("compat tests")
 
 step "COMPATIBILITY.md"
 if [ -f "$results" ]; then
@@ -128,6 +141,12 @@ else
 fi
 
 if [ "${#failed[@]}" -gt 0 ]; then
+	for log in "$logs"/*.log; do
+		if grep -q -E -e '^ *--- FAIL' -e '^(panic:|FAIL\s)' "$log"; then
+			step "failures in $(basename "$log" .log) tests"
+			failures "$log"
+		fi
+	done
 	step "FAILED: ${failed[*]}"
 	exit 1
 fi
