@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,8 +184,7 @@ func (z *ZooKeeper) FourLetter(cmd string) (string, error) {
 
 // handedOut are the ports freePort returned in this test process: a port
 // is free when asked for but bound only later, when the process it was
-// given to starts, so the kernel may offer it again meanwhile (a broker's
-// second listener once took another broker's first).
+// given to starts, so it must not be handed out twice.
 var handedOut struct {
 	sync.Mutex
 	ports map[int]bool
@@ -193,10 +194,33 @@ var handedOut struct {
 // returned before in this process (compat's harness shares it).
 func FreePort() (int, error) { return freePort() }
 
-// freePort is FreePort.
+// freePort is FreePort. It picks below the kernel's ephemeral range
+// (ip_local_port_range) where it can: a port from that range, free when
+// asked for, may become the source port of any outgoing connection before
+// the broker binds it (or while a killed broker is down, before its
+// restart binds it again), and the bind then fails. Ports below the range
+// are only ever taken by an explicit bind.
 func freePort() (int, error) {
 	handedOut.Lock()
 	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	if lo := ephemeralLow(); lo > 11000 {
+		for range 1000 {
+			port := 10000 + rand.IntN(lo-10000)
+			if handedOut.ports[port] {
+				continue
+			}
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				continue
+			}
+			l.Close()
+			handedOut.ports[port] = true
+			return port, nil
+		}
+	}
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -205,13 +229,28 @@ func freePort() (int, error) {
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		if !handedOut.ports[port] {
-			if handedOut.ports == nil {
-				handedOut.ports = map[int]bool{}
-			}
 			handedOut.ports[port] = true
 			return port, nil
 		}
 	}
+}
+
+// ephemeralLow is the low end of the kernel's ephemeral port range, or 0
+// when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return lo
 }
 
 func tail(b []byte, n int) []byte {
