@@ -17,6 +17,14 @@ func (s *FileStore) GroupConfigs() map[string]map[string]string {
 	return out
 }
 
+// GroupConfig implements Store: a copy of one group's overrides (empty
+// when none).
+func (s *FileStore) GroupConfig(group string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.mu.state.GroupConfigs[group]), nil
+}
+
 // UpdateGroupConfigs implements Store: it replaces a group's overrides; an
 // empty set removes the group's entry.
 func (s *FileStore) UpdateGroupConfigs(group string, configs map[string]string) error {

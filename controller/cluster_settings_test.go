@@ -37,6 +37,12 @@ func TestClusterSettingsPersist(t *testing.T) {
 	if len(gc) != 1 || gc["g"]["consumer.session.timeout.ms"] != "50000" {
 		t.Fatalf("group configs after reopen: %v", gc)
 	}
+	if g, err := s.GroupConfig("g"); err != nil || len(g) != 1 || g["consumer.session.timeout.ms"] != "50000" {
+		t.Fatalf("GroupConfig(g) after reopen: %v %v", g, err)
+	}
+	if g, err := s.GroupConfig("gone"); err != nil || len(g) != 0 {
+		t.Fatalf("GroupConfig(gone) after reopen: %v %v", g, err)
+	}
 	levels, epoch, set := s.FinalizedFeatures()
 	if !set || epoch != 1 || len(levels) != 1 || levels["transaction.version"] != 1 {
 		t.Fatalf("features after reopen: %v epoch %d set %v", levels, epoch, set)

@@ -53,6 +53,7 @@ type Store interface {
 	AlterScramCredentials(changes []ScramChange) error
 	// Group configs and finalized features (cluster_settings.go).
 	GroupConfigs() map[string]map[string]string
+	GroupConfig(group string) (map[string]string, error)
 	UpdateGroupConfigs(group string, configs map[string]string) error
 	FinalizedFeatures() (levels map[string]int16, epoch int64, set bool)
 	UpdateFinalizedFeatures(levels map[string]int16) error

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/kbroker/kbroker/controller/zkstore"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -228,4 +230,55 @@ func TestShareGroupOnClusterSurvivesLeaderKill(t *testing.T) {
 		}
 		return false, fmt.Errorf("no broker coordinates %s", group)
 	})
+}
+
+// TestShareGroupReadsStoredGroupConfig: a share-partition's leader reads
+// the group's configs from ZooKeeper before it initializes the
+// share-partition, so share.auto.offset.reset=earliest applies even when
+// the leader has not yet heard of the change (here it is written to
+// /config/groups/<group> without the /config/changes announcement, as if
+// that were still on its way): the records produced before the consumer
+// joined are delivered.
+func TestShareGroupReadsStoredGroupConfig(t *testing.T) {
+	z := StartZooKeeper(t)
+	bs := StartCluster(t, z, 2, nil)
+	waitClusterFormed(t, bs, 2)
+	const topic, group, n = "shr-cfg", "shr-cfg-group", 10
+	createTopic(t, bs[0].Addr(), topic, 1, 2, false)
+	waitFullISR(t, bs, topic, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod.Close()
+
+	zc := dial(t, z.Addr+"/kbroker")
+	data, err := zkdata.EncodeConfigEntity(map[string]string{"share.auto.offset.reset": "earliest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zc.CreateWithParents(zkdata.ConfigEntityPath("groups", zkstore.Sanitize(group)), data, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	sc := newShareConsumer(t, bs, group, topic)
+	defer sc.cl.Close()
+	confirmed := map[string]bool{}
+	for len(confirmed) < n {
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records produced before the consumer joined were delivered", len(confirmed), n)
+		}
+		_, ok := sc.poll(ctx)
+		for _, k := range ok {
+			confirmed[k] = true
+		}
+	}
 }

@@ -85,3 +85,45 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// Group configs live in /config/groups/<sanitized group>: a broker reads one
+// group's as ZooKeeper holds it (GroupConfig, what a share-partition's
+// leader does before initializing it) as well as all of them, and each
+// change is announced in /config/changes.
+func TestZooKeeperGroupConfigs(t *testing.T) {
+	z := StartZooKeeper(t)
+	a := startNode(t, z, 1)
+	s, err := zkstore.Open(a.zk, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GroupConfig("g/1"); err != nil || len(got) != 0 {
+		t.Fatalf("no configs yet: %v %v", got, err)
+	}
+	before, _, err := a.zk.Children(zkdata.ConfigChangesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateGroupConfigs("g/1", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GroupConfig("g/1"); err != nil || len(got) != 1 || got["share.auto.offset.reset"] != "earliest" {
+		t.Fatalf("GroupConfig(g/1): %v %v", got, err)
+	}
+	if all := s.GroupConfigs(); len(all) != 1 || all["g/1"]["share.auto.offset.reset"] != "earliest" {
+		t.Fatalf("GroupConfigs: %v", all)
+	}
+	after, _, err := a.zk.Children(zkdata.ConfigChangesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before)+1 {
+		t.Fatalf("change notifications before %v, after %v", before, after)
+	}
+	if err := s.UpdateGroupConfigs("g/1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GroupConfig("g/1"); err != nil || len(got) != 0 {
+		t.Fatalf("after deleting: %v %v", got, err)
+	}
+}

@@ -29,6 +29,23 @@ func (h *Host) RefreshGroupConfigs() {
 	}
 }
 
+// refreshGroupConfig reloads one group's configs from the metadata store,
+// so that what a leader decides from them (the SPSO of a new
+// share-partition, from share.auto.offset.reset) follows a change made
+// through another broker even before that broker's announcement arrives
+// here. On a read error the cached values stay.
+func (h *Host) refreshGroupConfig(group string) {
+	if h.store == nil {
+		return
+	}
+	cfg, err := h.store.GroupConfig(group)
+	if err != nil {
+		h.log.Warn("reading group configs failed; using the cached ones", "group", group, "err", err)
+		return
+	}
+	h.groupCfgs.ReloadGroup(group, cfg)
+}
+
 // groupConfigBroker maps the broker properties onto the group configs'
 // defaults and bounds; an unset (zero) property keeps Kafka's default.
 func groupConfigBroker(c config.Config) groupconfig.Broker {

@@ -499,6 +499,7 @@ func (h *ShareHost) LoadStates(group string, targets []share.TopicPartition) {
 	// The writer's context ends when the share host closes (shutdown).
 	ctx, cancel := context.WithTimeout(wctx, shareLoadTimeout)
 	defer cancel()
+	refreshed := false
 	for _, w := range todo {
 		var s *share.Snapshot
 		code, err := retryShare(ctx, func() (code int16, err error) {
@@ -511,6 +512,12 @@ func (h *ShareHost) LoadStates(group string, targets []share.TopicPartition) {
 			}
 			h.b.log.Debug("reading share-partition state failed", "group", group, "key", share.CoordinatorKey(group, w.tp), "err", err)
 			continue
+		}
+		if s == nil && !refreshed {
+			// The first fetch initializes it from share.auto.offset.reset:
+			// read the group's configs as stored, not as last announced.
+			h.b.refreshGroupConfig(group)
+			refreshed = true
 		}
 		h.mu.Lock()
 		if h.mu.c == c && h.mu.cl.gen[w.tp] == w.gen && h.mu.cl.pending[shareKey{group, w.tp}] == 0 {

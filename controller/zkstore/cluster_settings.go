@@ -45,6 +45,23 @@ func (s *Store) GroupConfigs() map[string]map[string]string {
 	return out
 }
 
+// GroupConfig implements controller.Store: one group's overrides as
+// ZooKeeper holds them now (none when its znode is absent).
+func (s *Store) GroupConfig(group string) (map[string]string, error) {
+	data, _, err := s.zk.Get(zkdata.ConfigEntityPath(configEntityGroups, Sanitize(group)))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading group configs of %s: %w", group, err)
+	}
+	cfg, err := zkdata.DecodeConfigEntity(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding group configs of %s: %w", group, err)
+	}
+	return cfg, nil
+}
+
 // UpdateGroupConfigs implements controller.Store; an empty set deletes the
 // group's znode.
 func (s *Store) UpdateGroupConfigs(group string, configs map[string]string) error {

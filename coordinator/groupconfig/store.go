@@ -59,6 +59,18 @@ func (s *Store) Reload(loaded map[string]map[string]string) {
 	}
 }
 
+// ReloadGroup replaces one group's overrides with loaded, what the
+// metadata store holds for it now.
+func (s *Store) ReloadGroup(group string, loaded map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(loaded) == 0 {
+		delete(s.mu.groups, group)
+		return
+	}
+	s.mu.groups[group] = maps.Clone(loaded)
+}
+
 // Broker returns the broker defaults and bounds the Store validates against.
 func (s *Store) Broker() Broker { return s.broker }
 

@@ -57,3 +57,21 @@ func TestStoreAlter(t *testing.T) {
 		t.Fatalf("delete left %v / %v", s.Overrides("g"), persisted["g"])
 	}
 }
+
+// TestStoreReloadGroup: one group's overrides are replaced by what the
+// metadata store holds, the others kept; an empty set removes them.
+func TestStoreReloadGroup(t *testing.T) {
+	s := NewStore(DefaultBroker())
+	s.Attach(map[string]map[string]string{"a": {ShareAutoOffsetReset: "earliest"}, "b": {ShareAutoOffsetReset: "earliest"}}, nil)
+	s.ReloadGroup("c", map[string]string{ShareAutoOffsetReset: "earliest"})
+	s.ReloadGroup("a", nil)
+	if v := s.Values("c"); v.ShareAutoOffsetReset != "earliest" {
+		t.Fatalf("reloaded group c: %+v", v)
+	}
+	if v := s.Values("a"); v.ShareAutoOffsetReset != "latest" || len(s.Overrides("a")) != 0 {
+		t.Fatalf("group a reloaded without overrides: %+v %v", v, s.Overrides("a"))
+	}
+	if v := s.Values("b"); v.ShareAutoOffsetReset != "earliest" {
+		t.Fatalf("group b untouched: %+v", v)
+	}
+}
