@@ -9,9 +9,9 @@ import (
 // startDynamicWatch, in cluster mode, watches /config/changes as Kafka's
 // ZkConfigManager does: a notification (any entity; reading two znodes is
 // cheap) makes the broker reload its own and the cluster-wide dynamic
-// configs and the group configs, so a change of the default made through any broker reaches them
-// all. The goroutine is stopped by Close (stopDynamicWatch) before the
-// ZooKeeper session ends.
+// configs and the group configs, so a change made through any broker
+// reaches them all. The goroutine is stopped by Close (stopDynamicWatch)
+// before the ZooKeeper session ends.
 func (b *Broker) startDynamicWatch() {
 	if b.cluster == nil {
 		return
