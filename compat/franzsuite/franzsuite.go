@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -190,7 +191,10 @@ func Run(cfg RunConfig) ([]Event, string, error) {
 type Results struct {
 	// Final is each test's last action: pass, fail or skip ("" unfinished).
 	Final map[string]string
-	// Output is each test's output, up to 64 KiB.
+	// Output is each test's output, up to 64 KiB, without the lines of
+	// franz-go's test logger (clientLogLine): the suite's tests run in
+	// parallel and their clients' log lines, attributed to whichever test
+	// last started, would crowd out the failing test's own messages.
 	Output map[string]*strings.Builder
 	// Order lists the tests as they started.
 	Order                               []string
@@ -210,7 +214,7 @@ func Summarize(events []Event) Results {
 		}
 		switch ev.Action {
 		case "output":
-			if r.Output[ev.Test].Len() < 64<<10 {
+			if r.Output[ev.Test].Len() < 64<<10 && !clientLogLine.MatchString(ev.Output) {
 				r.Output[ev.Test].WriteString(ev.Output)
 			}
 		case "pass", "fail", "skip":
@@ -231,6 +235,10 @@ func Summarize(events []Event) Results {
 	}
 	return r
 }
+
+// clientLogLine matches a line of franz-go's test logger ("[15:04:05.000
+// 12][INFO] ...").
+var clientLogLine = regexp.MustCompile(`^\s*\[\d\d:\d\d:\d\d\.\d+ \d+\]\[[A-Z]+\] `)
 
 // LastLines is the last n lines of s.
 func LastLines(s string, n int) string {
