@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +67,7 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	r := franzsuite.Summarize(events)
 	t.Logf("franz-go %s pkg/kgo on 3 brokers (RF=3): %d passed, %d failed, %d unfinished, %d skipped in %v",
 		franzsuite.Version, len(r.Passed), len(r.Failed), len(r.Unfinished), len(r.Skipped), time.Since(runStart).Round(time.Second))
+	t.Logf("slowest franz-go tests: %s", slowest(events, 5))
 	for _, name := range r.Failed {
 		t.Errorf("franz-go test %s failed:\n%s", name, r.Output[name].String())
 	}
@@ -92,4 +95,20 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	if t.Failed() {
 		t.Logf("--- franz-go test binary stderr (tail) ---\n%s", franzsuite.LastLines(stderrTail, 200))
 	}
+}
+
+// slowest lists the n top-level tests of a run that took longest.
+func slowest(events []franzsuite.Event, n int) string {
+	var done []franzsuite.Event
+	for _, ev := range events {
+		if (ev.Action == "pass" || ev.Action == "fail") && ev.Test != "" && !strings.Contains(ev.Test, "/") {
+			done = append(done, ev)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].Elapsed > done[j].Elapsed })
+	var out []string
+	for _, ev := range done[:min(n, len(done))] {
+		out = append(out, fmt.Sprintf("%s %.0fs (%s)", ev.Test, ev.Elapsed, ev.Action))
+	}
+	return strings.Join(out, ", ")
 }

@@ -13,6 +13,7 @@ package coordhost
 //   - ListGroups, DescribeGroups and DeleteGroups merge both.
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -262,8 +263,12 @@ func MatchesFilter(filter []string, v string) bool {
 }
 
 // listConsumerGroups adds KIP-848 groups to a ListGroups answer, honouring
-// the state (v4+) and type (v5+) filters.
+// the state (v4+) and type (v5+) filters. A KIP-848 group's committed
+// offsets live in the classic coordinator, which lists them as an Empty
+// classic group: that entry is dropped, the group is listed once, as a
+// consumer group (as Kafka lists it).
 func listConsumerGroups(cc *consumer.Coordinator, req *kmsg.ListGroupsRequest, resp *kmsg.ListGroupsResponse) {
+	resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return cc.IsConsumerGroup(g.Group) })
 	for _, l := range cc.ListGroups() {
 		if req.Version >= 4 && !MatchesFilter(req.StatesFilter, l.State) {
 			continue

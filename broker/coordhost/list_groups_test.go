@@ -1,0 +1,43 @@
+package coordhost
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestListGroupsListsConsumerGroupOnce: a KIP-848 group that committed
+// offsets is listed once, as a consumer group.
+func TestListGroupsListsConsumerGroupOnce(t *testing.T) {
+	h, f := newFaultyHost(t, nil)
+	if _, kerrv, msg := f.CreateTopic("t", 2, 1, nil, false); kerrv != nil {
+		t.Fatal(kerrv, msg)
+	}
+	if err := h.EnsureGroups(); err != nil {
+		t.Fatal(err)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version = 1
+	hb.Group, hb.MemberID, hb.MemberEpoch = "cg", "member-1", 0
+	hb.RebalanceTimeoutMillis = 30000
+	hb.SubscribedTopicNames = []string{"t"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	r := await(t, groupRequest(t, h, hb), "heartbeat").(*kmsg.ConsumerGroupHeartbeatResponse)
+	if r.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %d", r.ErrorCode)
+	}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version = 9
+	oc.Group, oc.MemberID, oc.Generation = "cg", "member-1", r.MemberEpoch
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}}}
+	cr := await(t, groupRequest(t, h, oc), "commit").(*kmsg.OffsetCommitResponse)
+	if cr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %d", cr.Topics[0].Partitions[0].ErrorCode)
+	}
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 5
+	lr := await(t, groupRequest(t, h, lg), "list").(*kmsg.ListGroupsResponse)
+	if len(lr.Groups) != 1 || lr.Groups[0].GroupType != "consumer" {
+		t.Fatalf("ListGroups: %+v", lr.Groups)
+	}
+}
