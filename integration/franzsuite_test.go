@@ -26,6 +26,17 @@ var clusterSuiteSkips = regexp.MustCompile(`^(TestSCRAMAuth|TestSCRAMAuthBadCred
 // those franz-go tests (to chase one failure without the whole suite).
 const clusterSuiteRunEnv = "KBROKER_KGO_SUITE_RUN"
 
+// clusterSuiteRecords is the suite's record count per ETL test
+// (KGO_TEST_RECORDS; franz-go's default is 500000, which compat's
+// single-broker run keeps). Here three RF=3 brokers, ZooKeeper and the
+// clients share two cores, and the three ETL tests (TestGroupETL,
+// TestTxnEtl, TestShareGroupETL) run two at a time: TestShareGroupETL,
+// which franz-go bounds by 4 minutes, took 35 s alone, 100 s beside
+// TestGroupETL and once over 240 s in the whole suite. Every phase of
+// those tests is a fraction of the count, so a fifth of it exercises the
+// same paths.
+const clusterSuiteRecords = "100000"
+
 // clusterSuiteTimeout bounds the suite's run on three brokers.
 const clusterSuiteTimeout = 25 * time.Minute
 
@@ -62,7 +73,7 @@ func TestFranzGoSuiteOnCluster(t *testing.T) {
 	runStart := time.Now()
 	events, stderrTail, runErr := franzsuite.Run(franzsuite.RunConfig{
 		Bin: bin, Src: src, Timeout: clusterSuiteTimeout, Run: os.Getenv(clusterSuiteRunEnv),
-		Env: []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3"},
+		Env: []string{"KGO_SEEDS=" + strings.Join(addrsOf(bs), ","), "KGO_TEST_RF=3", "KGO_TEST_RECORDS=" + clusterSuiteRecords},
 	})
 	r := franzsuite.Summarize(events)
 	t.Logf("franz-go %s pkg/kgo on 3 brokers (RF=3): %d passed, %d failed, %d unfinished, %d skipped in %v",
