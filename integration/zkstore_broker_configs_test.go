@@ -14,12 +14,7 @@ import (
 // {"version":1,"config":{...}}, and each change leaves a
 // /config/changes/config_change_<seq> naming the entity.
 func TestZooKeeperBrokerConfigs(t *testing.T) {
-	z := StartZooKeeper(t)
-	a := startNode(t, z, 1)
-	s, err := zkstore.Open(a.zk, 1, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, a := openOneStore(t)
 	if got := s.BrokerConfigs("<default>"); len(got) != 0 {
 		t.Fatalf("no configs yet: %v", got)
 	}
@@ -77,6 +72,17 @@ func TestZooKeeperBrokerConfigs(t *testing.T) {
 	}
 }
 
+// openOneStore is broker 1's metadata store on a new ZooKeeper.
+func openOneStore(t *testing.T) (*zkstore.Store, *node) {
+	t.Helper()
+	a := startNode(t, StartZooKeeper(t), 1)
+	s, err := zkstore.Open(a.zk, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, a
+}
+
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
@@ -91,12 +97,7 @@ func contains(s []string, v string) bool {
 // leader does before initializing it) as well as all of them, and each
 // change is announced in /config/changes.
 func TestZooKeeperGroupConfigs(t *testing.T) {
-	z := StartZooKeeper(t)
-	a := startNode(t, z, 1)
-	s, err := zkstore.Open(a.zk, 1, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, a := openOneStore(t)
 	if got, err := s.GroupConfig("g/1"); err != nil || len(got) != 0 {
 		t.Fatalf("no configs yet: %v %v", got, err)
 	}

@@ -146,6 +146,32 @@ func newFaultyHost(t *testing.T, overrides map[string]string) (*Host, *faultyRep
 }
 
 // await waits for the answer on tok.
+// newGroupsHost is a faulty host with a topic "t" of the given partitions
+// and its group coordinators loaded.
+func newGroupsHost(t *testing.T, partitions int32) (*Host, *faultyReplicas) {
+	t.Helper()
+	h, f := newFaultyHost(t, nil)
+	if _, kerrv, msg := f.CreateTopic("t", partitions, 1, nil, false); kerrv != nil {
+		t.Fatal(kerrv, msg)
+	}
+	if err := h.EnsureGroups(); err != nil {
+		t.Fatal(err)
+	}
+	return h, f
+}
+
+// consumerJoin is a KIP-848 member's first heartbeat, subscribed to "t".
+func consumerJoin(t *testing.T, h *Host, group, member string) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = group, member, 0
+	req.RebalanceTimeoutMillis = 30000
+	req.SubscribedTopicNames = []string{"t"}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return await(t, groupRequest(t, h, req), "heartbeat").(*kmsg.ConsumerGroupHeartbeatResponse)
+}
+
 func await(t *testing.T, tok Token, what string) kmsg.Response {
 	t.Helper()
 	select {
@@ -250,13 +276,7 @@ func TestTxnCompletionWriteFailure(t *testing.T) {
 // its load check and its lock (that was a nil dereference), and every
 // request is answered: committed, or COORDINATOR_NOT_AVAILABLE.
 func TestGroupCallRacesDrop(t *testing.T) {
-	h, f := newFaultyHost(t, nil)
-	if _, kerrv, msg := f.CreateTopic("t", 1, 1, nil, false); kerrv != nil {
-		t.Fatal(kerrv, msg)
-	}
-	if err := h.EnsureGroups(); err != nil {
-		t.Fatal(err)
-	}
+	h, f := newGroupsHost(t, 1)
 	var mu sync.Mutex
 	n := 0
 	f.setFault(func(topic string) error {
@@ -425,22 +445,8 @@ func TestParkedJoinAndSyncAnsweredOnDrop(t *testing.T) {
 // TestConsumerHeartbeatWriteFailure: a KIP-848 heartbeat whose records
 // cannot be written is answered with an error, not as a successful join.
 func TestConsumerHeartbeatWriteFailure(t *testing.T) {
-	h, f := newFaultyHost(t, nil)
-	if _, kerrv, msg := f.CreateTopic("t", 2, 1, nil, false); kerrv != nil {
-		t.Fatal(kerrv, msg)
-	}
-	if err := h.EnsureGroups(); err != nil {
-		t.Fatal(err)
-	}
-	join := func() *kmsg.ConsumerGroupHeartbeatResponse {
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Version = 1
-		req.Group, req.MemberID, req.MemberEpoch = "cg", "member-1", 0
-		req.RebalanceTimeoutMillis = 30000
-		req.SubscribedTopicNames = []string{"t"}
-		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		return await(t, groupRequest(t, h, req), "heartbeat").(*kmsg.ConsumerGroupHeartbeatResponse)
-	}
+	h, f := newGroupsHost(t, 2)
+	join := func() *kmsg.ConsumerGroupHeartbeatResponse { return consumerJoin(t, h, "cg", "member-1") }
 	f.setFault(failPlan(offsetsTopic, 1))
 	r := join()
 	if r.ErrorCode != kerr.CoordinatorNotAvailable.Code || r.ErrorMessage == nil || r.MemberEpoch != 0 || r.Assignment != nil {

@@ -9,20 +9,8 @@ import (
 // TestListGroupsListsConsumerGroupOnce: a KIP-848 group that committed
 // offsets is listed once, as a consumer group.
 func TestListGroupsListsConsumerGroupOnce(t *testing.T) {
-	h, f := newFaultyHost(t, nil)
-	if _, kerrv, msg := f.CreateTopic("t", 2, 1, nil, false); kerrv != nil {
-		t.Fatal(kerrv, msg)
-	}
-	if err := h.EnsureGroups(); err != nil {
-		t.Fatal(err)
-	}
-	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	hb.Version = 1
-	hb.Group, hb.MemberID, hb.MemberEpoch = "cg", "member-1", 0
-	hb.RebalanceTimeoutMillis = 30000
-	hb.SubscribedTopicNames = []string{"t"}
-	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	r := await(t, groupRequest(t, h, hb), "heartbeat").(*kmsg.ConsumerGroupHeartbeatResponse)
+	h, _ := newGroupsHost(t, 2)
+	r := consumerJoin(t, h, "cg", "member-1")
 	if r.ErrorCode != 0 {
 		t.Fatalf("heartbeat: %d", r.ErrorCode)
 	}
