@@ -165,7 +165,7 @@ func (c *stateCollector) collectLag(gauge func(*prometheus.Desc, float64, ...str
 					continue
 				}
 				seen[key] = true
-				labels := []string{g.Group, t.Topic, strconv.Itoa(int(p.Partition))}
+				labels := key[:]
 				gauge(descGroupOffset, float64(p.Offset), labels...)
 				if part := rm.PartitionOf(t.Topic, p.Partition); part != nil {
 					gauge(descGroupLag, float64(max(part.HighWatermark()-p.Offset, 0)), labels...)
