@@ -137,12 +137,7 @@ func (c *stateCollector) collectLag(gauge func(*prometheus.Desc, float64, ...str
 	}
 	oreq := kmsg.NewPtrOffsetFetchRequest()
 	oreq.Version = 8
-	asked := map[string]bool{}
 	for _, g := range lresp.Groups {
-		if asked[g.Group] {
-			continue
-		}
-		asked[g.Group] = true
 		rg := kmsg.NewOffsetFetchRequestGroup()
 		rg.Group = g.Group
 		oreq.Groups = append(oreq.Groups, rg)
@@ -151,21 +146,16 @@ func (c *stateCollector) collectLag(gauge func(*prometheus.Desc, float64, ...str
 	if !ok {
 		return
 	}
-	// A series is emitted once: a registry refuses the whole scrape when
-	// two share their labels.
-	seen := map[[3]string]bool{}
 	for _, g := range oresp.Groups {
 		if g.ErrorCode != 0 {
 			continue
 		}
 		for _, t := range g.Topics {
 			for _, p := range t.Partitions {
-				key := [3]string{g.Group, t.Topic, strconv.Itoa(int(p.Partition))}
-				if p.ErrorCode != 0 || p.Offset < 0 || seen[key] {
+				if p.ErrorCode != 0 || p.Offset < 0 {
 					continue
 				}
-				seen[key] = true
-				labels := key[:]
+				labels := []string{g.Group, t.Topic, strconv.Itoa(int(p.Partition))}
 				gauge(descGroupOffset, float64(p.Offset), labels...)
 				if part := rm.PartitionOf(t.Topic, p.Partition); part != nil {
 					gauge(descGroupLag, float64(max(part.HighWatermark()-p.Offset, 0)), labels...)
