@@ -31,16 +31,13 @@ func (s *Store) GroupConfigs() map[string]map[string]string {
 		return out
 	}
 	for _, n := range names {
-		data, _, err := s.zk.Get(zkdata.ConfigEntityPath(configEntityGroups, n))
+		group, err := Desanitize(n)
 		if err != nil {
 			continue
 		}
-		cfg, err := zkdata.DecodeConfigEntity(data)
-		group, derr := Desanitize(n)
-		if err != nil || derr != nil || len(cfg) == 0 {
-			continue
+		if cfg, err := s.groupConfigAt(n); err == nil && len(cfg) > 0 {
+			out[group] = cfg
 		}
-		out[group] = cfg
 	}
 	return out
 }
@@ -48,16 +45,21 @@ func (s *Store) GroupConfigs() map[string]map[string]string {
 // GroupConfig implements controller.Store: one group's overrides as
 // ZooKeeper holds them now (none when its znode is absent).
 func (s *Store) GroupConfig(group string) (map[string]string, error) {
-	data, _, err := s.zk.Get(zkdata.ConfigEntityPath(configEntityGroups, Sanitize(group)))
+	return s.groupConfigAt(Sanitize(group))
+}
+
+// groupConfigAt reads the group config znode of a (sanitized) name.
+func (s *Store) groupConfigAt(name string) (map[string]string, error) {
+	data, _, err := s.zk.Get(zkdata.ConfigEntityPath(configEntityGroups, name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading group configs of %s: %w", group, err)
+		return nil, fmt.Errorf("reading group configs %s: %w", name, err)
 	}
 	cfg, err := zkdata.DecodeConfigEntity(data)
 	if err != nil {
-		return nil, fmt.Errorf("decoding group configs of %s: %w", group, err)
+		return nil, fmt.Errorf("decoding group configs %s: %w", name, err)
 	}
 	return cfg, nil
 }
