@@ -225,7 +225,9 @@ func (s *Store) WatchACLChanges(stop <-chan struct{}, onChange func()) {
 		_ = s.zk.EnsurePath(root)
 	}
 	for {
-		onChange()
+		// The watches are set before the reload reads the ACLs: a change
+		// announced in between then fires them instead of being missed
+		// until the next change.
 		var events []<-chan zk.Event
 		for _, root := range []string{aclChanges, aclExtendedChange} {
 			_, _, ev, err := s.zk.ChildrenW(root)
@@ -243,6 +245,7 @@ func (s *Store) WatchACLChanges(stop <-chan struct{}, onChange func()) {
 				continue
 			}
 		}
+		onChange()
 		select {
 		case <-stop:
 			return
