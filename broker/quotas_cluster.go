@@ -32,6 +32,11 @@ func (b *Broker) watchQuotaChanges() {
 					continue
 				}
 			}
+			// Reload after every new watch, which is set first: a change
+			// landing before it is read here, one landing after fires it.
+			if err := b.api.ReloadQuotas(); err != nil {
+				b.log.Warn("reloading client quotas", "err", err)
+			}
 			select {
 			case <-b.closing:
 				return
@@ -45,11 +50,6 @@ func (b *Broker) watchQuotaChanges() {
 					case <-retry.C:
 					}
 				}
-			}
-			// Reload after every event and every new watch: a change may
-			// have landed while no watch was set.
-			if err := b.api.ReloadQuotas(); err != nil {
-				b.log.Warn("reloading client quotas", "err", err)
 			}
 		}
 	}()
