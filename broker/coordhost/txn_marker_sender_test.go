@@ -3,6 +3,7 @@ package coordhost
 import (
 	"context"
 	"errors"
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"io"
 	"log/slog"
 	"sort"
@@ -40,6 +41,8 @@ type sentMarkers struct {
 func (f *fakeMarkerCluster) BrokerID() int32 { return f.self }
 
 func (f *fakeMarkerCluster) LiveBrokers() int { return 3 }
+
+func (f *fakeMarkerCluster) Topics() []consumer.TopicInfo { return nil }
 
 func (f *fakeMarkerCluster) Leader(topic string, partition int32) (int32, bool) {
 	f.mu.Lock()
