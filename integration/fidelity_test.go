@@ -31,7 +31,8 @@ import (
 //   - topic configs are described and altered through a broker with no
 //     replica, and the leader applies the change;
 //   - ListOffsets, DescribeProducers and DeleteRecords sent to a broker
-//     with no replica answer NOT_LEADER_OR_FOLLOWER;
+//     with no replica answer NOT_LEADER_OR_FOLLOWER; DescribeTopicPartitions
+//     answers from the cluster's metadata on every broker;
 //   - manual replica assignments in any order, for new topics and new
 //     partitions, with Kafka 3.9's checks;
 //   - the cluster stops broker by broker, each exiting cleanly.
@@ -166,6 +167,29 @@ func TestFiveBrokersReplicasElsewhere(t *testing.T) {
 		for name, code := range codes {
 			if code != kerr.NotLeaderForPartition.Code {
 				t.Errorf("%s of rf1 on broker %d (no replica): error %d, want NOT_LEADER_OR_FOLLOWER", name, b.ID, code)
+			}
+		}
+	})
+
+	t.Run("DescribeTopicPartitionsFromMetadata", func(t *testing.T) {
+		// Kafka 4's kafka-topics --describe asks this; every broker
+		// answers from the cluster's metadata.
+		for _, b := range bs {
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+			rt.Topic = "rf1"
+			req.Topics = append(req.Topics, rt)
+			r, err := send(b.Addr(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := r.(*kmsg.DescribeTopicPartitionsResponse).Topics
+			if len(ts) != 1 || ts[0].ErrorCode != 0 || len(ts[0].Partitions) != 1 {
+				t.Fatalf("DescribeTopicPartitions of rf1 on broker %d: %+v", b.ID, ts)
+			}
+			p := ts[0].Partitions[0]
+			if p.LeaderID != leader.ID || !slices.Equal(p.Replicas, []int32{leader.ID}) || !slices.Equal(p.ISR, []int32{leader.ID}) {
+				t.Errorf("DescribeTopicPartitions of rf1 on broker %d: leader %d replicas %v ISR %v, want broker %d alone", b.ID, p.LeaderID, p.Replicas, p.ISR, leader.ID)
 			}
 		}
 	})

@@ -62,6 +62,14 @@ func localTopic(name string, id [16]byte, n int32) clusterTopic {
 	return clusterTopic{Name: name, ID: id, has: func(p int32) bool { return p >= 0 && p < n }}
 }
 
+// topicNames lists the cluster's topics, in no order.
+func (b *API) topicNames() []string {
+	if c := b.cluster; c != nil && c.Cache != nil {
+		return c.Cache.Snapshot().TopicNames()
+	}
+	return b.rm.TopicNames()
+}
+
 // partitionExists reports whether topic has partition p in the cluster.
 func (b *API) partitionExists(topic string, p int32) bool {
 	t, ok := b.topicNamed(topic)
