@@ -6,9 +6,9 @@ package api
 // (v7+). v10 (KIP-848) names topics by id: the broker resolves the ids to
 // names and hands the coordinators the request as v9 (the same request with
 // names), answers UNKNOWN_TOPIC_ID for the partitions of an id the cluster
-// does not know (topic_lookup.go), and names every topic of the answer by id again. Committed offsets
-// of a topic that no longer exists have no id to be named by, so a v10
-// "all topics" fetch leaves them out.
+// does not know (topic_lookup.go), and names every topic of the answer by id
+// again. Committed offsets of a topic that no longer exists have no id to be
+// named by, so a v10 "all topics" fetch leaves them out.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"

@@ -38,12 +38,12 @@ package coordhost
 
 import (
 	"context"
-	"github.com/kbroker/kbroker/coordinator/consumer"
 	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"

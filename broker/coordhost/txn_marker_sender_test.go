@@ -3,7 +3,6 @@ package coordhost
 import (
 	"context"
 	"errors"
-	"github.com/kbroker/kbroker/coordinator/consumer"
 	"io"
 	"log/slog"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
