@@ -177,7 +177,7 @@ func freshTopic(t *testing.T, c matrixClient, noAdmin bool, i int, idem bool, ke
 		c.admin(t, fmt.Sprintf("fresh-admin-%d", i))
 	}
 	topic := fmt.Sprintf("fresh-%d", i)
-	c.createTopic(t, topic, 3)
+	c.createTopic(t, topic, 3, 3)
 	acked := c.produce(t, topic, "none", idem, keys)
 	got := c.consume(t, topic, "fresh-group", "", len(keys))
 	read := map[string]bool{}

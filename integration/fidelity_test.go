@@ -24,7 +24,8 @@ import (
 // kbroker:
 //   - CreateTopics, CreatePartitions and DeleteTopics answer once the
 //     receiving broker's metadata shows the result; the other brokers show
-//     the same leaders or nothing yet, never something else;
+//     the same leaders or nothing yet, never something else, and when the
+//     controller received it (as clients send it) they all show it;
 //   - consumer groups (classic and KIP-848) commit and fetch offsets of an
 //     RF 1 topic whose only replica is not the coordinator, bootstrapped
 //     from each broker;
@@ -44,7 +45,7 @@ func TestFiveBrokersReplicasElsewhere(t *testing.T) {
 		"controlled.shutdown.max.retries":      "3",
 		"controlled.shutdown.retry.backoff.ms": "5000",
 	})
-	waitClusterFormed(t, bs, 5)
+	ctrl := waitClusterFormed(t, bs, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -52,9 +53,19 @@ func TestFiveBrokersReplicasElsewhere(t *testing.T) {
 		for i, b := range bs {
 			topic := fmt.Sprintf("ready-%d", i)
 			id := createAndCheckReady(t, b, topic, 3, 2)
+			leaders := leadersOf(t, b, topic)
+			if b.ID == ctrl {
+				// Clients send CreateTopics to the controller, which
+				// updates its own metadata last: every other broker
+				// shows the topic by the time it answers.
+				for _, o := range bs {
+					if got := leadersOf(t, o, topic); !slices.Equal(got, leaders) {
+						t.Errorf("right after the controller created %s, broker %d shows leaders %v, the controller %v", topic, o.ID, got, leaders)
+					}
+				}
+			}
 			// The others show the same leaders once they know the topic,
 			// and converge.
-			leaders := leadersOf(t, b, topic)
 			waitFor(t, 30*time.Second, "every broker's metadata of "+topic, func() (bool, error) {
 				for _, o := range bs {
 					m, err := metadata(o.Addr(), topic)

@@ -52,9 +52,9 @@ final class Admin {
         return f.get(Client.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    static void create(String addr, String topic, int partitions) throws Exception {
+    static void create(String addr, String topic, int partitions, short rf) throws Exception {
         try (org.apache.kafka.clients.admin.Admin adm = client(addr)) {
-            get(adm.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all());
+            get(adm.createTopics(List.of(new NewTopic(topic, partitions, rf))).all());
         }
     }
 
