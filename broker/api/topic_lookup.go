@@ -12,14 +12,26 @@ package api
 // cluster knows, the answer is NOT_LEADER_OR_FOLLOWER, as Kafka's
 // ReplicaManager.getPartitionOrError gives, not UNKNOWN_TOPIC_OR_PARTITION.
 
-import "github.com/twmb/franz-go/pkg/kerr"
+import (
+	"slices"
+
+	"github.com/kbroker/kbroker/broker/metacache"
+	"github.com/kbroker/kbroker/broker/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
 
 // clusterTopic is what the cluster knows of one topic.
 type clusterTopic struct {
 	Name string
 	ID   [16]byte
-	// has reports whether partition p exists.
-	has func(p int32) bool
+	// Partitions are its partitions' indexes, ascending.
+	Partitions []int32
+}
+
+// has reports whether partition p exists.
+func (t clusterTopic) has(p int32) bool {
+	_, ok := slices.BinarySearch(t.Partitions, p)
+	return ok
 }
 
 // topicNamed returns the topic called name as the cluster knows it.
@@ -29,13 +41,13 @@ func (b *API) topicNamed(name string) (clusterTopic, bool) {
 		if t == nil {
 			return clusterTopic{}, false
 		}
-		return cacheTopic(t.Name, t.ID, t.Partitions), true
+		return cacheTopic(t), true
 	}
 	t := b.rm.TopicByName(name)
 	if t == nil {
 		return clusterTopic{}, false
 	}
-	return localTopic(t.Meta.Name, t.Meta.ID, int32(len(t.Partitions))), true
+	return localTopic(t), true
 }
 
 // topicWithID returns the topic whose id is id as the cluster knows it.
@@ -45,21 +57,45 @@ func (b *API) topicWithID(id [16]byte) (clusterTopic, bool) {
 		if t == nil {
 			return clusterTopic{}, false
 		}
-		return cacheTopic(t.Name, t.ID, t.Partitions), true
+		return cacheTopic(t), true
 	}
 	t := b.rm.TopicByID(id)
 	if t == nil {
 		return clusterTopic{}, false
 	}
-	return localTopic(t.Meta.Name, t.Meta.ID, int32(len(t.Partitions))), true
+	return localTopic(t), true
 }
 
-func cacheTopic[P any](name string, id [16]byte, parts map[int32]P) clusterTopic {
-	return clusterTopic{Name: name, ID: id, has: func(p int32) bool { _, ok := parts[p]; return ok }}
+func cacheTopic(t *metacache.Topic) clusterTopic {
+	ct := clusterTopic{Name: t.Name, ID: t.ID, Partitions: make([]int32, 0, len(t.Partitions))}
+	for p := range t.Partitions {
+		ct.Partitions = append(ct.Partitions, p)
+	}
+	slices.Sort(ct.Partitions)
+	return ct
 }
 
-func localTopic(name string, id [16]byte, n int32) clusterTopic {
-	return clusterTopic{Name: name, ID: id, has: func(p int32) bool { return p >= 0 && p < n }}
+func localTopic(t *replica.Topic) clusterTopic {
+	ct := clusterTopic{Name: t.Meta.Name, ID: t.Meta.ID, Partitions: make([]int32, len(t.Partitions))}
+	for i := range ct.Partitions {
+		ct.Partitions[i] = int32(i)
+	}
+	return ct
+}
+
+// partitionState is a partition's leader epoch and high watermark: this
+// broker's replica's when it hosts one; else the leader epoch of the
+// metadata cache and no high watermark (-1).
+func (b *API) partitionState(topic string, p int32) (epoch int32, hw int64) {
+	if rp := b.rm.PartitionOf(topic, p); rp != nil {
+		return rp.LeaderEpoch(), rp.HighWatermark()
+	}
+	if c := b.cluster; c != nil && c.Cache != nil {
+		if st, ok := c.Cache.Snapshot().Partition(topic, p); ok {
+			return st.LeaderEpoch, -1
+		}
+	}
+	return -1, -1
 }
 
 // topicNames lists the cluster's topics, in no order.
