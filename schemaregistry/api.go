@@ -1,0 +1,221 @@
+package schemaregistry
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Content types of Confluent's REST API: requests may use any of them
+// (or none); answers use the first the client accepts, by default
+// application/vnd.schemaregistry.v1+json.
+const (
+	contentTypeV1      = "application/vnd.schemaregistry.v1+json"
+	contentTypeDefault = "application/vnd.schemaregistry+json"
+	contentTypeJSON    = "application/json"
+)
+
+var requestContentTypes = []string{contentTypeV1, contentTypeDefault, contentTypeJSON, "application/octet-stream"}
+
+func (r *Registry) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	h := func(pattern string, f func(w http.ResponseWriter, req *http.Request) (int, any, error)) {
+		mux.Handle(pattern, r.endpoint(f))
+	}
+	h("GET /{$}", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, struct{}{}, nil })
+	h("GET /schemas/types", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, schemaTypes, nil })
+	h("GET /schemas", r.listSchemas)
+	h("GET /schemas/ids/{id}", r.getSchemaByID)
+	h("GET /schemas/ids/{id}/schema", r.getRawSchemaByID)
+	h("GET /schemas/ids/{id}/subjects", r.getSubjectsByID)
+	h("GET /schemas/ids/{id}/versions", r.getVersionsByID)
+	h("GET /subjects", r.listSubjects)
+	h("GET /subjects/{subject}/versions", r.listVersions)
+	h("POST /subjects/{subject}/versions", r.registerSchema)
+	h("GET /subjects/{subject}/versions/{version}", r.getVersion)
+	h("GET /subjects/{subject}/versions/{version}/schema", r.getRawVersion)
+	h("GET /subjects/{subject}/versions/{version}/referencedby", r.getReferencedBy)
+	h("DELETE /subjects/{subject}/versions/{version}", r.deleteVersionHandler)
+	h("POST /subjects/{subject}", r.lookupSchema)
+	h("DELETE /subjects/{subject}", r.deleteSubjectHandler)
+	h("GET /config", r.getConfig)
+	h("PUT /config", r.putConfig)
+	h("DELETE /config", r.deleteConfigHandler)
+	h("GET /config/{subject}", r.getConfig)
+	h("PUT /config/{subject}", r.putConfig)
+	h("DELETE /config/{subject}", r.deleteConfigHandler)
+	h("GET /mode", r.getMode)
+	h("PUT /mode", r.putMode)
+	h("DELETE /mode", r.deleteModeHandler)
+	h("GET /mode/{subject}", r.getMode)
+	h("PUT /mode/{subject}", r.putMode)
+	h("DELETE /mode/{subject}", r.deleteModeHandler)
+	h("POST /compatibility/subjects/{subject}/versions/{version}", r.checkCompatibilityHandler)
+	h("POST /compatibility/subjects/{subject}/versions", r.checkCompatibilityHandler)
+	h("GET /contexts", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, []string{"."}, nil })
+	h("GET /v1/metadata/id", r.clusterIDHandler)
+	h("/", func(http.ResponseWriter, *http.Request) (int, any, error) {
+		return 0, nil, errHTTP(http.StatusNotFound, "HTTP 404 Not Found")
+	})
+	return mux
+}
+
+// rawBody marks a result written as is (the /schema endpoints), not as
+// JSON.
+type rawBody string
+
+// endpoint adapts a handler that returns (status, body, error) to
+// Confluent's content negotiation and error shape.
+func (r *Registry) endpoint(f func(w http.ResponseWriter, req *http.Request) (int, any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ct, ok := negotiate(req.Header.Get("Accept"))
+		if !ok {
+			writeJSON(w, contentTypeV1, http.StatusNotAcceptable, errorBody(errHTTP(http.StatusNotAcceptable, "HTTP 406 Not Acceptable")))
+			return
+		}
+		if req.Method == http.MethodPost || req.Method == http.MethodPut {
+			if !acceptedContentType(req.Header.Get("Content-Type")) {
+				writeJSON(w, ct, http.StatusUnsupportedMediaType, errorBody(errHTTP(http.StatusUnsupportedMediaType, "HTTP 415 Unsupported Media Type")))
+				return
+			}
+			req.Body = http.MaxBytesReader(w, req.Body, r.cfg.MaxBodyBytes)
+		}
+		status, body, err := f(w, req)
+		if err != nil {
+			e := asError(err)
+			writeJSON(w, ct, e.Status, errorBody(e))
+			return
+		}
+		if raw, ok := body.(rawBody); ok {
+			w.Header().Set("Content-Type", ct)
+			w.WriteHeader(status)
+			io.WriteString(w, string(raw))
+			return
+		}
+		writeJSON(w, ct, status, body)
+	})
+}
+
+func errorBody(e *Error) any {
+	return struct {
+		Code    int    `json:"error_code"`
+		Message string `json:"message"`
+	}{e.Code, e.Message}
+}
+
+func writeJSON(w http.ResponseWriter, ct string, status int, body any) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error_code":50001,"message":"encoding the answer failed"}`)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// negotiate picks the answer's content type from Accept: the first of
+// Confluent's three the client lists (*/* and application/* mean the
+// default); false when it accepts none of them.
+func negotiate(accept string) (string, bool) {
+	if strings.TrimSpace(accept) == "" {
+		return contentTypeV1, true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case contentTypeV1, contentTypeDefault, contentTypeJSON:
+			return mt, true
+		case "*/*", "application/*":
+			return contentTypeV1, true
+		}
+	}
+	return "", false
+}
+
+func acceptedContentType(ct string) bool {
+	if strings.TrimSpace(ct) == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	for _, ok := range requestContentTypes {
+		if mt == ok {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeBody reads a JSON body into v: too large is 413, malformed JSON
+// 400 and a wrongly typed field 422, as Confluent's rest-utils answers.
+func decodeBody(req *http.Request, v any) error {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errHTTP(http.StatusRequestEntityTooLarge, "Request body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes")
+		}
+		return errHTTP(http.StatusBadRequest, "reading the request body: "+err.Error())
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return errHTTP(statusUnprocessable, "Unrecognized or mistyped field: "+err.Error())
+		}
+		return errHTTP(http.StatusBadRequest, "Unexpected character or malformed JSON: "+err.Error())
+	}
+	return nil
+}
+
+// boolParam is a query flag (true in any case).
+func boolParam(req *http.Request, name string) bool {
+	return strings.EqualFold(req.URL.Query().Get(name), "true")
+}
+
+// parseVersion reads a version path segment: a number in [1, 2^31-1], or
+// latest or -1 (returned as -1).
+func parseVersion(s string) (int, error) {
+	if strings.EqualFold(s, "latest") {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n == 0 || n < -1 {
+		return 0, errInvalidVersion(s)
+	}
+	return int(n), nil
+}
+
+// schemaResponse is Confluent's Schema entity: a version of a subject.
+type schemaResponse struct {
+	Subject    string          `json:"subject"`
+	Version    int             `json:"version"`
+	ID         int             `json:"id"`
+	SchemaType string          `json:"schemaType,omitempty"`
+	References []Reference     `json:"references,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	RuleSet    json.RawMessage `json:"ruleSet,omitempty"`
+	Schema     string          `json:"schema"`
+	Deleted    bool            `json:"deleted,omitempty"`
+}
+
+func toResponse(v *schemaValue) schemaResponse {
+	return schemaResponse{Subject: v.Subject, Version: v.Version, ID: v.ID, SchemaType: responseType(v.SchemaType),
+		References: v.References, Metadata: v.Metadata, RuleSet: v.RuleSet, Schema: v.Schema, Deleted: v.Deleted}
+}
+
+// responseType leaves AVRO out, as Confluent's answers do.
+func responseType(t string) string {
+	if t == typeAvro {
+		return ""
+	}
+	return t
+}
