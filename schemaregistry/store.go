@@ -224,7 +224,7 @@ func (r *Registry) produce(ctx context.Context, recs ...*kgo.Record) (int64, err
 	res := cl.ProduceSync(ctx, recs...)
 	if err := res.FirstErr(); err != nil {
 		switch {
-		case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge), errors.Is(err, kgo.ErrRecordTooLarge):
+		case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
 			return 0, &Error{statusUnprocessable, 42209, "Write failed because schema is too large"}
 		case errors.Is(err, context.DeadlineExceeded):
 			return 0, errTimeout("Write to the Kafka store timed out while", err)
