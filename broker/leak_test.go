@@ -21,6 +21,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		"log.cleaner.backoff.ms":          "10",
 		"log.flush.interval.ms":           "10",
 		"http.listeners":                  "http://127.0.0.1:0",
+		"schema.registry.listeners":       "http://127.0.0.1:0", // the registry's reader and client stop too
 		"http.pprof.enable":               "true",
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

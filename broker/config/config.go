@@ -134,6 +134,8 @@ type Config struct {
 
 	// HTTP is the broker's own HTTP listener (http.go).
 	HTTP HTTPConfig
+	// SchemaRegistry is the built-in Schema Registry (schemaregistry.go).
+	SchemaRegistry SchemaRegistryConfig
 	// Logging is log.level and log.format (logging.go).
 	Logging LoggingConfig
 
