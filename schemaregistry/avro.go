@@ -54,7 +54,7 @@ func (a *avroSchema) canRead(old parsedSchema) []string {
 		return []string{"{errorType:'TYPE_MISMATCH', description:'the previous schema is not an Avro schema'}"}
 	}
 	if err := avro.NewSchemaCompatibility().Compatible(a.schema, o.schema); err != nil {
-		return []string{fmt.Sprintf("{errorType:'READER_INCOMPATIBLE', description:'The new schema cannot read data written with the old schema: %s'}", err)}
+		return []string{fmt.Sprintf("{errorType:'READER_INCOMPATIBLE', description:'%s'}", err)}
 	}
 	return nil
 }
