@@ -155,7 +155,7 @@ func (r *Registry) listSchemas(_ http.ResponseWriter, req *http.Request) (int, a
 
 // configResponse is Confluent's Config entity.
 type configResponse struct {
-	CompatibilityLevel string `json:"compatibilityLevel"`
+	CompatibilityLevel string `json:"compatibilityLevel,omitempty"`
 	Normalize          *bool  `json:"normalize,omitempty"`
 }
 
@@ -172,7 +172,7 @@ func (r *Registry) getConfig(_ http.ResponseWriter, req *http.Request) (int, any
 			if out.Normalize == nil {
 				out.Normalize = st.configs[""].Normalize
 			}
-		case !ok || c.CompatibilityLevel == "":
+		case !ok:
 			return errSubjectCompatNotConfigured(subject)
 		default:
 			out = configResponse{CompatibilityLevel: c.CompatibilityLevel, Normalize: c.Normalize}

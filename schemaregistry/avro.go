@@ -1,6 +1,7 @@
 package schemaregistry
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -28,6 +29,16 @@ func parseAvro(text string, refs []refSource) (parsedSchema, error) {
 	s, err := avro.ParseWithCache(text, "", cache)
 	if err != nil {
 		return nil, err
+	}
+	if len(refs) > 0 {
+		// hamba prints a referenced named type inline; the stored schema
+		// must name it, as the references say, so it is kept as sent
+		// (without insignificant whitespace).
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, []byte(text)); err != nil {
+			return nil, err
+		}
+		return &avroSchema{schema: s, text: buf.String()}, nil
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
