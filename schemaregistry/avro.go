@@ -49,7 +49,8 @@ func parseAvro(text string, refs []refSource) (parsedSchema, error) {
 
 // canonical is hamba's full print of the schema (names fully qualified,
 // docs, defaults, aliases and properties kept): what a deserializer gets
-// for the id must keep the defaults it resolves with.
+// for the id must keep the defaults it resolves with. A schema with
+// references is kept as sent, compacted (see parseAvro).
 func (a *avroSchema) canonical() string { return a.text }
 
 // normalized is the canonical print too: it already fully qualifies names
