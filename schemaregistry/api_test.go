@@ -27,7 +27,7 @@ func TestSubjectsAndSchemas(t *testing.T) {
 
 	rb.expect("POST", "/subjects/users-value/versions", schemaBody(userV1, ""), 200, `{"id":1}`)
 	rb.expect("POST", "/subjects/users-value/versions", schemaBody(userV1Spaced, "AVRO"), 200, `{"id":1}`) // the same schema: same id, no new version
-	rb.expect("POST", "/subjects/other-value/versions", schemaBody(userV1, ""), 200, `{"id":1}`)         // ids are global
+	rb.expect("POST", "/subjects/other-value/versions", schemaBody(userV1, ""), 200, `{"id":1}`)           // ids are global
 	rb.expect("POST", "/subjects/users-value/versions", schemaBody(userV2, ""), 200, `{"id":2}`)
 
 	rb.expect("GET", "/subjects", "", 200, `["other-value","users-value"]`)
