@@ -27,6 +27,7 @@ func (b *Broker) startSchemaRegistry() error {
 	}
 	b.registry = schemaregistry.New(schemaregistry.Config{
 		Bootstrap: b.registryBootstrap,
+		NodeID:    b.cfg.NodeID,
 		Logger:    b.log,
 	})
 	b.registryHTTP = httpserver.New(httpserver.Config{

@@ -21,11 +21,17 @@ const (
 
 var requestContentTypes = []string{contentTypeV1, contentTypeDefault, contentTypeJSON, "application/octet-stream"}
 
+// endpointFunc is a handler that returns its status and body (JSON, or
+// rawBody, or a forwardedAnswer) or an error.
+type endpointFunc func(w http.ResponseWriter, req *http.Request) (int, any, error)
+
 func (r *Registry) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	h := func(pattern string, f func(w http.ResponseWriter, req *http.Request) (int, any, error)) {
+	h := func(pattern string, f endpointFunc) {
 		mux.Handle(pattern, r.endpoint(f))
 	}
+	// Writes go to the writer (forward.go).
+	wr := func(pattern string, f endpointFunc) { h(pattern, r.writes(f)) }
 	h("GET /{$}", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, struct{}{}, nil })
 	h("GET /schemas/types", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, schemaTypes, nil })
 	h("GET /schemas", r.listSchemas)
@@ -35,25 +41,25 @@ func (r *Registry) routes() *http.ServeMux {
 	h("GET /schemas/ids/{id}/versions", r.getVersionsByID)
 	h("GET /subjects", r.listSubjects)
 	h("GET /subjects/{subject}/versions", r.listVersions)
-	h("POST /subjects/{subject}/versions", r.registerSchema)
+	wr("POST /subjects/{subject}/versions", r.registerSchema)
 	h("GET /subjects/{subject}/versions/{version}", r.getVersion)
 	h("GET /subjects/{subject}/versions/{version}/schema", r.getRawVersion)
 	h("GET /subjects/{subject}/versions/{version}/referencedby", r.getReferencedBy)
-	h("DELETE /subjects/{subject}/versions/{version}", r.deleteVersionHandler)
+	wr("DELETE /subjects/{subject}/versions/{version}", r.deleteVersionHandler)
 	h("POST /subjects/{subject}", r.lookupSchema)
-	h("DELETE /subjects/{subject}", r.deleteSubjectHandler)
+	wr("DELETE /subjects/{subject}", r.deleteSubjectHandler)
 	h("GET /config", r.getConfig)
-	h("PUT /config", r.putConfig)
-	h("DELETE /config", r.deleteConfigHandler)
+	wr("PUT /config", r.putConfig)
+	wr("DELETE /config", r.deleteConfigHandler)
 	h("GET /config/{subject}", r.getConfig)
-	h("PUT /config/{subject}", r.putConfig)
-	h("DELETE /config/{subject}", r.deleteConfigHandler)
+	wr("PUT /config/{subject}", r.putConfig)
+	wr("DELETE /config/{subject}", r.deleteConfigHandler)
 	h("GET /mode", r.getMode)
-	h("PUT /mode", r.putMode)
-	h("DELETE /mode", r.deleteModeHandler)
+	wr("PUT /mode", r.putMode)
+	wr("DELETE /mode", r.deleteModeHandler)
 	h("GET /mode/{subject}", r.getMode)
-	h("PUT /mode/{subject}", r.putMode)
-	h("DELETE /mode/{subject}", r.deleteModeHandler)
+	wr("PUT /mode/{subject}", r.putMode)
+	wr("DELETE /mode/{subject}", r.deleteModeHandler)
 	h("POST /compatibility/subjects/{subject}/versions/{version}", r.checkCompatibilityHandler)
 	h("POST /compatibility/subjects/{subject}/versions", r.checkCompatibilityHandler)
 	h("GET /contexts", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, []string{"."}, nil })
@@ -70,7 +76,7 @@ type rawBody string
 
 // endpoint adapts a handler that returns (status, body, error) to
 // Confluent's content negotiation and error shape.
-func (r *Registry) endpoint(f func(w http.ResponseWriter, req *http.Request) (int, any, error)) http.Handler {
+func (r *Registry) endpoint(f endpointFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ct, ok := negotiate(req.Header.Get("Accept"))
 		if !ok {
@@ -88,6 +94,15 @@ func (r *Registry) endpoint(f func(w http.ResponseWriter, req *http.Request) (in
 		if err != nil {
 			e := asError(err)
 			writeJSON(w, ct, e.Status, errorBody(e))
+			return
+		}
+		if fa, ok := body.(forwardedAnswer); ok {
+			w.Header().Set("Content-Type", fa.ct)
+			if fa.writer != "" {
+				w.Header().Set(headerWriter, fa.writer)
+			}
+			w.WriteHeader(fa.status)
+			w.Write(fa.body)
 			return
 		}
 		if raw, ok := body.(rawBody); ok {
@@ -158,13 +173,9 @@ func acceptedContentType(ct string) bool {
 // decodeBody reads a JSON body into v: too large is 413, malformed JSON
 // 400 and a wrongly typed field 422, as Confluent's rest-utils answers.
 func decodeBody(req *http.Request, v any) error {
-	b, err := io.ReadAll(req.Body)
+	b, err := readBody(req)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errHTTP(http.StatusRequestEntityTooLarge, "Request body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes")
-		}
-		return errHTTP(http.StatusBadRequest, "reading the request body: "+err.Error())
+		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -174,6 +185,19 @@ func decodeBody(req *http.Request, v any) error {
 		return errHTTP(http.StatusBadRequest, "Unexpected character or malformed JSON: "+err.Error())
 	}
 	return nil
+}
+
+// readBody reads a request's (bounded) body: too large is 413.
+func readBody(req *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, errHTTP(http.StatusRequestEntityTooLarge, "Request body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes")
+		}
+		return nil, errHTTP(http.StatusBadRequest, "reading the request body: "+err.Error())
+	}
+	return b, nil
 }
 
 // boolParam is a query flag (true in any case).

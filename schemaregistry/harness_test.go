@@ -21,16 +21,20 @@ type registryBroker struct {
 	hc  *http.Client
 }
 
-func startRegistry(t testing.TB, dir string) *registryBroker {
+func startRegistry(t testing.TB, dir string, extra ...string) *registryBroker {
 	t.Helper()
-	cfg, _, err := config.ParseConfig(map[string]string{
+	props := map[string]string{
 		"listeners":                        "PLAINTEXT://127.0.0.1:0",
 		"log.dirs":                         dir,
 		"http.listeners":                   "",
 		"schema.registry.listeners":        "http://127.0.0.1:0",
 		"offsets.topic.num.partitions":     "1",
 		"group.initial.rebalance.delay.ms": "0",
-	})
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		props[extra[i]] = extra[i+1]
+	}
+	cfg, _, err := config.ParseConfig(props)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +114,23 @@ func (rb *registryBroker) do(method, path, body string, headers ...string) respo
 		rb.t.Fatal(err)
 	}
 	return response{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
+}
+
+// header is one header of the answer to a request.
+func (rb *registryBroker) header(method, path, body, name string) string {
+	rb.t.Helper()
+	req, err := http.NewRequest(method, rb.url+path, strings.NewReader(body))
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := rb.hc.Do(req)
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.Header.Get(name)
 }
 
 // expect checks status and exact body.

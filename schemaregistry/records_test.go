@@ -3,6 +3,8 @@ package schemaregistry
 import (
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestRecordsConfluentJSON: keys and values are Confluent's JSON, and
@@ -108,5 +110,31 @@ func TestStateRefusesDuplicates(t *testing.T) {
 	}
 	if n := st.nextVersion("c"); n != 2 {
 		t.Errorf("next version of c = %d, want 2", n)
+	}
+}
+
+// TestRepairRecords: a SCHEMA record of ours refused because its key
+// holds another writer's version is answered by re-writing that version,
+// so that the latest record of the key (what compaction keeps) is the one
+// every registry applied.
+func TestRepairRecords(t *testing.T) {
+	st := newState()
+	won := schemaValue{Subject: "s", Version: 2, ID: 3, SchemaType: typeAvro, Schema: `"int"`}
+	if err := st.apply(record{key: schemaKey("s", 2), schema: &won}); err != nil {
+		t.Fatal(err)
+	}
+	lost := schemaValue{Subject: "s", Version: 2, ID: 3, SchemaType: typeAvro, Schema: `"long"`}
+	free := schemaValue{Subject: "s", Version: 9, ID: 4, SchemaType: typeAvro, Schema: `"long"`}
+	ours := []*kgo.Record{
+		{Key: encodeKey(schemaKey("s", 2)), Value: encodeSchemaValue(lost)},
+		{Key: encodeKey(schemaKey("s", 9)), Value: encodeSchemaValue(free)},             // its key holds nothing: nothing to repair
+		{Key: encodeKey(subjectKey(keyConfig, "s")), Value: encodeValue(configValue{})}, // not a schema
+	}
+	got := repairRecords(st, ours)
+	if len(got) != 1 || string(got[0].Key) != string(ours[0].Key) || string(got[0].Value) != string(encodeSchemaValue(won)) {
+		t.Fatalf("repairs = %v", got)
+	}
+	if again := repairRecords(st, []*kgo.Record{{Key: ours[0].Key, Value: encodeSchemaValue(won)}}); len(again) != 0 {
+		t.Errorf("a record that took effect was repaired: %v", again)
 	}
 }

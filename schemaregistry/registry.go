@@ -25,6 +25,7 @@ package schemaregistry
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -46,6 +47,10 @@ type Config struct {
 	Topic string
 	// Timeout bounds one request's Kafka work (default 30 s).
 	Timeout time.Duration
+	// NodeID is this broker's id: the registry writes when its broker
+	// leads _schemas partition 0 and forwards writes otherwise
+	// (forward.go); negative: it always writes.
+	NodeID int32
 	// MaxBodyBytes bounds a request body (default 1 MiB, about Kafka's
 	// default largest record): a larger one is answered 413.
 	MaxBodyBytes int64
@@ -73,6 +78,9 @@ type Registry struct {
 	// readyCh is closed once the initial load reached the end offset.
 	readyCh   chan struct{}
 	startOnce sync.Once
+
+	// client sends forwarded writes to the writer.
+	client *http.Client
 
 	// writeMu serializes writes: one decision and its record at a time.
 	writeMu sync.Mutex
@@ -104,7 +112,7 @@ func New(cfg Config) *Registry {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	r := &Registry{cfg: cfg, log: cfg.Logger, readyCh: make(chan struct{})}
+	r := &Registry{cfg: cfg, log: cfg.Logger, readyCh: make(chan struct{}), client: newForwardClient(cfg.Timeout)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.st = newState()
 	r.mu.advanced = make(chan struct{})
@@ -133,6 +141,7 @@ func (r *Registry) Close() {
 	r.startOnce.Do(func() {}) // no Start after Close
 	r.cancel()
 	r.wg.Wait()
+	r.client.CloseIdleConnections()
 }
 
 // requestCtx bounds one request: its own context, Timeout and Close.
@@ -153,8 +162,13 @@ func (r *Registry) view(ctx context.Context, f func(st *state) error) error {
 }
 
 // maxWriteAttempts bounds the retries of a write that another registry's
-// concurrent write made the reader refuse.
-const maxWriteAttempts = 5
+// concurrent write made the reader refuse; each retry waits a random
+// while (up to retryJitter times the attempt) so that two writers stop
+// colliding.
+const (
+	maxWriteAttempts = 10
+	retryJitter      = 10 * time.Millisecond
+)
 
 // plan is what a write decided: the records to produce (none: nothing to
 // write), the answer, and check, which tells (on the state after the
@@ -173,7 +187,7 @@ func (r *Registry) write(ctx context.Context, decide func(st *state) (plan, erro
 	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	for range maxWriteAttempts {
+	for attempt := range maxWriteAttempts {
 		if err := r.barrier(ctx); err != nil {
 			return nil, err
 		}
@@ -192,13 +206,47 @@ func (r *Registry) write(ctx context.Context, decide func(st *state) (plan, erro
 		}
 		r.mu.RLock()
 		ok := p.check == nil || p.check(r.mu.st)
+		var repairs []*kgo.Record
+		if !ok {
+			repairs = repairRecords(r.mu.st, p.records)
+		}
 		r.mu.RUnlock()
 		if ok {
 			return p.result, nil
 		}
-		r.log.Warn("schema registry: a concurrent write from another broker won; deciding again")
+		r.log.Warn("schema registry: a concurrent write from another broker won; deciding again", "repairs", len(repairs))
+		if len(repairs) > 0 {
+			if _, err := r.produce(ctx, repairs...); err != nil {
+				return nil, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errTimeout("Write to the Kafka store timed out while retrying", ctx.Err())
+		case <-time.After(time.Duration(rand.Int64N(int64(retryJitter) * int64(attempt+1)))):
+		}
 	}
 	return nil, errStore("Error while writing to the backend Kafka store", errConflict)
+}
+
+// repairRecords re-writes, for each SCHEMA record of ours that the reader
+// refused because the key already held another writer's version, that
+// version's value: the topic is compacted, so the latest record of a key
+// must be the one the registry applied, or a restart after compaction
+// would read ours instead.
+func repairRecords(st *state, ours []*kgo.Record) []*kgo.Record {
+	var out []*kgo.Record
+	for _, rec := range ours {
+		dr, err := decodeRecord(rec.Key, rec.Value)
+		if err != nil || dr.key.KeyType != keySchema || dr.schema == nil {
+			continue
+		}
+		won := st.subjects[dr.key.subject()][dr.key.Version]
+		if won != nil && (won.ID != dr.schema.ID || won.contentKey() != dr.schema.contentKey()) {
+			out = append(out, &kgo.Record{Key: rec.Key, Value: encodeSchemaValue(*won)})
+		}
+	}
+	return out
 }
 
 type conflictError struct{}
