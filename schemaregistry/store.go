@@ -100,18 +100,32 @@ func (r *Registry) ensureTopic(adm *kadm.Client) (int64, error) {
 	default:
 		return 0, fmt.Errorf("creating %s: %w", r.cfg.Topic, resp.Err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, r.cfg.Topic)
+	// A topic just created may take a moment to have a leader: ask again
+	// until it answers or the timeout passes.
+	for {
+		end, err := endOffset(ctx, adm, r.cfg.Topic)
+		if err == nil {
+			return end, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("end offset of %s: %w", r.cfg.Topic, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// endOffset is the end offset of topic's partition 0.
+func endOffset(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("end offset of %s: %w", r.cfg.Topic, err)
+		return 0, err
 	}
-	o, ok := ends.Lookup(r.cfg.Topic, 0)
+	o, ok := ends.Lookup(topic, 0)
 	if !ok {
-		return 0, fmt.Errorf("end offset of %s: no partition 0", r.cfg.Topic)
+		return 0, errors.New("no partition 0")
 	}
-	if o.Err != nil {
-		return 0, fmt.Errorf("end offset of %s: %w", r.cfg.Topic, o.Err)
-	}
-	return o.Offset, nil
+	return o.Offset, o.Err
 }
 
 // progressEvery is how often the initial load logs its progress.

@@ -1,0 +1,54 @@
+package schemaregistry
+
+import (
+	"errors"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// TestWriterListener: the writer's URL is the first http:// entry of its
+// schema.registry.listeners with a fixed port, a wildcard host replaced by
+// its Kafka host.
+func TestWriterListener(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{"http://127.0.0.1:8081", "http://127.0.0.1:8081"},
+		{"http://0.0.0.0:8081", "http://broker-2.example:8081"},
+		{"http://:8081", "http://broker-2.example:8081"},
+		{"http://[::]:8081", "http://broker-2.example:8081"},
+		{"http://127.0.0.1:0, http://10.0.0.2:8082", "http://10.0.0.2:8082"},
+		{"http://127.0.0.1:0", ""},
+		{"", ""},
+	} {
+		v := tc.value
+		rcs := kadm.ResourceConfigs{{Name: "2", Configs: []kadm.Config{{Key: "log.dirs", Value: &v}, {Key: "schema.registry.listeners", Value: &v}}}}
+		if got := writerListener(rcs, 2, "broker-2.example"); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.value, got, tc.want)
+		}
+	}
+	if got := writerListener(nil, 2, "h"); got != "" {
+		t.Errorf("no configs: %q", got)
+	}
+}
+
+// TestForwardFailureIs50003: a writer that cannot be reached is
+// Confluent's 50003.
+func TestForwardFailureIs50003(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	r := New(Config{})
+	defer r.Close()
+	req := httptest.NewRequest("POST", "/subjects/s/versions", strings.NewReader(`{}`))
+	_, _, err = r.forward(nil, req, dead, []byte(`{}`))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 50003 || e.Status != 500 || !strings.Contains(e.Message, "forwarding") {
+		t.Errorf("forward to a dead writer: %v", err)
+	}
+}
