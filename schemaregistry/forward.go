@@ -57,9 +57,11 @@ func (r *Registry) writes(f endpointFunc) endpointFunc {
 		}
 		if req.Header.Get(headerForwarded) == "" {
 			ctx, cancel := r.requestCtx(req)
-			url := r.writerURL(ctx)
-			cancel()
-			if url != "" {
+			defer cancel()
+			if err := r.waitReady(ctx); err != nil {
+				return 0, nil, err
+			}
+			if url := r.writerURL(ctx); url != "" {
 				return r.forward(w, req, url, body)
 			}
 		}

@@ -1,6 +1,7 @@
 package schemaregistry
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,5 +137,28 @@ func TestRepairRecords(t *testing.T) {
 	}
 	if again := repairRecords(st, []*kgo.Record{{Key: ours[0].Key, Value: encodeSchemaValue(won)}}); len(again) != 0 {
 		t.Errorf("a record that took effect was repaired: %v", again)
+	}
+}
+
+// TestConfluentPrintedSchemaIsFound: a schema a Confluent registry stored
+// in its own printing (whitespace, attribute order) is the same schema:
+// registering it again here gives its id.
+func TestConfluentPrintedSchemaIsFound(t *testing.T) {
+	st := newState()
+	confluent := `{"type":"record","name":"User","namespace":"demo","fields":[{"name":"id","type":"long"}]}`
+	r, err := decodeRecord([]byte(`{"keytype":"SCHEMA","subject":"a","version":1,"magic":1}`),
+		[]byte(`{"subject":"a","version":1,"id":41,"schema":`+strconv.Quote(confluent)+`,"deleted":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.apply(r); err != nil {
+		t.Fatal(err)
+	}
+	c, err := prepare(st, registerRequest{Schema: "{ \"type\": \"record\", \"name\": \"User\", \"namespace\": \"demo\", \"fields\": [{\"name\": \"id\", \"type\": \"long\"}] }"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := st.byContent[c.contentKey()]; !ok || id != 41 {
+		t.Errorf("the same schema maps to id %d (%v), want 41", id, ok)
 	}
 }

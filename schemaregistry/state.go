@@ -1,6 +1,8 @@
 package schemaregistry
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -22,9 +24,12 @@ type state struct {
 	// byContent maps a schema's contentKey to its id: registering the same
 	// schema again, under any subject, gives the same id.
 	byContent map[string]int
-	maxID     int
-	configs   map[string]configValue // "" is the global config
-	modes     map[string]string      // "" is the global mode
+	// uses counts the versions (soft-deleted ones included) that have
+	// each id: an id is served while some version has it.
+	uses    map[int]int
+	maxID   int
+	configs map[string]configValue // "" is the global config
+	modes   map[string]string      // "" is the global mode
 }
 
 func newState() *state {
@@ -32,6 +37,7 @@ func newState() *state {
 		subjects:  map[string]map[int]*schemaValue{},
 		byID:      map[int]*schemaValue{},
 		byContent: map[string]int{},
+		uses:      map[int]int{},
 		configs:   map[string]configValue{},
 		modes:     map[string]string{},
 	}
@@ -83,10 +89,9 @@ func (s *state) apply(r record) error {
 		if r.clear != nil {
 			for v, sv := range s.subjects[r.clear.Subject] {
 				if sv.Deleted {
-					delete(s.subjects[r.clear.Subject], v)
+					s.dropVersion(r.clear.Subject, v)
 				}
 			}
-			s.dropEmpty(r.clear.Subject)
 		}
 	}
 	return nil
@@ -95,10 +100,7 @@ func (s *state) apply(r record) error {
 func (s *state) applySchema(subject string, version int, v *schemaValue) error {
 	versions := s.subjects[subject]
 	if v == nil { // tombstone: a permanent delete
-		if versions != nil {
-			delete(versions, version)
-			s.dropEmpty(subject)
-		}
+		s.dropVersion(subject, version)
 		return nil
 	}
 	if first, ok := s.byID[v.ID]; ok && first.contentKey() != v.contentKey() {
@@ -112,18 +114,68 @@ func (s *state) applySchema(subject string, version int, v *schemaValue) error {
 		s.subjects[subject] = versions
 	}
 	cp := *v
+	if versions[version] == nil {
+		s.uses[v.ID]++
+	}
 	versions[version] = &cp
 	if _, ok := s.byID[v.ID]; !ok {
 		s.byID[v.ID] = &cp
-		s.byContent[cp.contentKey()] = v.ID
+		key := cp.contentKey()
+		s.byContent[key] = v.ID
+		// A schema another registry (Confluent's) stored in its own
+		// printing is found by this registry's too, so registering it
+		// again gives its id.
+		if alt, ok := s.canonicalKey(&cp); ok && alt != key {
+			if _, taken := s.byContent[alt]; !taken {
+				s.byContent[alt] = v.ID
+			}
+		}
 	}
 	s.maxID = max(s.maxID, v.ID)
 	return nil
 }
 
-func (s *state) dropEmpty(subject string) {
+// canonicalKey is the contentKey of v's schema as this registry would
+// store it (see parsedSchema.canonical); false if it does not parse.
+func (s *state) canonicalKey(v *schemaValue) (string, bool) {
+	var text string
+	switch v.SchemaType {
+	case typeAvro:
+		_, srcs, err := s.resolveRefs(v.References)
+		if err != nil {
+			return "", false
+		}
+		ps, err := parseAvro(v.Schema, srcs)
+		if err != nil {
+			return "", false
+		}
+		text = ps.canonical()
+	case typeJSON:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, []byte(v.Schema)); err != nil {
+			return "", false
+		}
+		text = buf.String()
+	case typeProtobuf:
+		text = strings.TrimSpace(v.Schema)
+	default:
+		return "", false
+	}
+	return contentKey(v.SchemaType, text, v.References), true
+}
+
+// dropVersion removes a version (a tombstone, a cleared subject).
+func (s *state) dropVersion(subject string, version int) {
+	old := s.subjects[subject][version]
+	if old == nil {
+		return
+	}
+	delete(s.subjects[subject], version)
 	if len(s.subjects[subject]) == 0 {
 		delete(s.subjects, subject)
+	}
+	if s.uses[old.ID]--; s.uses[old.ID] <= 0 {
+		delete(s.uses, old.ID)
 	}
 }
 
@@ -193,7 +245,7 @@ func (s *state) usesOf(id int, deleted bool) []*schemaValue {
 
 // schemaByID is the schema with id if some version still has it.
 func (s *state) schemaByID(id int) *schemaValue {
-	if len(s.usesOf(id, true)) == 0 {
+	if s.uses[id] == 0 {
 		return nil
 	}
 	return s.byID[id]

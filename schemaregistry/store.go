@@ -50,8 +50,9 @@ func (r *Registry) connectAndRead() error {
 		kgo.DefaultProduceTopic(r.cfg.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(time.Second),
+		// A just-created _schemas and a moved leader are seen soon.
+		kgo.MetadataMinAge(100 * time.Millisecond),
 	}
 	if ep.SASL != nil {
 		opts = append(opts, kgo.SASL(ep.SASL))
@@ -66,6 +67,9 @@ func (r *Registry) connectAndRead() error {
 	if err != nil {
 		return err
 	}
+	// Consuming starts once the topic exists: a consumer of a missing
+	// topic would wait for its next metadata retry.
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: {0: kgo.NewOffset().AtStart()}})
 	r.mu.Lock()
 	r.mu.cl, r.mu.adm = cl, adm
 	r.mu.Unlock()
