@@ -27,8 +27,16 @@ type endpointFunc func(w http.ResponseWriter, req *http.Request) (int, any, erro
 
 func (r *Registry) routes() *http.ServeMux {
 	mux := http.NewServeMux()
+	paths := map[string]bool{}
 	h := func(pattern string, f endpointFunc) {
 		mux.Handle(pattern, r.endpoint(f))
+		// Other methods on a known path: Confluent's JSON 405.
+		if _, path, ok := strings.Cut(pattern, " "); ok && !paths[path] {
+			paths[path] = true
+			mux.Handle(path, r.endpoint(func(http.ResponseWriter, *http.Request) (int, any, error) {
+				return 0, nil, errHTTP(http.StatusMethodNotAllowed, "HTTP 405 Method Not Allowed")
+			}))
+		}
 	}
 	// Writes go to the writer (forward.go).
 	wr := func(pattern string, f endpointFunc) { h(pattern, r.writes(f)) }

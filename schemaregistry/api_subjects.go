@@ -221,7 +221,8 @@ func (r *Registry) checkCompatibilityHandler(_ http.ResponseWriter, req *http.Re
 		if err != nil {
 			return err
 		}
-		prev := previousVersions(st, subject)
+		level := st.compatibility(subject)
+		prev := previousVersions(st, subject, level)
 		if versionArg != "" {
 			v, err := st.lookupVersion(subject, versionArg, false)
 			if err != nil {
@@ -235,7 +236,7 @@ func (r *Registry) checkCompatibilityHandler(_ http.ResponseWriter, req *http.Re
 				prev = append(prev, previousVersion{version: v.Version, text: v.Schema, schema: ps})
 			}
 		}
-		msgs = checkCompatibility(st.compatibility(subject), c.parsed, prev)
+		msgs = checkCompatibility(level, c.parsed, prev)
 		return nil
 	})
 	if err != nil {

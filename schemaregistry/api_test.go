@@ -74,6 +74,8 @@ func TestSubjectsAndSchemas(t *testing.T) {
 	rb.expect("GET", "/schemas/ids/99", "", 404, `{"error_code":40403,"message":"Schema 99 not found"}`)
 	rb.expect("GET", "/subjects/nobody/versions", "", 404, `{"error_code":40401,"message":"Subject 'nobody' not found."}`)
 	rb.expectError("GET", "/no/such/path", "", 404, 404)
+	rb.expectError("PATCH", "/subjects", "", 405, 405)
+	rb.expectError("GET", "/subjects/users-value/versions/1/referencedby/x", "", 404, 404)
 
 	// Metadata.
 	var md struct {

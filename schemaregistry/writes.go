@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -62,12 +63,20 @@ func parseStored(st *state, v *schemaValue) (parsedSchema, error) {
 	return parseSchema(v.SchemaType, v.Schema, srcs)
 }
 
-// previousVersions parses the live versions of subject for a
-// compatibility check, ascending; a version that no longer parses (its
+// previousVersions parses the live versions of subject that a check at
+// level compares with (all for a _TRANSITIVE level, the latest otherwise,
+// none for NONE), ascending; a version that no longer parses (its
 // reference was deleted) is left out.
-func previousVersions(st *state, subject string) []previousVersion {
+func previousVersions(st *state, subject, level string) []previousVersion {
 	var out []previousVersion
-	for _, v := range st.versions(subject, false) {
+	vs := st.versions(subject, false)
+	switch {
+	case level == levelNone:
+		vs = nil
+	case !strings.HasSuffix(level, "_TRANSITIVE") && len(vs) > 1:
+		vs = vs[len(vs)-1:]
+	}
+	for _, v := range vs {
 		ps, err := parseStored(st, v)
 		if err != nil {
 			continue
@@ -103,7 +112,7 @@ func (r *Registry) register(ctx context.Context, subject string, req registerReq
 		}
 		if mode != modeImport {
 			level := st.compatibility(subject)
-			if msgs := checkCompatibility(level, c.parsed, previousVersions(st, subject)); len(msgs) > 0 {
+			if msgs := checkCompatibility(level, c.parsed, previousVersions(st, subject, level)); len(msgs) > 0 {
 				return plan{}, errIncompatible(subject, msgs)
 			}
 		}
