@@ -13,13 +13,15 @@
 // santhosh-tekuri/jsonschema (jsonschema.go); compatibility.go applies the
 // seven compatibility levels with each type's rules.
 //
-// Writes are serialized in one registry (writeMu) and every write first
-// reads the log to its end (barrier), so it decides on everything written
-// before it. Two registries (brokers of a cluster) writing at once are
-// kept safe by the reader, which refuses a record that would reuse an id
-// for another schema or another id for a live version; the losing write
-// is retried. Writes are not yet forwarded to one writer (the leader of
-// _schemas-0) as Confluent's leader election does.
+// Writes go to one writer, the registry of the broker that leads
+// _schemas partition 0; the others forward them (forward.go) and answer
+// once their own view holds what the writer wrote. In a registry writes
+// are serialized (writeMu) and each first reads the log to its end
+// (barrier), so it decides on everything written before it. Two
+// registries that write at once (while the leadership moves) are kept
+// safe by the reader, which refuses a record that would reuse an id for
+// another schema or give a live version another id; the losing write is
+// retried.
 package schemaregistry
 
 import (
