@@ -30,6 +30,10 @@ func TestSubjectsAndSchemas(t *testing.T) {
 	rb.expect("POST", "/subjects/other-value/versions", schemaBody(userV1, ""), 200, `{"id":1}`)           // ids are global
 	rb.expect("POST", "/subjects/users-value/versions", schemaBody(userV2, ""), 200, `{"id":2}`)
 
+	rb.expect("POST", "/subjects/team%2Fusers/versions", schemaBody(userV1, ""), 200, `{"id":1}`) // a subject with a slash
+	rb.expect("GET", "/subjects/team%2Fusers/versions", "", 200, `[1]`)
+	rb.expect("DELETE", "/subjects/team%2Fusers", "", 200, `[1]`)
+	rb.expect("DELETE", "/subjects/team%2Fusers?permanent=true", "", 200, `[1]`)
 	rb.expect("GET", "/subjects", "", 200, `["other-value","users-value"]`)
 	rb.expect("GET", "/subjects?subjectPrefix=users", "", 200, `["users-value"]`)
 	rb.expect("GET", "/subjects/users-value/versions", "", 200, `[1,2]`)

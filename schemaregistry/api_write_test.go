@@ -17,6 +17,8 @@ func TestConfigAndCompatibility(t *testing.T) {
 	if !strings.Contains(e.body, "Invalid compatibility level") {
 		t.Errorf("42203 message: %s", e.body)
 	}
+	rb.expect("PUT", "/config", `{"compatibilityLevel":"FULL_TRANSITIVE"}`, 200, `{"compatibility":"FULL_TRANSITIVE"}`)
+	rb.expect("PUT", "/config", `{"compatibility":"full"}`, 200, `{"compatibility":"FULL"}`)
 	rb.expect("DELETE", "/config", "", 200, `{"compatibilityLevel":"FULL"}`)
 	rb.expect("GET", "/config", "", 200, `{"compatibilityLevel":"BACKWARD"}`)
 

@@ -68,7 +68,11 @@ func (r *Registry) connectAndRead() error {
 		return err
 	}
 	// Consuming starts once the topic exists: a consumer of a missing
-	// topic would wait for its next metadata retry.
+	// topic would wait for its next metadata retry. Each life of the
+	// client reads the topic from its start into a fresh state.
+	r.mu.Lock()
+	r.mu.st, r.mu.applied = newState(), 0
+	r.mu.Unlock()
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: {0: kgo.NewOffset().AtStart()}})
 	r.mu.Lock()
 	r.mu.cl, r.mu.adm = cl, adm

@@ -261,14 +261,21 @@ func (r *Registry) deleteSubject(ctx context.Context, subject string, permanent 
 }
 
 // configRequest is PUT /config's body (ConfigUpdateRequest).
+// compatibilityLevel is accepted for compatibility too (it is the name
+// GET /config answers with); the answer uses compatibility.
 type configRequest struct {
-	Compatibility *string `json:"compatibility,omitempty"`
-	Normalize     *bool   `json:"normalize,omitempty"`
+	Compatibility      *string `json:"compatibility,omitempty"`
+	CompatibilityLevel *string `json:"compatibilityLevel,omitempty"`
+	Normalize          *bool   `json:"normalize,omitempty"`
 }
 
 // setConfig writes subject's (or, for "", the global) config.
 func (r *Registry) setConfig(ctx context.Context, subject string, req configRequest) (configRequest, error) {
 	var level string
+	if req.Compatibility == nil {
+		req.Compatibility, req.CompatibilityLevel = req.CompatibilityLevel, nil
+	}
+	req.CompatibilityLevel = nil
 	if req.Compatibility != nil {
 		l, ok := parseLevel(*req.Compatibility)
 		if !ok {
