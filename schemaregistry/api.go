@@ -43,16 +43,18 @@ func (r *Registry) routes() *http.ServeMux {
 	h("GET /{$}", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, struct{}{}, nil })
 	h("GET /schemas/types", func(http.ResponseWriter, *http.Request) (int, any, error) { return 200, schemaTypes, nil })
 	h("GET /schemas", r.listSchemas)
-	h("GET /schemas/ids/{id}", r.getSchemaByID)
-	h("GET /schemas/ids/{id}/schema", r.getRawSchemaByID)
+	h("GET /schemas/ids/{id}", r.idEndpoint(byIDAnswer))
+	h("GET /schemas/ids/{id}/schema", r.idEndpoint(func(_ *state, _ *http.Request, v *schemaValue) any { return rawBody(v.Schema) }))
 	h("GET /schemas/ids/{id}/subjects", r.getSubjectsByID)
 	h("GET /schemas/ids/{id}/versions", r.getVersionsByID)
 	h("GET /subjects", r.listSubjects)
 	h("GET /subjects/{subject}/versions", r.listVersions)
 	wr("POST /subjects/{subject}/versions", r.registerSchema)
-	h("GET /subjects/{subject}/versions/{version}", r.getVersion)
-	h("GET /subjects/{subject}/versions/{version}/schema", r.getRawVersion)
-	h("GET /subjects/{subject}/versions/{version}/referencedby", r.getReferencedBy)
+	h("GET /subjects/{subject}/versions/{version}", r.versionEndpoint(false, func(_ *state, v *schemaValue) any { return toResponse(v) }))
+	h("GET /subjects/{subject}/versions/{version}/schema", r.versionEndpoint(false, func(_ *state, v *schemaValue) any { return rawBody(v.Schema) }))
+	h("GET /subjects/{subject}/versions/{version}/referencedby", r.versionEndpoint(true, func(st *state, v *schemaValue) any {
+		return st.referencedBy(v.Subject, v.Version, false)
+	}))
 	wr("DELETE /subjects/{subject}/versions/{version}", r.deleteVersionHandler)
 	h("POST /subjects/{subject}", r.lookupSchema)
 	wr("DELETE /subjects/{subject}", r.deleteSubjectHandler)
@@ -226,22 +228,18 @@ func parseVersion(s string) (int, error) {
 	return int(n), nil
 }
 
-// schemaResponse is Confluent's Schema entity: a version of a subject.
+// schemaResponse is Confluent's Schema entity: a version of a subject,
+// the record's fields but for AVRO's schemaType, and "deleted" only when
+// true (this field hides the record's).
 type schemaResponse struct {
-	Subject    string          `json:"subject"`
-	Version    int             `json:"version"`
-	ID         int             `json:"id"`
-	SchemaType string          `json:"schemaType,omitempty"`
-	References []Reference     `json:"references,omitempty"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	RuleSet    json.RawMessage `json:"ruleSet,omitempty"`
-	Schema     string          `json:"schema"`
-	Deleted    bool            `json:"deleted,omitempty"`
+	schemaValue
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 func toResponse(v *schemaValue) schemaResponse {
-	return schemaResponse{Subject: v.Subject, Version: v.Version, ID: v.ID, SchemaType: responseType(v.SchemaType),
-		References: v.References, Metadata: v.Metadata, RuleSet: v.RuleSet, Schema: v.Schema, Deleted: v.Deleted}
+	out := schemaResponse{schemaValue: *v, Deleted: v.Deleted}
+	out.SchemaType = responseType(v.SchemaType)
+	return out
 }
 
 // responseType leaves AVRO out, as Confluent's answers do.

@@ -40,35 +40,29 @@ func schemaForID(st *state, req *http.Request) (*schemaValue, error) {
 	return v, nil
 }
 
-func (r *Registry) getSchemaByID(_ http.ResponseWriter, req *http.Request) (int, any, error) {
-	ctx, cancel := r.requestCtx(req)
-	defer cancel()
-	var out schemaByIDResponse
-	err := r.view(ctx, func(st *state) error {
-		v, err := schemaForID(st, req)
-		if err == nil {
-			out = schemaByIDResponse{SchemaType: responseType(v.SchemaType), Schema: v.Schema, References: v.References}
-			if boolParam(req, "fetchMaxId") {
-				out.MaxID = st.maxID
+// idEndpoint serves what answer makes of the schema the path's id names.
+func (r *Registry) idEndpoint(answer func(st *state, req *http.Request, v *schemaValue) any) endpointFunc {
+	return func(_ http.ResponseWriter, req *http.Request) (int, any, error) {
+		ctx, cancel := r.requestCtx(req)
+		defer cancel()
+		var out any
+		err := r.view(ctx, func(st *state) error {
+			v, err := schemaForID(st, req)
+			if err == nil {
+				out = answer(st, req, v)
 			}
-		}
-		return err
-	})
-	return http.StatusOK, out, err
+			return err
+		})
+		return http.StatusOK, out, err
+	}
 }
 
-func (r *Registry) getRawSchemaByID(_ http.ResponseWriter, req *http.Request) (int, any, error) {
-	ctx, cancel := r.requestCtx(req)
-	defer cancel()
-	var out rawBody
-	err := r.view(ctx, func(st *state) error {
-		v, err := schemaForID(st, req)
-		if err == nil {
-			out = rawBody(v.Schema)
-		}
-		return err
-	})
-	return http.StatusOK, out, err
+func byIDAnswer(st *state, req *http.Request, v *schemaValue) any {
+	out := schemaByIDResponse{SchemaType: responseType(v.SchemaType), Schema: v.Schema, References: v.References}
+	if boolParam(req, "fetchMaxId") {
+		out.MaxID = st.maxID
+	}
+	return out
 }
 
 // subjectVersion is Confluent's SubjectVersion.

@@ -80,46 +80,22 @@ func (r *Registry) listVersions(_ http.ResponseWriter, req *http.Request) (int, 
 	return http.StatusOK, out, err
 }
 
-func (r *Registry) getVersion(_ http.ResponseWriter, req *http.Request) (int, any, error) {
-	ctx, cancel := r.requestCtx(req)
-	defer cancel()
-	var out schemaResponse
-	err := r.view(ctx, func(st *state) error {
-		v, err := st.lookupVersion(req.PathValue("subject"), req.PathValue("version"), boolParam(req, "deleted"))
-		if err == nil {
-			out = toResponse(v)
-		}
-		return err
-	})
-	return http.StatusOK, out, err
-}
-
-func (r *Registry) getRawVersion(_ http.ResponseWriter, req *http.Request) (int, any, error) {
-	ctx, cancel := r.requestCtx(req)
-	defer cancel()
-	var out rawBody
-	err := r.view(ctx, func(st *state) error {
-		v, err := st.lookupVersion(req.PathValue("subject"), req.PathValue("version"), boolParam(req, "deleted"))
-		if err == nil {
-			out = rawBody(v.Schema)
-		}
-		return err
-	})
-	return http.StatusOK, out, err
-}
-
-func (r *Registry) getReferencedBy(_ http.ResponseWriter, req *http.Request) (int, any, error) {
-	ctx, cancel := r.requestCtx(req)
-	defer cancel()
-	var out []int
-	err := r.view(ctx, func(st *state) error {
-		v, err := st.lookupVersion(req.PathValue("subject"), req.PathValue("version"), true)
-		if err == nil {
-			out = st.referencedBy(v.Subject, v.Version, false)
-		}
-		return err
-	})
-	return http.StatusOK, out, err
+// versionEndpoint serves what answer makes of the version the path names
+// (soft-deleted ones with ?deleted=true, or always with anyDeleted).
+func (r *Registry) versionEndpoint(anyDeleted bool, answer func(st *state, v *schemaValue) any) endpointFunc {
+	return func(_ http.ResponseWriter, req *http.Request) (int, any, error) {
+		ctx, cancel := r.requestCtx(req)
+		defer cancel()
+		var out any
+		err := r.view(ctx, func(st *state) error {
+			v, err := st.lookupVersion(req.PathValue("subject"), req.PathValue("version"), anyDeleted || boolParam(req, "deleted"))
+			if err == nil {
+				out = answer(st, v)
+			}
+			return err
+		})
+		return http.StatusOK, out, err
+	}
 }
 
 // registerResponse is Confluent's answer to a registration.

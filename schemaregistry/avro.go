@@ -19,9 +19,6 @@ type avroSchema struct {
 func parseAvro(text string, refs []refSource) (parsedSchema, error) {
 	cache := &avro.SchemaCache{}
 	for _, r := range refs {
-		if r.Type != typeAvro {
-			return nil, fmt.Errorf("reference %q is a %s schema, not AVRO", r.Name, r.Type)
-		}
 		if _, err := avro.ParseWithCache(r.Schema, "", cache); err != nil {
 			return nil, fmt.Errorf("reference %q: %w", r.Name, err)
 		}

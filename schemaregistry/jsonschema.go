@@ -41,9 +41,6 @@ func parseJSONSchema(text string, refs []refSource) (parsedSchema, error) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
 	for _, r := range refs {
-		if r.Type != typeJSON {
-			return nil, fmt.Errorf("reference %q is a %s schema, not JSON", r.Name, r.Type)
-		}
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(r.Schema))
 		if err != nil {
 			return nil, fmt.Errorf("reference %q: %w", r.Name, err)

@@ -202,37 +202,27 @@ func num(m map[string]any, k string) (float64, bool) {
 // compareLimits: an upper bound may rise or go, a lower bound may fall
 // or go; adding one or tightening it refuses data the old schema accepted.
 func (d *jsonDiff) compareLimits(path string, o, u map[string]any) {
-	upper := []struct{ key, added, tightened string }{
-		{"maxLength", jsonMaxLengthAdded, jsonMaxLengthDecreased},
-		{"maximum", jsonMaximumAdded, jsonMaximumDecreased},
-		{"exclusiveMaximum", jsonMaximumAdded, jsonMaximumDecreased},
-		{"maxItems", jsonMaxItemsAdded, jsonMaxItemsDecreased},
-		{"maxProperties", jsonMaxPropertiesAdded, jsonMaxPropertiesDecreased},
-	}
-	lower := []struct{ key, added, tightened string }{
-		{"minLength", jsonMinLengthAdded, jsonMinLengthIncreased},
-		{"minimum", jsonMinimumAdded, jsonMinimumIncreased},
-		{"exclusiveMinimum", jsonMinimumAdded, jsonMinimumIncreased},
-		{"minItems", jsonMinItemsAdded, jsonMinItemsIncreased},
-		{"minProperties", jsonMinPropertiesAdded, jsonMinPropertiesIncreased},
-	}
-	for _, l := range upper {
+	for _, l := range []struct {
+		key, added, tightened string
+		upper                 bool
+	}{
+		{"maxLength", jsonMaxLengthAdded, jsonMaxLengthDecreased, true},
+		{"maximum", jsonMaximumAdded, jsonMaximumDecreased, true},
+		{"exclusiveMaximum", jsonMaximumAdded, jsonMaximumDecreased, true},
+		{"maxItems", jsonMaxItemsAdded, jsonMaxItemsDecreased, true},
+		{"maxProperties", jsonMaxPropertiesAdded, jsonMaxPropertiesDecreased, true},
+		{"minLength", jsonMinLengthAdded, jsonMinLengthIncreased, false},
+		{"minimum", jsonMinimumAdded, jsonMinimumIncreased, false},
+		{"exclusiveMinimum", jsonMinimumAdded, jsonMinimumIncreased, false},
+		{"minItems", jsonMinItemsAdded, jsonMinItemsIncreased, false},
+		{"minProperties", jsonMinPropertiesAdded, jsonMinPropertiesIncreased, false},
+	} {
 		uv, uok := num(u, l.key)
 		ov, ook := num(o, l.key)
 		switch {
 		case uok && !ook:
 			d.add(l.added, path+"/"+l.key)
-		case uok && uv < ov:
-			d.add(l.tightened, path+"/"+l.key)
-		}
-	}
-	for _, l := range lower {
-		uv, uok := num(u, l.key)
-		ov, ook := num(o, l.key)
-		switch {
-		case uok && !ook:
-			d.add(l.added, path+"/"+l.key)
-		case uok && uv > ov:
+		case uok && (l.upper && uv < ov || !l.upper && uv > ov):
 			d.add(l.tightened, path+"/"+l.key)
 		}
 	}

@@ -68,9 +68,6 @@ func parseProtobuf(text string, refs []refSource) (parsedSchema, error) {
 		srcs[k] = v
 	}
 	for _, r := range refs {
-		if r.Type != typeProtobuf {
-			return nil, fmt.Errorf("reference %q is a %s schema, not PROTOBUF", r.Name, r.Type)
-		}
 		srcs[r.Name] = r.Schema
 	}
 	srcs[protoMainFile] = text

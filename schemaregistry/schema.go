@@ -57,6 +57,9 @@ func parseSchema(typ, text string, refs []refSource) (parsedSchema, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, errors.New("empty schema")
 	}
+	if err := checkRefTypes(refs, typ); err != nil {
+		return nil, err
+	}
 	switch typ {
 	case typeAvro:
 		return parseAvro(text, refs)
@@ -66,6 +69,16 @@ func parseSchema(typ, text string, refs []refSource) (parsedSchema, error) {
 		return parseJSONSchema(text, refs)
 	}
 	return nil, fmt.Errorf("unknown schema type %q", typ)
+}
+
+// checkRefTypes refuses references to schemas of another type than typ.
+func checkRefTypes(refs []refSource, typ string) error {
+	for _, r := range refs {
+		if r.Type != typ {
+			return fmt.Errorf("reference %q is a %s schema, not %s", r.Name, r.Type, typ)
+		}
+	}
+	return nil
 }
 
 // maxRefDepth bounds reference chains (and so cycles) when resolving.
