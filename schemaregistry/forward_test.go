@@ -2,10 +2,13 @@ package schemaregistry
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -51,4 +54,39 @@ func TestForwardFailureIs50003(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != 50003 || e.Status != 500 || !strings.Contains(e.Message, "forwarding") {
 		t.Errorf("forward to a dead writer: %v", err)
 	}
+}
+
+// TestUnreachableBrokerIs50002: while the registry cannot load _schemas
+// (no broker to reach) requests wait at most Timeout and get 50002; Close
+// stops its retries.
+func TestUnreachableBrokerIs50002(t *testing.T) {
+	r := New(Config{
+		Bootstrap: func() (Endpoint, error) { return Endpoint{}, errors.New("no listener yet") },
+		Timeout:   100 * time.Millisecond,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	r.Start()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	for _, path := range []string{"/subjects", "/schemas/ids/1"} {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 500 || !strings.Contains(string(b), `"error_code":50002`) {
+			t.Errorf("GET %s while loading: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	resp, err := srv.Client().Post(srv.URL+"/subjects/s/versions", "application/json", strings.NewReader(`{"schema":"\"int\""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 500 || !strings.Contains(string(b), `"error_code":50002`) {
+		t.Errorf("POST while loading: %d %s", resp.StatusCode, b)
+	}
+	r.Close() // returns: the retry loop is stopped
 }
