@@ -82,10 +82,13 @@ func TestModes(t *testing.T) {
 	rb.expectError("POST", "/subjects/c/versions", `{"schema":"\"long\"","id":100}`, 422, 42205) // an id outside IMPORT
 	rb.expect("PUT", "/mode/imported", `{"mode":"IMPORT"}`, 200, `{"mode":"IMPORT"}`)
 	rb.expect("POST", "/subjects/imported/versions", `{"schema":"\"long\"","id":100,"version":5}`, 200, `{"id":100}`)
+	rb.expectError("POST", "/subjects/imported/versions", `{"schema":"\"float\""}`, 422, 42205) // IMPORT takes only explicit ids
 	rb.expect("GET", "/subjects/imported/versions/5", "", 200, `{"subject":"imported","version":5,"id":100,"schema":"\"long\""}`)
 	rb.expectError("POST", "/subjects/imported/versions", `{"schema":"\"boolean\"","id":1,"version":6}`, 422, 42205) // id 1 is another schema
 	rb.expect("PUT", "/mode/imported", `{"mode":"READWRITE"}`, 200, `{"mode":"READWRITE"}`)
-	rb.expect("POST", "/subjects/d/versions", schemaBody(`"double"`, ""), 200, `{"id":101}`) // ids continue after the imported one
+	rb.expect("POST", "/subjects/d/versions", schemaBody(`"double"`, ""), 200, `{"id":101}`)                       // ids continue after the imported one
+	rb.expectError("POST", "/subjects/d/versions", `{"schema":"[\"null\",\"double\"]","version":7}`, 422, 42201)   // not the next version
+	rb.expect("POST", "/subjects/d/versions", `{"schema":"[\"null\",\"double\"]","version":2}`, 200, `{"id":102}`) // the next one
 	rb.expect("PUT", "/mode?force=true", `{"mode":"IMPORT"}`, 200, `{"mode":"IMPORT"}`)
 	rb.expect("GET", "/mode", "", 200, `{"mode":"IMPORT"}`)
 }

@@ -3,6 +3,7 @@ package schemaregistry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,12 +94,16 @@ func previousVersions(st *state, subject, level string) []previousVersion {
 // mode, where req may name the id and version.
 func (r *Registry) register(ctx context.Context, subject string, req registerRequest, normalize bool) (*schemaValue, error) {
 	res, err := r.write(ctx, func(st *state) (plan, error) {
+		// Confluent's checkRegisterMode: an id only in IMPORT mode, none
+		// only in READWRITE mode.
 		mode := st.mode(subject)
-		if mode == modeReadOnly {
+		switch {
+		case mode == modeReadOnly:
 			return plan{}, errReadOnly(subject)
-		}
-		if (req.ID > 0 || req.Version > 0) && mode != modeImport {
-			return plan{}, errNotPermitted(fmt.Sprintf("Subject %s is not in import mode", subject))
+		case req.ID > 0 && mode != modeImport:
+			return plan{}, errNotPermitted(fmt.Sprintf("Subject %s in context . is not in import mode", subject))
+		case req.ID <= 0 && mode != modeReadWrite:
+			return plan{}, errNotPermitted(fmt.Sprintf("Subject %s in context . is not in read-write mode", subject))
 		}
 		c, err := prepare(st, req, normalize || st.normalizeDefault(subject))
 		if err != nil {
@@ -126,6 +131,9 @@ func (r *Registry) register(ctx context.Context, subject string, req registerReq
 			id = st.maxID + 1
 		}
 		version := st.nextVersion(subject)
+		if req.Version > 0 && req.Version != version && mode != modeImport {
+			return plan{}, errInvalidSchema(errors.New("Version is not one more than previous version"))
+		}
 		if req.Version > 0 {
 			if old := st.subjects[subject][req.Version]; old != nil && old.ID != id {
 				return plan{}, errNotPermitted(fmt.Sprintf("Overwrite new schema with version %d of subject %s is not permitted.", req.Version, subject))
