@@ -22,6 +22,10 @@
 // safe by the reader, which refuses a record that would reuse an id for
 // another schema or give a live version another id; the losing write is
 // retried.
+//
+// Locks: writeMu (one write at a time, held across its Kafka round trips)
+// before mu (the state, written by the reader once per fetch, read by
+// every request); nothing else is taken under mu.
 package schemaregistry
 
 import (

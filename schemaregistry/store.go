@@ -103,6 +103,7 @@ func (r *Registry) ensureTopic(adm *kadm.Client) (int64, error) {
 	case err == nil && resp.Err == nil:
 		r.log.Info("schema registry: created "+r.cfg.Topic, "replication_factor", rf)
 	case errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(resp.Err, kerr.TopicAlreadyExists):
+		r.warnIfNotCompacted(ctx, adm)
 	case err != nil:
 		return 0, fmt.Errorf("creating %s: %w", r.cfg.Topic, err)
 	default:
@@ -119,6 +120,25 @@ func (r *Registry) ensureTopic(adm *kadm.Client) (int64, error) {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("end offset of %s: %w", r.cfg.Topic, err)
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// warnIfNotCompacted logs an existing _schemas that is not compacted:
+// retention would delete schemas still in use (Confluent refuses to start
+// on one).
+func (r *Registry) warnIfNotCompacted(ctx context.Context, adm *kadm.Client) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, r.cfg.Topic)
+	if err != nil {
+		return
+	}
+	rc, err := rcs.On(r.cfg.Topic, nil)
+	if err != nil {
+		return
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "cleanup.policy" && c.MaybeValue() != "compact" {
+			r.log.Warn("schema registry: "+r.cfg.Topic+" is not compacted; retention will delete schemas", "cleanup.policy", c.MaybeValue())
 		}
 	}
 }

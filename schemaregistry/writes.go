@@ -112,7 +112,8 @@ func (r *Registry) register(ctx context.Context, subject string, req registerReq
 		key := c.contentKey()
 		for _, v := range st.versions(subject, false) {
 			if v.contentKey() == key && (req.ID <= 0 || req.ID == v.ID) {
-				return plan{result: v}, nil
+				cp := *v // the state's own may change once unlocked
+				return plan{result: &cp}, nil
 			}
 		}
 		if mode != modeImport {
