@@ -167,13 +167,13 @@ func (r *Registry) view(ctx context.Context, f func(st *state) error) error {
 	return f(r.mu.st)
 }
 
-// maxWriteAttempts bounds the retries of a write that another registry's
-// concurrent write made the reader refuse; each retry waits a random
-// while (up to retryJitter times the attempt) so that two writers stop
-// colliding.
+// A write that another registry's concurrent write made the reader
+// refuse is decided again until the request's Timeout; each retry first
+// waits a random while, up to retryJitter times the attempt (at most
+// maxJitterSteps times), so that two writers stop colliding.
 const (
-	maxWriteAttempts = 10
-	retryJitter      = 10 * time.Millisecond
+	retryJitter    = 10 * time.Millisecond
+	maxJitterSteps = 20
 )
 
 // plan is what a write decided: the records to produce (none: nothing to
@@ -193,7 +193,7 @@ func (r *Registry) write(ctx context.Context, decide func(st *state) (plan, erro
 	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	for attempt := range maxWriteAttempts {
+	for attempt := 1; ; attempt++ {
 		if err := r.barrier(ctx); err != nil {
 			return nil, err
 		}
@@ -229,10 +229,9 @@ func (r *Registry) write(ctx context.Context, decide func(st *state) (plan, erro
 		select {
 		case <-ctx.Done():
 			return nil, errTimeout("Write to the Kafka store timed out while retrying", ctx.Err())
-		case <-time.After(time.Duration(rand.Int64N(int64(retryJitter) * int64(attempt+1)))):
+		case <-time.After(time.Duration(rand.Int64N(int64(retryJitter) * int64(min(attempt, maxJitterSteps))))):
 		}
 	}
-	return nil, errStore("Error while writing to the backend Kafka store", errConflict)
 }
 
 // repairRecords re-writes, for each SCHEMA record of ours that the reader
@@ -254,9 +253,3 @@ func repairRecords(st *state, ours []*kgo.Record) []*kgo.Record {
 	}
 	return out
 }
-
-type conflictError struct{}
-
-func (conflictError) Error() string { return "concurrent writers kept conflicting" }
-
-var errConflict error = conflictError{}
