@@ -25,18 +25,24 @@ func (b *Broker) startSchemaRegistry() error {
 		b.log.Warn("schema registry not started: it needs a PLAINTEXT listener on this broker (it does not speak SASL or TLS yet)", "schema.registry.listeners", ls)
 		return nil
 	}
+	log := b.log.With("server", "schema-registry")
 	b.registry = schemaregistry.New(schemaregistry.Config{
 		Bootstrap: b.registryBootstrap,
 		NodeID:    b.cfg.NodeID,
-		Logger:    b.log,
+		Logger:    log,
 	})
 	b.registryHTTP = httpserver.New(httpserver.Config{
 		Listeners: ls,
 		Console:   b.registry.Handler(), // every path but the probes
-		Logger:    b.log,
+		Logger:    log,
 	})
 	if err := b.registryHTTP.Start(); err != nil {
 		return fmt.Errorf("schema.registry.listeners: %w", err)
+	}
+	for _, a := range b.registryHTTP.Addrs() {
+		if tcp, ok := a.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+			log.Warn("the Schema Registry listens beyond loopback without authentication: whoever reaches it can register and delete schemas", "addr", a.String())
+		}
 	}
 	return nil
 }
