@@ -197,9 +197,7 @@ func (r *Registry) write(ctx context.Context, decide func(st *state) (plan, erro
 		if err := r.barrier(ctx); err != nil {
 			return nil, err
 		}
-		r.mu.RLock()
-		p, err := decide(r.mu.st)
-		r.mu.RUnlock()
+		p, err := r.decideLocked(decide)
 		if err != nil || len(p.records) == 0 {
 			return p.result, err
 		}
@@ -232,6 +230,13 @@ func (r *Registry) write(ctx context.Context, decide func(st *state) (plan, erro
 		case <-time.After(time.Duration(rand.Int64N(int64(retryJitter) * int64(min(attempt, maxJitterSteps))))):
 		}
 	}
+}
+
+// decideLocked runs decide with the state read-locked.
+func (r *Registry) decideLocked(decide func(st *state) (plan, error)) (plan, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return decide(r.mu.st)
 }
 
 // repairRecords re-writes, for each SCHEMA record of ours that the reader

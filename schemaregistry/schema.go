@@ -52,8 +52,14 @@ func normalizeType(t string) (string, error) {
 }
 
 // parseSchema parses text of typ with its references (dependencies
-// first, as resolveRefs orders them).
-func parseSchema(typ, text string, refs []refSource) (parsedSchema, error) {
+// first, as resolveRefs orders them). A panic of a schema library on
+// hostile input is an invalid schema, not a crash.
+func parseSchema(typ, text string, refs []refSource) (ps parsedSchema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ps, err = nil, fmt.Errorf("the %s parser failed on this schema: %v", typ, p)
+		}
+	}()
 	if strings.TrimSpace(text) == "" {
 		return nil, errors.New("empty schema")
 	}

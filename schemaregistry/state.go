@@ -145,7 +145,7 @@ func (s *state) canonicalKey(v *schemaValue) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		ps, err := parseAvro(v.Schema, srcs)
+		ps, err := parseSchema(typeAvro, v.Schema, srcs)
 		if err != nil {
 			return "", false
 		}
