@@ -3,6 +3,7 @@ package schemaregistry
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -93,7 +94,7 @@ func (r *Registry) writerURL(ctx context.Context) string {
 	}
 	md, err := adm.Metadata(ctx, r.cfg.Topic)
 	if err != nil {
-		r.log.Warn("schema registry: finding the writer (leader of "+r.cfg.Topic+"-0); writing here", "err", err)
+		r.warnOnce("schema registry: finding the writer (leader of "+r.cfg.Topic+"-0); writing here", "err", err)
 		return ""
 	}
 	p, ok := md.Topics[r.cfg.Topic].Partitions[0]
@@ -108,14 +109,27 @@ func (r *Registry) writerURL(ctx context.Context) string {
 	}
 	rcs, err := adm.DescribeBrokerConfigs(ctx, p.Leader)
 	if err != nil {
-		r.log.Warn("schema registry: reading the writer's schema.registry.listeners; writing here", "leader", p.Leader, "err", err)
+		r.warnOnce("schema registry: reading the writer's schema.registry.listeners; writing here", "leader", p.Leader, "err", err)
 		return ""
 	}
 	url := writerListener(rcs, p.Leader, host)
 	if url == "" {
-		r.log.Warn("schema registry: the writer's schema.registry.listeners has no fixed http:// port; writing here", "leader", p.Leader)
+		r.warnOnce("schema registry: the writer's schema.registry.listeners has no fixed http:// port; writing here", "leader", p.Leader)
 	}
 	return url
+}
+
+// warnOnce logs a reason to write here instead of forwarding, once until
+// the reason changes (it would otherwise repeat at every write).
+func (r *Registry) warnOnce(msg string, args ...any) {
+	key := fmt.Sprint(append([]any{msg}, args...)...)
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
+	if r.lastWarning == key {
+		return
+	}
+	r.lastWarning = key
+	r.log.Warn(msg, args...)
 }
 
 // writerListener is the first http:// entry of the leader's

@@ -87,6 +87,10 @@ type Registry struct {
 
 	// client sends forwarded writes to the writer.
 	client *http.Client
+	// lastWarning is the last reason logged for writing here instead of
+	// forwarding (warnOnce); warnMu is a leaf lock.
+	warnMu      sync.Mutex
+	lastWarning string
 
 	// writeMu serializes writes: one decision and its record at a time.
 	writeMu sync.Mutex
