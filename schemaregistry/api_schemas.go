@@ -11,14 +11,17 @@ import (
 
 // schemaByIDResponse is Confluent's SchemaString.
 type schemaByIDResponse struct {
+	Subject    string      `json:"subject,omitempty"`
+	Version    int         `json:"version,omitempty"`
 	SchemaType string      `json:"schemaType,omitempty"`
 	Schema     string      `json:"schema"`
 	References []Reference `json:"references,omitempty"`
 	MaxID      int         `json:"maxId,omitempty"`
 }
 
-// schemaForID finds id, within subject's versions when the request names
-// one (?subject=).
+// schemaForID finds the path's id. With ?subject= (a deserializer's
+// subject) it is the version of that subject with the id, or, as
+// Confluent falls back to the whole default context, any version with it.
 func schemaForID(st *state, req *http.Request) (*schemaValue, error) {
 	id, err := atoiID(req.PathValue("id"))
 	if err != nil {
@@ -29,13 +32,13 @@ func schemaForID(st *state, req *http.Request) (*schemaValue, error) {
 		return nil, errSchemaIDNotFound(id)
 	}
 	if subject := req.URL.Query().Get("subject"); subject != "" {
-		found := false
-		for _, u := range st.usesOf(id, true) {
-			found = found || u.Subject == subject
+		uses := st.usesOf(id, true)
+		for _, u := range uses {
+			if u.Subject == subject {
+				return u, nil
+			}
 		}
-		if !found {
-			return nil, errSchemaIDNotFound(id)
-		}
+		return uses[0], nil
 	}
 	return v, nil
 }
@@ -57,8 +60,13 @@ func (r *Registry) idEndpoint(answer func(st *state, req *http.Request, v *schem
 	}
 }
 
+// byIDAnswer is Confluent's SchemaString: with ?subject= it names the
+// version found.
 func byIDAnswer(st *state, req *http.Request, v *schemaValue) any {
 	out := schemaByIDResponse{SchemaType: responseType(v.SchemaType), Schema: v.Schema, References: v.References}
+	if req.URL.Query().Get("subject") != "" {
+		out.Subject, out.Version = v.Subject, v.Version
+	}
 	if boolParam(req, "fetchMaxId") {
 		out.MaxID = st.maxID
 	}

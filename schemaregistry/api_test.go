@@ -50,8 +50,11 @@ func TestSubjectsAndSchemas(t *testing.T) {
 	rb.expect("GET", "/schemas/ids/1/schema", "", 200, userV1Canonical)
 	rb.expect("GET", "/schemas/ids/1/subjects", "", 200, `["other-value","users-value"]`)
 	rb.expect("GET", "/schemas/ids/1/versions", "", 200, `[{"subject":"other-value","version":1},{"subject":"users-value","version":1}]`)
-	rb.expect("GET", "/schemas/ids/1?subject=users-value", "", 200, `{"schema":`+strconv.Quote(userV1Canonical)+`}`)
-	rb.expectError("GET", "/schemas/ids/2?subject=other-value", "", 404, 40403)
+	rb.expect("GET", "/schemas/ids/1?subject=users-value", "", 200, `{"subject":"users-value","version":1,"schema":`+strconv.Quote(userV1Canonical)+`}`)
+	// Another subject: Confluent falls back to any version with the id.
+	if r := rb.do("GET", "/schemas/ids/2?subject=other-value", ""); r.status != 200 || !strings.HasPrefix(r.body, `{"subject":"users-value","version":2,"schema":`) {
+		t.Errorf("id 2 with another subject: %d %s", r.status, r.body)
+	}
 	r := rb.do("GET", "/schemas?subjectPrefix=users", "")
 	var list []map[string]any
 	r.json(t, &list)
