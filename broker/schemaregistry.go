@@ -34,6 +34,7 @@ func (b *Broker) startSchemaRegistry() error {
 	b.registryHTTP = httpserver.New(httpserver.Config{
 		Listeners: ls,
 		Console:   b.registry.Handler(), // every path but the probes
+		Ready:     b.registry.Ready,     // /readyz: 503 until _schemas is loaded
 		Logger:    log,
 	})
 	if err := b.registryHTTP.Start(); err != nil {

@@ -88,5 +88,8 @@ func TestUnreachableBrokerIs50002(t *testing.T) {
 	if resp.StatusCode != 500 || !strings.Contains(string(b), `"error_code":50002`) {
 		t.Errorf("POST while loading: %d %s", resp.StatusCode, b)
 	}
+	if r.Ready() == nil {
+		t.Error("Ready while _schemas cannot be loaded")
+	}
 	r.Close() // returns: the retry loop is stopped
 }

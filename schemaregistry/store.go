@@ -216,6 +216,15 @@ func (r *Registry) markLoaded(end int64, start time.Time, records, skipped int) 
 		"subjects", len(r.mu.st.subjects), "schemas", len(r.mu.st.byID), "took", time.Since(start).Round(time.Millisecond))
 }
 
+// Ready reports why the registry does not serve yet (nil once _schemas
+// is loaded): the /readyz of its listener.
+func (r *Registry) Ready() error {
+	if !r.isReady() {
+		return errNotReady
+	}
+	return nil
+}
+
 func (r *Registry) isReady() bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -176,6 +176,16 @@ func TestUnparsableRecordIsSkipped(t *testing.T) {
 	rb.expect("POST", "/subjects/c/versions", schemaBody(`"long"`, ""), 200, `{"id":3}`)
 }
 
+// TestReadyz: the registry's listener answers /readyz once _schemas is
+// loaded.
+func TestReadyz(t *testing.T) {
+	rb := startRegistry(t, t.TempDir())
+	rb.expect("GET", "/subjects", "", 200, `[]`) // waits for the load
+	if r := rb.do("GET", "/readyz", ""); r.status != 200 || r.body != "ready\n" {
+		t.Errorf("/readyz once loaded: %d %q", r.status, r.body)
+	}
+}
+
 // TestListenerInUse: a schema.registry.listeners port already bound fails
 // start-up with a message naming the key.
 func TestListenerInUse(t *testing.T) {
