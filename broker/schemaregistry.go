@@ -26,6 +26,10 @@ func (b *Broker) startSchemaRegistry() error {
 		return nil
 	}
 	log := b.log.With("server", "schema-registry")
+	var auth *httpserver.BasicAuth
+	if b.cfg.SchemaRegistry.Authentication == config.HTTPAuthBasic {
+		auth = b.basicAuth() // observe.go
+	}
 	b.registry = schemaregistry.New(schemaregistry.Config{
 		Bootstrap: b.registryBootstrap,
 		NodeID:    b.cfg.NodeID,
@@ -35,13 +39,14 @@ func (b *Broker) startSchemaRegistry() error {
 		Listeners: ls,
 		Console:   b.registry.Handler(), // every path but the probes
 		Ready:     b.registry.Ready,     // /readyz: 503 until _schemas is loaded
+		Auth:      auth,
 		Logger:    log,
 	})
 	if err := b.registryHTTP.Start(); err != nil {
 		return fmt.Errorf("schema.registry.listeners: %w", err)
 	}
 	for _, a := range b.registryHTTP.Addrs() {
-		if tcp, ok := a.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		if tcp, ok := a.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && auth == nil {
 			log.Warn("the Schema Registry listens beyond loopback without authentication: whoever reaches it can register and delete schemas", "addr", a.String())
 		}
 	}

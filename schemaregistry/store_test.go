@@ -2,6 +2,7 @@ package schemaregistry_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // kafkaClient is a client of the registry broker's Kafka listener.
@@ -224,5 +226,38 @@ func TestListenerInUse(t *testing.T) {
 	}
 	if def, _, _ := config.ParseConfig(nil); len(def.SchemaRegistry.Listeners) != 1 || def.SchemaRegistry.Listeners[0].String() != "http://127.0.0.1:8081" {
 		t.Errorf("default schema.registry.listeners = %v", def.SchemaRegistry.Listeners)
+	}
+}
+
+// TestBasicAuth: with schema.registry.authentication=basic every request
+// but the probes needs a login of one of the broker's SASL users.
+func TestBasicAuth(t *testing.T) {
+	rb := startRegistry(t, t.TempDir(),
+		"listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms", "PLAIN",
+		"sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-plain";`,
+		"connection.failed.authentication.delay.ms", "0",
+		"schema.registry.authentication", "basic")
+	if r := rb.do("GET", "/subjects", ""); r.status != 401 {
+		t.Errorf("anonymous: %d %s", r.status, r.body)
+	}
+	if r := rb.do("GET", "/subjects", "", "Authorization: Basic "+base64.StdEncoding.EncodeToString([]byte("alice:wrong"))); r.status != 401 {
+		t.Errorf("wrong password: %d %s", r.status, r.body)
+	}
+	login := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("alice:alice-plain"))
+	if r := rb.do("POST", "/subjects/a/versions", schemaBody(`"string"`, ""), login); r.status != 200 || r.body != `{"id":1}` {
+		t.Errorf("alice: %d %s", r.status, r.body)
+	}
+	if r := rb.do("GET", "/readyz", ""); r.status != 200 {
+		t.Errorf("/readyz without a login: %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := sr.NewClient(sr.URLs(rb.url), sr.BasicAuth("alice", "alice-plain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := cl.Subjects(ctx); err != nil || len(subs) != 1 || subs[0] != "a" {
+		t.Errorf("franz-go sr with BasicAuth: %v %v", subs, err)
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -13,6 +14,10 @@ type SchemaRegistryConfig struct {
 	// Listeners is schema.registry.listeners: the addresses the registry's
 	// REST API binds; none disables the registry.
 	Listeners []HTTPListener
+	// Authentication is schema.registry.authentication: HTTPAuthNone or
+	// HTTPAuthBasic (a login of one of the broker's SASL users, as
+	// http.authentication).
+	Authentication string
 }
 
 // DefaultSchemaRegistryListeners is schema.registry.listeners' default:
@@ -34,6 +39,14 @@ var schemaRegistryProps = map[string]prop{
 		}
 		c.SchemaRegistry.Listeners = ls
 		return nil
+	}},
+	"schema.registry.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: every request to the Schema Registry needs an HTTP Basic login of a SASL user of the broker (PLAIN or SCRAM), as http.authentication.", func(c *Config, v string) error {
+		switch a := strings.ToLower(strings.TrimSpace(v)); a {
+		case HTTPAuthNone, HTTPAuthBasic:
+			c.SchemaRegistry.Authentication = a
+			return nil
+		}
+		return fmt.Errorf("%q is not none or basic", v)
 	}},
 }
 
