@@ -92,13 +92,9 @@ var httpProps = map[string]prop{
 		c.HTTP.Listeners, err = parseHTTPListeners(v)
 		return err
 	}},
-	"http.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: HTTP Basic authentication with a SASL user of the broker (PLAIN or SCRAM) on every path of the HTTP listeners but /healthz and /readyz. Use basic, over https, on a listener that is not loopback.", func(c *Config, v string) error {
-		switch a := strings.ToLower(strings.TrimSpace(v)); a {
-		case HTTPAuthNone, HTTPAuthBasic:
-			c.HTTP.Authentication = a
-			return nil
-		}
-		return fmt.Errorf("%q is not none or basic", v)
+	"http.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: HTTP Basic authentication with a SASL user of the broker (PLAIN or SCRAM) on every path of the HTTP listeners but /healthz and /readyz. Use basic, over https, on a listener that is not loopback.", func(c *Config, v string) (err error) {
+		c.HTTP.Authentication, err = parseHTTPAuthentication(v)
+		return err
 	}},
 	"http.pprof.enable":   {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
 	"http.console.enable": {"true", kmsg.ConfigTypeBoolean, "Serve the web console at / on the HTTP listeners (it acts as a Kafka client of this broker's first PLAINTEXT listener).", boolProp(func(c *Config, v bool) { c.HTTP.ConsoleEnable = v })},
@@ -167,6 +163,15 @@ func init() {
 	for k, p := range httpProps {
 		props[k] = p
 	}
+}
+
+// parseHTTPAuthentication reads an HTTPAuthNone or HTTPAuthBasic value.
+func parseHTTPAuthentication(v string) (string, error) {
+	switch a := strings.ToLower(strings.TrimSpace(v)); a {
+	case HTTPAuthNone, HTTPAuthBasic:
+		return a, nil
+	}
+	return "", fmt.Errorf("%q is not none or basic", v)
 }
 
 // parseHTTPListeners parses "http://host:port,https://host:port,..."; an

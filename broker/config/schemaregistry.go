@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,13 +39,9 @@ var schemaRegistryProps = map[string]prop{
 		c.SchemaRegistry.Listeners = ls
 		return nil
 	}},
-	"schema.registry.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: every request to the Schema Registry needs an HTTP Basic login of a SASL user of the broker (PLAIN or SCRAM), as http.authentication.", func(c *Config, v string) error {
-		switch a := strings.ToLower(strings.TrimSpace(v)); a {
-		case HTTPAuthNone, HTTPAuthBasic:
-			c.SchemaRegistry.Authentication = a
-			return nil
-		}
-		return fmt.Errorf("%q is not none or basic", v)
+	"schema.registry.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: every request to the Schema Registry needs an HTTP Basic login of a SASL user of the broker (PLAIN or SCRAM), as http.authentication.", func(c *Config, v string) (err error) {
+		c.SchemaRegistry.Authentication, err = parseHTTPAuthentication(v)
+		return err
 	}},
 }
 
