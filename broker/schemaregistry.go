@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"slices"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/httpserver"
+	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/schemaregistry"
 )
 
@@ -30,6 +32,13 @@ func (b *Broker) startSchemaRegistry() error {
 	if b.cfg.SchemaRegistry.Authentication == config.HTTPAuthBasic {
 		auth = b.basicAuth() // observe.go
 	}
+	var tlsConf *tls.Config
+	if tc := b.cfg.SchemaRegistry.TLS; tc != nil {
+		var err error
+		if tlsConf, err = network.ServerTLSConfig("SCHEMA_REGISTRY", tc, log); err != nil {
+			return fmt.Errorf("schema.registry.listeners: %w", err)
+		}
+	}
 	b.registry = schemaregistry.New(schemaregistry.Config{
 		Bootstrap: b.registryBootstrap,
 		NodeID:    b.cfg.NodeID,
@@ -40,6 +49,7 @@ func (b *Broker) startSchemaRegistry() error {
 		Console:   b.registry.Handler(), // every path but the probes
 		Ready:     b.registry.Ready,     // /readyz: 503 until _schemas is loaded
 		Auth:      auth,
+		TLS:       tlsConf,
 		Logger:    log,
 	})
 	if err := b.registryHTTP.Start(); err != nil {

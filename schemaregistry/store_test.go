@@ -2,9 +2,12 @@ package schemaregistry_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker"
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network/tlstest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -259,5 +263,54 @@ func TestBasicAuth(t *testing.T) {
 	}
 	if subs, err := cl.Subjects(ctx); err != nil || len(subs) != 1 || subs[0] != "a" {
 		t.Errorf("franz-go sr with BasicAuth: %v %v", subs, err)
+	}
+}
+
+// TestHTTPS: an https:// schema.registry.listeners entry serves TLS with
+// listener.name.schema_registry.ssl.* (over ssl.*).
+func TestHTTPS(t *testing.T) {
+	ca, err := tlstest.NewCA("sr-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Server("kbroker-sr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := tlstest.WriteFile(t.TempDir(), "sr.pem", leaf.KeystorePEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := startRegistry(t, t.TempDir(),
+		"schema.registry.listeners", "https://127.0.0.1:0",
+		"ssl.keystore.type", "PEM", "ssl.truststore.type", "PEM",
+		"listener.name.schema_registry.ssl.keystore.location", ks)
+	plain := rb.url
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	rb.url = strings.Replace(rb.url, "http://", "https://", 1)
+	rb.hc = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	rb.expect("POST", "/subjects/tls/versions", schemaBody(`"string"`, ""), 200, `{"id":1}`)
+	rb.expect("GET", "/subjects", "", 200, `["tls"]`)
+	// Plain HTTP on the TLS port is refused (Go answers 400).
+	resp, err := http.Get(plain + "/subjects")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Error("plain HTTP served on the https listener")
+		}
+	}
+	// A broken keystore stops start-up with the key named.
+	cfg, _, err := config.ParseConfig(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "",
+		"schema.registry.listeners": "https://127.0.0.1:0", "ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM",
+		"listener.name.schema_registry.ssl.keystore.location": "/does/not/exist.pem"})
+	if err == nil {
+		var b *broker.Broker
+		if b, err = broker.New(cfg); err == nil {
+			b.Close()
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "schema.registry.listeners") && !strings.Contains(err.Error(), "schema_registry") {
+		t.Errorf("a missing keystore: %v", err)
 	}
 }

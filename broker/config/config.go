@@ -435,6 +435,9 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 	if err := cfg.resolveConsoleSASL(p); err != nil { // http.go
 		return Config{}, nil, err
 	}
+	if err := cfg.resolveSchemaRegistryTLS(p); err != nil { // schemaregistry.go
+		return Config{}, nil, err
+	}
 	if err := cfg.resolveHTTPTLS(p); err != nil { // http.go
 		return Config{}, nil, err
 	}

@@ -123,17 +123,29 @@ func (c *Config) resolveHTTPTLS(p map[string]string) error {
 	if c.HTTP.Authentication == "" {
 		c.HTTP.Authentication = HTTPAuthNone
 	}
-	if !slices.ContainsFunc(c.HTTP.Listeners, func(l HTTPListener) bool { return l.TLS }) {
-		return nil
+	tc, err := listenerTLS(p, c.HTTP.Listeners, httpListenerName)
+	if err != nil {
+		return fmt.Errorf("http.listeners (https): %w", err)
 	}
-	prefix := listenerKeyPrefix + strings.ToLower(httpListenerName) + "."
+	c.HTTP.TLS = tc
+	return nil
+}
+
+// listenerTLS is the TLS configuration of the https:// entries of ls (nil
+// without one): each ssl.* property from listener.name.<name>.ssl.* when
+// set there, else from ssl.*.
+func listenerTLS(p map[string]string, ls []HTTPListener, listenerName string) (*TLSConfig, error) {
+	if !slices.ContainsFunc(ls, func(l HTTPListener) bool { return l.TLS }) {
+		return nil, nil
+	}
+	prefix := listenerKeyPrefix + strings.ToLower(listenerName) + "."
 	perListener := map[string]string{}
 	for k, v := range p {
-		if name, rest, ok := listenerKey(k); ok && name == httpListenerName && strings.HasPrefix(rest, sslPrefix) {
+		if name, rest, ok := listenerKey(k); ok && name == listenerName && strings.HasPrefix(rest, sslPrefix) {
 			perListener[rest] = v
 		}
 	}
-	tc, err := parseTLS(func(key string) (v, from string, set bool) {
+	return parseTLS(func(key string) (v, from string, set bool) {
 		if v, ok := perListener[key]; ok {
 			return strings.TrimSpace(v), prefix + key, true
 		}
@@ -142,11 +154,6 @@ func (c *Config) resolveHTTPTLS(p map[string]string) error {
 		}
 		return "", key, false
 	})
-	if err != nil {
-		return fmt.Errorf("http.listeners (https): %w", err)
-	}
-	c.HTTP.TLS = tc
-	return nil
 }
 
 // resolveConsoleSASL reads the console's password (outside the props table)

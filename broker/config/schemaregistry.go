@@ -13,6 +13,10 @@ type SchemaRegistryConfig struct {
 	// Listeners is schema.registry.listeners: the addresses the registry's
 	// REST API binds; none disables the registry.
 	Listeners []HTTPListener
+	// TLS is the TLS configuration of the https:// listeners:
+	// listener.name.schema_registry.ssl.* over ssl.*. Invariant (after
+	// ParseConfig): non-nil exactly when some listener is https.
+	TLS *TLSConfig
 	// Authentication is schema.registry.authentication: HTTPAuthNone or
 	// HTTPAuthBasic (a login of one of the broker's SASL users, as
 	// http.authentication).
@@ -26,23 +30,30 @@ const DefaultSchemaRegistryListeners = "http://127.0.0.1:8081"
 // schemaRegistryProps are the properties of SchemaRegistryConfig; init
 // adds them to props.
 var schemaRegistryProps = map[string]prop{
-	"schema.registry.listeners": {DefaultSchemaRegistryListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port) of the built-in Schema Registry (Confluent's REST API; schemas kept in the topic _schemas); empty disables it.", func(c *Config, v string) error {
-		ls, err := parseHTTPListeners(v)
-		if err != nil {
-			return err
-		}
-		for _, l := range ls {
-			if l.TLS {
-				return fmt.Errorf("schema registry listener %s: https is not supported yet; use http:// on loopback", l)
-			}
-		}
-		c.SchemaRegistry.Listeners = ls
-		return nil
+	"schema.registry.listeners": {DefaultSchemaRegistryListeners, kmsg.ConfigTypeList, "Comma-separated URIs (http://host:port or https://host:port, with listener.name.schema_registry.ssl.* or ssl.*) of the built-in Schema Registry (Confluent's REST API; schemas kept in the topic _schemas); empty disables it.", func(c *Config, v string) (err error) {
+		c.SchemaRegistry.Listeners, err = parseHTTPListeners(v)
+		return err
 	}},
 	"schema.registry.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: every request to the Schema Registry needs an HTTP Basic login of a SASL user of the broker (PLAIN or SCRAM), as http.authentication.", func(c *Config, v string) (err error) {
 		c.SchemaRegistry.Authentication, err = parseHTTPAuthentication(v)
 		return err
 	}},
+}
+
+// schemaRegistryListenerName is the listener name whose
+// listener.name.<l>.ssl.* properties configure the registry's https://
+// listeners.
+const schemaRegistryListenerName = "SCHEMA_REGISTRY"
+
+// resolveSchemaRegistryTLS sets the TLS configuration of the registry's
+// https:// listeners, as resolveHTTPTLS does for the HTTP listener's.
+func (c *Config) resolveSchemaRegistryTLS(p map[string]string) error {
+	tc, err := listenerTLS(p, c.SchemaRegistry.Listeners, schemaRegistryListenerName)
+	if err != nil {
+		return fmt.Errorf("schema.registry.listeners (https): %w", err)
+	}
+	c.SchemaRegistry.TLS = tc
+	return nil
 }
 
 func init() {
