@@ -24,6 +24,7 @@ import (
 	"github.com/kbroker/kbroker/broker/quota"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/schemaregistry"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/storage/vfs"
 )
@@ -68,6 +69,10 @@ type Broker struct {
 	// dynWatch is closed when the cluster-mode watch of /config/changes
 	// ends (dynamic_cluster.go); nil on a single node.
 	dynWatch chan struct{}
+	// registry is the Schema Registry and registryHTTP its listeners
+	// (schemaregistry.go); nil when schema.registry.listeners is empty.
+	registry     *schemaregistry.Registry
+	registryHTTP *httpserver.Server
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -91,11 +96,15 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	defer func() {
 		if !ok {
 			b.http.Close()
+			b.closeSchemaRegistry()
 			b.closeStorage()
 			b.closeZK()
 		}
 	}()
 	if err := b.startHTTP(); err != nil {
+		return nil, err
+	}
+	if err := b.startSchemaRegistry(); err != nil { // schemaregistry.go
 		return nil, err
 	}
 	var store controller.Store
@@ -176,6 +185,7 @@ func (b *Broker) Start() error {
 		b.startDynamicWatch() // dynamic_cluster.go
 	}
 	b.ready.Store(true)
+	b.startRegistryReader() // schemaregistry.go
 	return nil
 }
 
@@ -192,6 +202,7 @@ func (b *Broker) Close() error {
 		b.co.CloseShares()   // parked ShareFetches return on closing
 		b.closeController()
 		b.closeConsole()
+		b.closeSchemaRegistry()
 		b.net.Close() // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()
