@@ -313,7 +313,7 @@ func (s *segment) close() error {
 // remove closes the segment and deletes its files.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if e := s.fs.Remove(segmentPath(s.dir, s.base, suf)); e != nil && !errors.Is(e, os.ErrNotExist) {
 			err = errors.Join(err, e)
 		}

@@ -145,19 +145,11 @@ func (p *Partition) afterTruncateLocked(full bool) error {
 	p.mu.producers = producerStates{}
 	p.mu.txns = partitionTxns{}
 	p.mu.sinceSnapshot = 0
-	from := p.Log.LogStartOffset()
 	maxSnap := leo
 	if full {
 		maxSnap = -1 // every snapshot describes the old log: delete them
 	}
-	if off, data, ok := p.Log.LatestProducerSnapshot(maxSnap); ok {
-		if _, err := p.decodeSnapshotLocked(data); err != nil {
-			p.mu.producers = producerStates{}
-			p.mu.txns = partitionTxns{}
-		} else if off > from {
-			from = off
-		}
-	}
+	from := p.loadSnapshotLocked(maxSnap)
 	if err := p.rebuildState(from); err != nil {
 		return fmt.Errorf("rebuilding producer state of %s-%d after truncation: %w", p.Topic.Meta.Name, p.Index, err)
 	}

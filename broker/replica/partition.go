@@ -87,16 +87,7 @@ func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
-	from := log.LogStartOffset()
-	if off, data, ok := log.LatestProducerSnapshot(log.LogEndOffset()); ok {
-		if _, err := p.decodeSnapshotLocked(data); err != nil {
-			logger.Warn("ignoring producer snapshot; replaying the whole log", "topic", t.Meta.Name, "partition", index, "err", err)
-			p.mu.producers = producerStates{}
-			p.mu.txns = partitionTxns{}
-		} else if off > from {
-			from = off
-		}
-	}
+	from := p.loadSnapshotLocked(log.LogEndOffset())
 	if err := p.rebuildState(from); err != nil {
 		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.Meta.Name, index, err)
 	}
