@@ -207,6 +207,9 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if s.next != offset {
 		return fmt.Errorf("truncate log %s to %d: segment ends at %d after truncation", l.dir, offset, s.next)
 	}
+	if err := l.truncateTxnIndexLocked(s, offset); err != nil {
+		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
+	}
 	l.mu.leo = offset
 	return l.afterTruncateLocked()
 }

@@ -75,6 +75,9 @@ type segment struct {
 
 	idxOnDisk, timesOnDisk int
 	idxStale               bool // the index files must be rewritten whole
+	// txnDirty: entries were appended to the .txnindex file since the
+	// last fsync (AppendTxnIndex); the segment's next sync fsyncs it.
+	txnDirty bool
 }
 
 // openSegment opens (creating if absent) the segment at base. Its log file
@@ -217,12 +220,14 @@ type indexWrite struct {
 	idx, times     []byte
 	idxAt, timesAt int64
 	nIdx, nTimes   int
+	txn            bool // fsync the .txnindex file
 }
 
 // pendingIndex describes the index entries not yet in the files. Callers
 // hold the log's mu (or own s alone).
 func (s *segment) pendingIndex() indexWrite {
-	w := indexWrite{nIdx: len(s.index), nTimes: len(s.times)}
+	w := indexWrite{nIdx: len(s.index), nTimes: len(s.times), txn: s.txnDirty}
+	s.txnDirty = false
 	if s.idxStale {
 		w.idxAt, w.timesAt = -1, -1
 		w.idx = encodeOffsetEntries(nil, s.base, s.index)
@@ -252,6 +257,9 @@ func (s *segment) syncFiles(w indexWrite) (created bool, err error) {
 		return c1, err
 	}
 	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt)
+	if err == nil && w.txn {
+		err = syncTxnIndex(s.fs, segmentPath(s.dir, s.base, txnIndexSuffix))
+	}
 	return c1 || c2, err
 }
 
@@ -259,6 +267,7 @@ func (s *segment) syncFiles(w indexWrite) (created bool, err error) {
 func (s *segment) indexWritten(w indexWrite, err error) {
 	if err != nil {
 		s.idxStale = true
+		s.txnDirty = s.txnDirty || w.txn
 		return
 	}
 	s.idxStale = false

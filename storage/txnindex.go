@@ -11,12 +11,17 @@ package storage
 //	last_stable_offset int64  the partition's LSO once the marker was written
 //
 // Kafka appends an entry when it writes the marker and creates the file
-// only then, so most segments have none. kbroker keeps the aborted list in
-// memory (broker/replica) and rewrites the files from it with every producer
-// snapshot (WriteTxnIndexes), so that the files are whole whenever a snapshot
-// relies on them: a log loaded from a snapshot at offset S takes the aborted
-// transactions with markers below S from the files (TxnIndex) and replays the
-// log from S for the rest. Kafka 3.9 opening the dir reads the same files.
+// only then, so most segments have none; kbroker does the same
+// (AppendTxnIndex, fsynced with the segment) and drops entries on
+// truncation. It also keeps the aborted list in memory (broker/replica) and
+// rewrites the files from it before every producer snapshot
+// (WriteTxnIndexes), so that the files are whole whenever a snapshot relies
+// on them: a log loaded from a snapshot at offset S takes the aborted
+// transactions with markers below S from the files (TxnIndex) and replays
+// the log from S for the rest. Kafka 3.9 opening the dir reads the same
+// files. (Compaction removes the files of the segments it merges away; the
+// transactions they listed had their data cleaned with them, and the next
+// snapshot writes the survivors' entries again.)
 
 import (
 	"bytes"
@@ -188,4 +193,100 @@ func (l *Log) WriteTxnIndexes(aborted []TxnIndexEntry) error {
 		l.mu.Unlock()
 	}
 	return errs
+}
+
+// AppendTxnIndex adds an aborted transaction to the .txnindex file of the
+// segment holding its marker (the active one, when called as the marker is
+// written), as Kafka does, creating the file if needed. The file is
+// fsynced with the segment (Flush, a roll), so that the files are whole
+// below the recovery point for a broker that opens the dir after a crash.
+// A marker outside the log is an error.
+func (l *Log) AppendTxnIndex(e TxnIndexEntry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.mu.offline != nil {
+		return fmt.Errorf("append to the transaction index of %s: %w", l.dir, l.mu.offline)
+	}
+	if e.LastOffset < l.mu.segments[0].base || e.LastOffset >= l.mu.leo {
+		return fmt.Errorf("txnindex entry %+v outside the log [%d, %d)", e, l.mu.segments[0].base, l.mu.leo)
+	}
+	s := l.mu.segments[l.segmentIndex(e.LastOffset)]
+	path := segmentPath(l.dir, s.base, txnIndexSuffix)
+	f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, wrapOpenErr(err))
+	}
+	_, err = f.Write(EncodeTxnIndex([]TxnIndexEntry{e}))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	s.txnDirty = true
+	s.dirty = true
+	l.mu.dirDirty = true
+	return nil
+}
+
+// syncTxnIndex fsyncs the transaction index at path, if it exists.
+func syncTxnIndex(fs vfs.FS, path string) error {
+	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, wrapOpenErr(err))
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+// truncateTxnIndexLocked drops the entries of s's transaction index whose
+// marker is at or after end (the new log end), as Kafka's
+// TransactionIndex.truncateTo. An unreadable file is removed: the caller's
+// next producer snapshot writes it again from the partition's state. l.mu
+// must be held.
+func (l *Log) truncateTxnIndexLocked(s *segment, end int64) error {
+	path := segmentPath(l.dir, s.base, txnIndexSuffix)
+	b, err := vfs.ReadFile(l.fs, path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	ents, err := DecodeTxnIndex(b, s.base)
+	if err != nil {
+		l.logger.Warn("removing unreadable transaction index at truncation; the next producer snapshot rewrites it", "file", path, "err", err)
+		return l.fs.Remove(path)
+	}
+	keep := 0
+	for keep < len(ents) && ents[keep].LastOffset < end {
+		keep++
+	}
+	switch {
+	case keep == len(ents):
+		return nil
+	case keep == 0:
+		return l.fs.Remove(path)
+	}
+	if err := vfs.WriteFileSynced(l.fs, path+".tmp", EncodeTxnIndex(ents[:keep]), 0o644); err != nil {
+		_ = l.fs.Remove(path + ".tmp")
+		return fmt.Errorf("truncate %s: %w", path, err)
+	}
+	if err := l.fs.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("truncate %s: %w", path, err)
+	}
+	l.mu.dirDirty = true
+	return nil
 }

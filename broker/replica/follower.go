@@ -93,7 +93,9 @@ func (p *Partition) observeLocked(data []byte) error {
 		} else if h.ProducerID >= 0 {
 			p.mu.producers.update(h, h.BaseOffset)
 		}
+		n := len(p.mu.txns.aborted)
 		p.mu.txns.observe(h, h.BaseOffset, h.LastOffset(), ct)
+		p.indexAbortsLocked(n)
 		data = data[h.TotalSize():]
 	}
 	return nil

@@ -238,7 +238,9 @@ func (p *Partition) expireProducersLocked() {
 
 // advanceLocked moves the HW and LSO past an appended batch and wakes fetches.
 func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
+	n := len(p.mu.txns.aborted)
 	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
+	p.indexAbortsLocked(n)
 	if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
 		if err := p.snapshotLocked(); err != nil {
 			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)

@@ -175,13 +175,31 @@ func (p *Partition) decodeLegacySnapshotLocked(data []byte) error {
 	return nil
 }
 
+// indexAbortsLocked appends the aborted transactions observed since the
+// list had n entries to the log's transaction index, as Kafka does when it
+// writes an ABORT marker. A failure is logged: the next snapshot rewrites
+// the files from the state. p.mu must be held.
+func (p *Partition) indexAbortsLocked(n int) {
+	for _, a := range p.mu.txns.aborted[n:] {
+		if err := p.Log.AppendTxnIndex(a.indexEntry()); err != nil {
+			p.logger.Warn("transaction index append failed; the next producer snapshot rewrites it",
+				"topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+		}
+	}
+}
+
+// indexEntry is a in Kafka's transaction index format.
+func (a abortedTxn) indexEntry() storage.TxnIndexEntry {
+	return storage.TxnIndexEntry{ProducerID: a.producerID, FirstOffset: a.firstOffset, LastOffset: a.lastOffset, LastStableOffset: a.lso}
+}
+
 // snapshotLocked writes the state as of the current LEO: the transaction
 // indexes, then the snapshot that relies on them. p.mu must be held.
 func (p *Partition) snapshotLocked() error {
 	leo := p.Log.LogEndOffset()
 	aborted := make([]storage.TxnIndexEntry, len(p.mu.txns.aborted))
 	for i, a := range p.mu.txns.aborted {
-		aborted[i] = storage.TxnIndexEntry{ProducerID: a.producerID, FirstOffset: a.firstOffset, LastOffset: a.lastOffset, LastStableOffset: a.lso}
+		aborted[i] = a.indexEntry()
 	}
 	if err := p.Log.WriteTxnIndexes(aborted); err != nil {
 		return err
