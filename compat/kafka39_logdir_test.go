@@ -35,7 +35,7 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, Apache Kafka 3.9 twice and a kbroker broker")
 	}
-	const topic, group, txnID = "moved", "moved-group", "moved-txn"
+	const topic, group, txnID, bornTopic = "moved", "moved-group", "moved-txn", "born-on-kbroker"
 	z := integration.StartZooKeeper(t)
 	logDir := filepath.Join(t.TempDir(), "data")
 	partDir := filepath.Join(logDir, topic+"-0")
@@ -102,6 +102,22 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	all = append(all, "p3-v0", "p3-v1", "ka0", "kc0")
 	checkValues(t, kb.Addr(), topic, false, all)
 	checkValues(t, kb.Addr(), topic, true, committed)
+	// A topic born on kbroker goes back to Kafka too.
+	kbAdm := newAdmin(t, kb.Addr())
+	createTopic(t, kbAdm, bornTopic, 1, nil)
+	waitLeader(t, kb.Addr(), bornTopic)
+	born := newKgo(t, kb.Addr(), kgo.DefaultProduceTopic(bornTopic))
+	for _, v := range []string{"b0", "b1", "b2"} {
+		if err := born.ProduceSync(testCtx(t), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("producing to %s on kbroker: %v", bornTopic, err)
+		}
+	}
+	born.Close()
+	md, err := kbAdm.Metadata(testCtx(t), bornTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bornID := md.Topics[bornTopic].ID
 	if err := kb.Term(60 * time.Second); err != nil {
 		t.Fatalf("kbroker did not stop cleanly: %v\n%s", err, kb.Log())
 	}
@@ -112,6 +128,11 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 		}
 	}
 	checkKbrokerFiles(t, partDir)
+	if b, err := os.ReadFile(filepath.Join(logDir, bornTopic+"-0", storage.PartitionMetadataFile)); err != nil {
+		t.Errorf("kbroker wrote no partition.metadata for %s: %v", bornTopic, err)
+	} else if id, err := storage.DecodePartitionMetadata(b); err != nil || id != bornID {
+		t.Errorf("kbroker's partition.metadata of %s: %x %v, want topic id %x", bornTopic, id, err, bornID)
+	}
 
 	// 3. The way back: Kafka 3.9 on the dir kbroker wrote.
 	kf = startKafka39Dir(t, z, "/x", 1, logDir)
@@ -119,6 +140,7 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	checkValues(t, kf.Addr(), topic, false, all)
 	checkValues(t, kf.Addr(), topic, true, committed)
 	checkOffset(t, kf.Addr(), group, topic, 4)
+	checkValues(t, kf.Addr(), bornTopic, true, []string{"b0", "b1", "b2"})
 	raw = newRawProducerAt(t, kf.Addr(), topic)
 	if code, off := raw.produce(rawBatch(pid, epoch, 6, 2, "p3")); code != 0 || off != 13 {
 		t.Fatalf("Kafka: retry of kbroker's last batch: error %d offset %d, want the original offset 13", code, off)
@@ -131,7 +153,8 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 		t.Logf("KBROKER LOG:\n%s\nKAFKA:\n%s", kb.Log(), grepLines(out, "moved-0"))
 	}
 	for _, bad := range []string{"Failed to load producer snapshot", "CorruptSnapshotException", "CorruptIndexException",
-		"Error while reading checkpoint", "Found a corrupted index file", "Recovering unflushed segment"} {
+		"Error while reading checkpoint", "Found a corrupted index file", "Recovering unflushed segment",
+		"InconsistentTopicId", "Malformed line"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("Kafka 3.9 logged %q on kbroker's log dir:\n%s", bad, grepLines(out, bad))
 		}

@@ -302,3 +302,44 @@ func segmentBasesOf(t *testing.T, l *Log) []int64 {
 	}
 	return out
 }
+
+// TestKafka39PartitionMetadata reads Kafka's partition.metadata, writes the
+// same bytes for the same id, and keeps a file naming another id.
+func TestKafka39PartitionMetadata(t *testing.T) {
+	b := readFixture(t, PartitionMetadataFile)
+	id, err := DecodePartitionMetadata(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc := EncodePartitionMetadata(id); !bytes.Equal(enc, b) {
+		t.Fatalf("encoded %q, Kafka wrote %q", enc, b)
+	}
+	for _, bad := range []string{"", "version: 0", "version: 1\ntopic_id: " + strings.Split(string(b), ": ")[2],
+		"version: 0\ntopic_id: nope", "version:0\ntopic_id: x", "version: 0\ntopic_id: AAAA\nextra: 1"} {
+		if _, err := DecodePartitionMetadata([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	l, dir := openLog(t, Config{})
+	path := filepath.Join(dir, PartitionMetadataFile)
+	if err := l.EnsurePartitionMetadata([16]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("written for an unknown topic id: %v", err)
+	}
+	if err := l.EnsurePartitionMetadata(id); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
+		t.Fatalf("wrote %q, want Kafka's %q", got, b)
+	}
+	other := id
+	other[0] ^= 1
+	if err := l.EnsurePartitionMetadata(other); !errors.Is(err, ErrInconsistentTopicID) {
+		t.Fatalf("another topic id: %v, want ErrInconsistentTopicID", err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
+		t.Fatalf("file naming another id rewritten: %q", got)
+	}
+}

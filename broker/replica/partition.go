@@ -84,6 +84,12 @@ func (m *Manager) partitionEnv() partitionEnv {
 func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*Partition, error) {
 	logger := env.logger
 	p := &Partition{Topic: t, Index: index, Log: log, Dir: dir, logger: logger, env: env}
+	// Kafka's partition.metadata, so that Kafka opening this dir (the way
+	// back from kbroker) finds the topic id it expects. A file naming
+	// another id is kept, as Kafka keeps it, and reported.
+	if err := log.EnsurePartitionMetadata(t.Meta.ID); err != nil {
+		logger.Error("partition.metadata does not match the topic", "topic", t.Meta.Name, "partition", index, "err", err)
+	}
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
