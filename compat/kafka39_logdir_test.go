@@ -154,6 +154,7 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	}
 	for _, bad := range []string{"Failed to load producer snapshot", "CorruptSnapshotException", "CorruptIndexException",
 		"Error while reading checkpoint", "Found a corrupted index file", "Recovering unflushed segment",
+		"Could not find offset index file",
 		"InconsistentTopicId", "Malformed line"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("Kafka 3.9 logged %q on kbroker's log dir:\n%s", bad, grepLines(out, bad))
@@ -388,4 +389,69 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestKafka39OpensKbrokerLogDir: a log dir that only kbroker ever wrote
+// (cluster mode, its own meta.properties, snapshots and transaction
+// indexes) opens in Kafka 3.9 with the same broker.id and ZooKeeper:
+// every record is served and read_committed hides the aborted transaction.
+func TestKafka39OpensKbrokerLogDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: ZooKeeper, a kbroker broker and Apache Kafka 3.9")
+	}
+	const topic, txnID = "kb-only", "kb-only-txn"
+	z := integration.StartZooKeeper(t)
+	logDir := filepath.Join(t.TempDir(), "data")
+	bs := integration.StartClusterFunc(t, z, 1, func(b *integration.BrokerProc) map[string]string {
+		return map[string]string{
+			"zookeeper.connect":                        z.Addr + "/y",
+			"log.dirs":                                 logDir,
+			"offsets.topic.num.partitions":             "50",
+			"transaction.state.log.num.partitions":     "50",
+			"offsets.topic.replication.factor":         "1",
+			"transaction.state.log.replication.factor": "1",
+			"transaction.state.log.min.isr":            "1",
+		}
+	})
+	kb := bs[0]
+	waitFor(t, kafkaStartTimeout, "the kbroker broker to see itself as controller", func() bool {
+		m, err := newAdmin(t, kb.Addr()).BrokerMetadata(testCtx(t))
+		return err == nil && len(m.Brokers) == 1 && m.Controller == 1
+	})
+	createTopic(t, newAdmin(t, kb.Addr()), topic, 1, nil)
+	waitLeader(t, kb.Addr(), topic)
+	txn(t, kb.Addr(), txnID, topic, true, "c0", "c1")
+	txn(t, kb.Addr(), txnID, topic, false, "a0")
+	txn(t, kb.Addr(), txnID, topic, true, "c2")
+	if err := kb.Term(60 * time.Second); err != nil {
+		t.Fatalf("kbroker did not stop cleanly: %v\n%s", err, kb.Log())
+	}
+	mp, _, err := storage.ReadMetaProperties(logDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kbroker's meta.properties: %+v", mp)
+
+	kf := startKafka39Dir(t, z, "/y", 1, logDir)
+	waitLeader(t, kf.Addr(), topic)
+	checkValues(t, kf.Addr(), topic, false, []string{"c0", "c1", "a0", "c2"})
+	checkValues(t, kf.Addr(), topic, true, []string{"c0", "c1", "c2"})
+	out := kf.out.String()
+	if os.Getenv("KBROKER_LOGDIR_DEBUG") != "" {
+		t.Logf("KAFKA:\n%s", grepLines(out, topic+"-0"))
+		ls, _ := filepath.Glob(filepath.Join(logDir, topic+"-0", "*"))
+		t.Logf("files: %v", ls)
+	}
+	for _, bad := range []string{"Failed to load producer snapshot", "CorruptSnapshotException", "CorruptIndexException",
+		"Error while reading checkpoint", "Recovering unflushed segment",
+		"Could not find offset index file", "InconsistentTopicId", "Malformed line"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("Kafka 3.9 logged %q on kbroker's log dir:\n%s", bad, grepLines(out, bad))
+		}
+	}
+	// kbroker's snapshot at the log end (7) is loaded: nothing replayed.
+	mine := grepLines(out, "partition="+topic+"-0,")
+	if want := "rebuilding producer state from offset 7"; !strings.Contains(mine, want) || strings.Contains(mine, "rebuilding producer state from offset 0") {
+		t.Errorf("Kafka 3.9 did not load kbroker's snapshot at the log end (want %q):\n%s", want, mine)
+	}
 }

@@ -365,7 +365,9 @@ func (l *Log) Close() error {
 	var syncErrs []error
 	dirDirty := l.mu.dirDirty
 	for _, s := range l.mu.segments {
-		if s.dirty {
+		// A segment without its index files gets them (Kafka would
+		// otherwise recover it when it opens the dir).
+		if s.dirty || s.idxMissing {
 			if f := l.cfg.syncFault; f != nil {
 				syncErrs = append(syncErrs, f(s.String()))
 			}

@@ -75,6 +75,10 @@ type segment struct {
 
 	idxOnDisk, timesOnDisk int
 	idxStale               bool // the index files must be rewritten whole
+	// idxMissing: an index file does not exist (a new segment, or one
+	// loaded without it); the next sync writes both whole, even empty,
+	// because Kafka recovers a segment whose .index is missing.
+	idxMissing bool
 	// txnDirty: entries were appended to the .txnindex file since the
 	// last fsync (AppendTxnIndex); the segment's next sync fsyncs it.
 	txnDirty bool
@@ -99,6 +103,7 @@ func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create boo
 				return nil, nil, nil, fmt.Errorf("remove stale index: %w", err)
 			}
 		}
+		s.idxMissing = true
 		return s, nil, nil, nil
 	}
 	st, err := fs.Stat(path)
@@ -116,6 +121,7 @@ func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create boo
 		s.close()
 		return nil, nil, nil, err
 	}
+	s.idxMissing = idxBytes == nil || timeBytes == nil
 	return s, idxBytes, timeBytes, nil
 }
 
@@ -228,7 +234,7 @@ type indexWrite struct {
 func (s *segment) pendingIndex() indexWrite {
 	w := indexWrite{nIdx: len(s.index), nTimes: len(s.times), txn: s.txnDirty}
 	s.txnDirty = false
-	if s.idxStale {
+	if s.idxStale || s.idxMissing {
 		w.idxAt, w.timesAt = -1, -1
 		w.idx = encodeOffsetEntries(nil, s.base, s.index)
 		w.times = encodeTimeEntries(nil, s.base, s.times)
@@ -270,7 +276,7 @@ func (s *segment) indexWritten(w indexWrite, err error) {
 		s.txnDirty = s.txnDirty || w.txn
 		return
 	}
-	s.idxStale = false
+	s.idxStale, s.idxMissing = false, false
 	s.idxOnDisk, s.timesOnDisk = w.nIdx, w.nTimes
 }
 

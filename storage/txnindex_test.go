@@ -98,3 +98,39 @@ func TestTruncateDropsTxnIndexEntries(t *testing.T) {
 		t.Fatalf("damaged txnindex kept: %v", err)
 	}
 }
+
+// TestIndexFilesAlwaysWritten: every segment has its .index and .timeindex
+// after a clean close, even with no entry in them, and a segment loaded
+// without them gets them: Kafka recovers a segment whose offset index is
+// missing (and rebuilds its producer state from there).
+func TestIndexFilesAlwaysWritten(t *testing.T) {
+	dir := t.TempDir() + "/t-0"
+	l, err := Open(dir, Config{Logger: quiet}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, 0, batchOf(1, 1, 10)) // far below log.index.interval.bytes
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if _, err := os.Stat(segmentPath(dir, 0, suf)); err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+		}
+	}
+	check("after a clean close")
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		os.Remove(segmentPath(dir, 0, suf))
+	}
+	l, err = Open(dir, Config{Logger: quiet}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after a close of a log opened without them")
+}
