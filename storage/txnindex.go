@@ -138,8 +138,9 @@ func (l *Log) TxnIndex(upTo int64) ([]TxnIndexEntry, error) {
 // WriteTxnIndexes makes the .txnindex file of every segment list exactly
 // the entries of aborted whose marker lies in it: a file whose content
 // differs is replaced atomically, a segment with no entry loses its file.
-// Entries whose marker is outside the log are left out. The replacements
-// become durable with the directory at the log's next flush or close.
+// Entries whose marker is outside the log are left out. When a file
+// changed, the directory is fsynced before returning, so that a snapshot
+// written next never becomes durable without the files it relies on.
 func (l *Log) WriteTxnIndexes(aborted []TxnIndexEntry) error {
 	l.mu.RLock()
 	bases := make([]int64, len(l.mu.segments))
@@ -187,10 +188,8 @@ func (l *Log) WriteTxnIndexes(aborted []TxnIndexEntry) error {
 		}
 		changed = true
 	}
-	if changed {
-		l.mu.Lock()
-		l.mu.dirDirty = true
-		l.mu.Unlock()
+	if changed && errs == nil {
+		errs = vfs.SyncDir(l.fs, l.dir)
 	}
 	return errs
 }
