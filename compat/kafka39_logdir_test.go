@@ -10,6 +10,7 @@ package compat
 // rebuilt a file of the other.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,7 +36,10 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, Apache Kafka 3.9 twice and a kbroker broker")
 	}
-	const topic, group, txnID, bornTopic = "moved", "moved-group", "moved-txn", "born-on-kbroker"
+	const topic, group, txnID, openTxnID, bornTopic = "moved", "moved-group", "moved-txn", "moved-open-txn", "born-on-kbroker"
+	// openTxnTimeout is long enough for the switch to kbroker and the
+	// transactions there to happen before kbroker aborts the open one.
+	const openTxnTimeout = 20 * time.Second
 	z := integration.StartZooKeeper(t)
 	logDir := filepath.Join(t.TempDir(), "data")
 	partDir := filepath.Join(logDir, topic+"-0")
@@ -56,6 +60,17 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	}
 	txn(t, kf.Addr(), txnID, topic, true, "c0", "c1", "c2") // 6..8, marker 9
 	txn(t, kf.Addr(), txnID, topic, false, "a0", "a1")      // 10..11, marker 12
+	// A transaction left open at the switch (13): kbroker's coordinator
+	// must abort it once it times out, and the LSO holds until then.
+	open := newKgo(t, kf.Addr(), kgo.TransactionalID(openTxnID), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(openTxnTimeout))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("o0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	open.Close() // without ending the transaction
 	commitOffset(t, adm, group, topic, 4)
 	// The idempotent producer's batches leave the log; its state stays in
 	// the snapshots only (a replay of the log would not know it).
@@ -78,14 +93,13 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 			"log.dirs":                             logDir,
 			"offsets.topic.num.partitions":         "50",
 			"transaction.state.log.num.partitions": "50",
+			"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 		}
 	})
 	kb := bs[0]
 	waitLeader(t, kb.Addr(), topic)
-	committed := []string{"c0", "c1", "c2"}
-	all := []string{"c0", "c1", "c2", "a0", "a1"}
+	all := []string{"c0", "c1", "c2", "a0", "a1", "o0"}
 	checkValues(t, kb.Addr(), topic, false, all)
-	checkValues(t, kb.Addr(), topic, true, committed)
 	checkOffset(t, kb.Addr(), group, topic, 4)
 	raw = newRawProducerAt(t, kb.Addr(), topic)
 	// A retry of Kafka's last batch is a duplicate (kbroker read Kafka's
@@ -93,14 +107,17 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	if code, off := raw.produce(rawBatch(pid, epoch, 4, 2, "p2")); code != 0 || off != 4 {
 		t.Fatalf("kbroker: retry of Kafka's last batch: error %d offset %d, want the original offset 4", code, off)
 	}
-	if code, off := raw.produce(rawBatch(pid, epoch, 6, 2, "p3")); code != 0 || off != 13 {
-		t.Fatalf("kbroker: next idempotent batch: error %d offset %d, want 13", code, off)
+	p3 := endOffset(t, kb.Addr(), topic) // 14
+	if code, off := raw.produce(rawBatch(pid, epoch, 6, 2, "p3")); code != 0 || off != p3 {
+		t.Fatalf("kbroker: next idempotent batch: error %d offset %d, want %d", code, off, p3)
 	}
-	txn(t, kb.Addr(), txnID, topic, false, "ka0") // 15, marker 16
-	txn(t, kb.Addr(), txnID, topic, true, "kc0")  // 17, marker 18
-	committed = append(committed, "p3-v0", "p3-v1", "kc0")
+	txn(t, kb.Addr(), txnID, topic, false, "ka0")
+	txn(t, kb.Addr(), txnID, topic, true, "kc0")
 	all = append(all, "p3-v0", "p3-v1", "ka0", "kc0")
+	committed := []string{"c0", "c1", "c2", "p3-v0", "p3-v1", "kc0"}
 	checkValues(t, kb.Addr(), topic, false, all)
+	// read_committed passes the open transaction once kbroker's
+	// coordinator aborted it.
 	checkValues(t, kb.Addr(), topic, true, committed)
 	// A topic born on kbroker goes back to Kafka too.
 	kbAdm := newAdmin(t, kb.Addr())
@@ -118,6 +135,7 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	bornID := md.Topics[bornTopic].ID
+	leo := endOffset(t, kb.Addr(), topic)
 	if err := kb.Term(60 * time.Second); err != nil {
 		t.Fatalf("kbroker did not stop cleanly: %v\n%s", err, kb.Log())
 	}
@@ -127,7 +145,7 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 			t.Errorf("kbroker logged %q on Kafka's log dir:\n%s", bad, grepLines(kb.Log(), bad))
 		}
 	}
-	checkKbrokerFiles(t, partDir)
+	checkKbrokerFiles(t, partDir, leo)
 	if b, err := os.ReadFile(filepath.Join(logDir, bornTopic+"-0", storage.PartitionMetadataFile)); err != nil {
 		t.Errorf("kbroker wrote no partition.metadata for %s: %v", bornTopic, err)
 	} else if id, err := storage.DecodePartitionMetadata(b); err != nil || id != bornID {
@@ -142,11 +160,11 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	checkOffset(t, kf.Addr(), group, topic, 4)
 	checkValues(t, kf.Addr(), bornTopic, true, []string{"b0", "b1", "b2"})
 	raw = newRawProducerAt(t, kf.Addr(), topic)
-	if code, off := raw.produce(rawBatch(pid, epoch, 6, 2, "p3")); code != 0 || off != 13 {
-		t.Fatalf("Kafka: retry of kbroker's last batch: error %d offset %d, want the original offset 13", code, off)
+	if code, off := raw.produce(rawBatch(pid, epoch, 6, 2, "p3")); code != 0 || off != p3 {
+		t.Fatalf("Kafka: retry of kbroker's last batch: error %d offset %d, want the original offset %d", code, off, p3)
 	}
-	if code, off := raw.produce(rawBatch(pid, epoch, 8, 2, "p4")); code != 0 || off != 19 {
-		t.Fatalf("Kafka: next idempotent batch: error %d offset %d, want 19", code, off)
+	if code, off := raw.produce(rawBatch(pid, epoch, 8, 2, "p4")); code != 0 || off != leo {
+		t.Fatalf("Kafka: next idempotent batch: error %d offset %d, want %d", code, off, leo)
 	}
 	out := kf.out.String()
 	if os.Getenv("KBROKER_LOGDIR_DEBUG") != "" {
@@ -161,7 +179,7 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 		}
 	}
 	// With kbroker's snapshot at the log end Kafka replays nothing.
-	if want := "rebuilding producer state from offset 19"; !strings.Contains(out, want) {
+	if want := fmt.Sprintf("rebuilding producer state from offset %d", leo); !strings.Contains(grepLines(out, "partition="+topic+"-0,"), want) {
 		t.Errorf("Kafka 3.9 did not load kbroker's snapshot at the log end (no %q):\n%s", want, grepLines(out, "producer state"))
 	}
 }
@@ -248,6 +266,20 @@ func checkOffset(t *testing.T, addr, group, topic string, want int64) {
 	}
 }
 
+// endOffset is the partition's log end offset on the broker at addr.
+func endOffset(t *testing.T, addr, topic string) int64 {
+	t.Helper()
+	lo, err := newAdmin(t, addr).ListEndOffsets(testCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := lo.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		t.Fatalf("end offset of %s: %+v", topic, o)
+	}
+	return o.Offset
+}
+
 // waitLeader waits until the broker at addr leads the topic's partition 0
 // and answers ListOffsets for it.
 func waitLeader(t *testing.T, addr, topic string) {
@@ -274,7 +306,8 @@ func checkValues(t *testing.T, addr, topic string, readCommitted bool, want []st
 	cl := newKgo(t, addr, kgo.FetchIsolationLevel(iso),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	defer cl.Close()
-	ctx := testCtx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	var got []string
 	for len(got) < len(want) && ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
@@ -314,22 +347,36 @@ func checkKafkaFiles(t *testing.T, logDir, partDir string) {
 }
 
 // checkKbrokerFiles checks the snapshot kbroker wrote at its clean shutdown
-// and that its .txnindex files hold both aborted transactions.
-func checkKbrokerFiles(t *testing.T, partDir string) {
+// (at the log end leo) and that its .txnindex files hold the three aborted
+// transactions: Kafka's (10..12), the one left open (from 13) and
+// kbroker's own.
+func checkKbrokerFiles(t *testing.T, partDir string, leo int64) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(partDir, "00000000000000000019.snapshot"))
+	b, err := os.ReadFile(filepath.Join(partDir, fmt.Sprintf("%020d.snapshot", leo)))
 	if err == nil {
 		_, err = storage.DecodeProducerSnapshot(b)
 	}
 	if err != nil {
 		t.Errorf("kbroker's snapshot at its log end: %v", err)
 	}
-	checkTxnIndexes(t, partDir, 10, 12, 15, 16)
+	got := txnIndexPairs(t, partDir)
+	if len(got) != 6 || got[0] != 10 || got[1] != 12 || !slices.Contains([]int64{got[2], got[4]}, 13) {
+		t.Errorf("aborted transactions (first, marker) in kbroker's .txnindex files: %v, want (10, 12), (13, …) and kbroker's", got)
+	}
 }
 
 // checkTxnIndexes checks that the dir's .txnindex files list exactly the
 // aborted transactions given as (first offset, marker offset) pairs.
 func checkTxnIndexes(t *testing.T, partDir string, pairs ...int64) {
+	t.Helper()
+	if got := txnIndexPairs(t, partDir); !slices.Equal(got, pairs) {
+		t.Errorf("aborted transactions in %s: %v, want %v", partDir, got, pairs)
+	}
+}
+
+// txnIndexPairs lists the (first offset, marker offset) pairs of the dir's
+// .txnindex files, in file order.
+func txnIndexPairs(t *testing.T, partDir string) []int64 {
 	t.Helper()
 	idx, _ := filepath.Glob(filepath.Join(partDir, "*.txnindex"))
 	var got []int64
@@ -348,9 +395,7 @@ func checkTxnIndexes(t *testing.T, partDir string, pairs ...int64) {
 			got = append(got, e.FirstOffset, e.LastOffset)
 		}
 	}
-	if !slices.Equal(got, pairs) {
-		t.Errorf("aborted transactions in %v: %v, want %v", idx, got, pairs)
-	}
+	return got
 }
 
 // copyFixtures copies Kafka's files to dst for storage's tests.

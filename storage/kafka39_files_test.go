@@ -4,8 +4,9 @@ package storage
 // by compat's TestKafka39LogDirBothWays with KBROKER_KAFKA39_FIXTURES set:
 // a topic "moved" with 400-byte segments, an idempotent producer (id 0,
 // offsets 0..5 in batches of two), a transactional one (id 1) that
-// committed offsets 6..8 (marker 9) and aborted 10..11 (marker 12), then
-// DeleteRecords below 6 and a clean shutdown.
+// committed offsets 6..8 (marker 9) and aborted 10..11 (marker 12), another
+// (id 2) that left a transaction open at 13, then DeleteRecords below 6 and
+// a clean shutdown. Regenerating them changes the timestamps below.
 
 import (
 	"bytes"
@@ -36,21 +37,23 @@ func readFixture(t *testing.T, name string) []byte {
 // same entries back to the same bytes.
 func TestKafka39ProducerSnapshots(t *testing.T) {
 	idem := ProducerSnapshotEntry{ProducerID: 0, ProducerEpoch: 0, LastSequence: 5, LastOffset: 5, OffsetDelta: 1,
-		Timestamp: 1796460191495, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
+		Timestamp: 1796461405992, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
 	for _, tc := range []struct {
 		file string
 		want []ProducerSnapshotEntry
 	}{
 		// At the roll to offset 7: the transaction committed later is open.
 		{"00000000000000000007.snapshot", []ProducerSnapshotEntry{idem, {ProducerID: 1, ProducerEpoch: 0, LastSequence: 0, LastOffset: 6,
-			Timestamp: 1796460192415, CoordinatorEpoch: -1, CurrentTxnFirstOffset: 6}}},
+			Timestamp: 1796461410139, CoordinatorEpoch: -1, CurrentTxnFirstOffset: 6}}},
 		// At the roll to 12, before the ABORT marker: the next transaction
 		// (a new epoch) is open at 10; the COMMIT marker's coordinator epoch.
 		{"00000000000000000012.snapshot", []ProducerSnapshotEntry{idem, {ProducerID: 1, ProducerEpoch: 1, LastSequence: 1, LastOffset: 11,
-			Timestamp: 1796460192629, CoordinatorEpoch: 0, CurrentTxnFirstOffset: 10}}},
-		// At the clean shutdown (the log end, 13): nothing open.
-		{"00000000000000000013.snapshot", []ProducerSnapshotEntry{idem, {ProducerID: 1, ProducerEpoch: 1, LastSequence: 1, LastOffset: 11,
-			Timestamp: 1796460192638, CoordinatorEpoch: 0, CurrentTxnFirstOffset: -1}}},
+			Timestamp: 1796461410341, CoordinatorEpoch: 0, CurrentTxnFirstOffset: 10}}},
+		// At the clean shutdown (the log end, 14): producer 1's
+		// transactions are over, producer 2's is open at 13.
+		{"00000000000000000014.snapshot", []ProducerSnapshotEntry{idem, {ProducerID: 1, ProducerEpoch: 1, LastSequence: 1, LastOffset: 11,
+			Timestamp: 1796461410356, CoordinatorEpoch: 0, CurrentTxnFirstOffset: -1}, {ProducerID: 2, ProducerEpoch: 0, LastSequence: 0,
+			LastOffset: 13, Timestamp: 1796461410386, CoordinatorEpoch: -1, CurrentTxnFirstOffset: 13}}},
 	} {
 		b := readFixture(t, tc.file)
 		got, err := DecodeProducerSnapshot(b)
@@ -74,7 +77,7 @@ func TestKafka39ProducerSnapshots(t *testing.T) {
 // TestProducerSnapshotCorrupt: every damage to a snapshot is
 // ErrCorruptSnapshot, never a panic or a partial state.
 func TestProducerSnapshotCorrupt(t *testing.T) {
-	good := readFixture(t, "00000000000000000013.snapshot")
+	good := readFixture(t, "00000000000000000014.snapshot")
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	recrc := func(b []byte) []byte {
 		binary.BigEndian.PutUint32(b[2:], crc32c(b[snapshotCRCFrom:]))
@@ -93,7 +96,7 @@ func TestProducerSnapshotCorrupt(t *testing.T) {
 		{"truncated entry", recrc(mod(func(b []byte) []byte { return b[:len(b)-3] }))},
 		{"trailing bytes", recrc(mod(func(b []byte) []byte { return append(b, 0) }))},
 		{"negative count", recrc(mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[6:], 0xffffffff); return b }))},
-		{"count too high", recrc(mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[6:], 3); return b }))},
+		{"count too high", recrc(mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[6:], 4); return b }))},
 		{"kbroker's legacy format", append(binary.BigEndian.AppendUint32(nil, crc32c([]byte(`{"version":1}`))), `{"version":1}`...)},
 	} {
 		if _, err := DecodeProducerSnapshot(tc.b); !errors.Is(err, ErrCorruptSnapshot) {
@@ -146,8 +149,8 @@ func TestKafka39Checkpoints(t *testing.T) {
 		n     int
 		moved int64 // offset of moved-0, -1 if absent
 	}{
-		{RecoveryPointCheckpointFile, 101, 13},
-		{ReplicationCheckpointFile, 101, 13},
+		{RecoveryPointCheckpointFile, 101, 14},
+		{ReplicationCheckpointFile, 101, 14},
 		{LogStartOffsetCheckpointFile, 1, 6},
 		{CleanerCheckpointFile, 0, -1},
 	} {
@@ -166,7 +169,7 @@ func TestKafka39Checkpoints(t *testing.T) {
 		t.Errorf("leader-epoch-checkpoint: %+v %v", c.entries, err)
 	}
 	mp, found, err := ReadMetaProperties(kafka39Fixtures)
-	if err != nil || !found || mp.Version != 0 || mp.NodeID != 1 || mp.ClusterID != "Eb91bOvoRFefqIie9N9Diw" {
+	if err != nil || !found || mp.Version != 0 || mp.NodeID != 1 || mp.ClusterID != "uVQS_Ow7RnepMOFlWSHkfA" {
 		t.Errorf("meta.properties: %+v %v %v", mp, found, err)
 	}
 }
@@ -182,7 +185,7 @@ func TestLogOnKafka39Files(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		mustAppend(t, l, 0, batchOf(1, int64(i), 200))
 	}
-	for _, f := range []string{"00000000000000000007.snapshot", "00000000000000000012.snapshot", "00000000000000000013.snapshot"} {
+	for _, f := range []string{"00000000000000000007.snapshot", "00000000000000000012.snapshot", "00000000000000000014.snapshot"} {
 		if err := os.WriteFile(filepath.Join(dir, f), readFixture(t, f), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +212,7 @@ func TestLogOnKafka39Files(t *testing.T) {
 	l.mu.listedSnapshots = nil
 	l.mu.Unlock()
 	ps, ok := l.LatestProducerSnapshot(l.LogEndOffset())
-	if !ok || ps.Offset != 13 || ps.Legacy != nil || len(ps.Producers) != 2 || ps.Producers[1].ProducerEpoch != 1 {
+	if !ok || ps.Offset != 14 || ps.Legacy != nil || len(ps.Producers) != 3 || ps.Producers[2].CurrentTxnFirstOffset != 13 {
 		t.Fatalf("latest snapshot %+v %v", ps, ok)
 	}
 	if got, err := l.TxnIndex(13); err != nil || len(got) != 1 || got[0].LastOffset != 12 {
@@ -247,10 +250,10 @@ func TestLogOnKafka39Files(t *testing.T) {
 	}
 
 	// A damaged snapshot: one line, removed, the older one used.
-	p13 := filepath.Join(dir, "00000000000000000013.snapshot")
-	b := readFixture(t, "00000000000000000013.snapshot")
+	p14 := filepath.Join(dir, "00000000000000000014.snapshot")
+	b := readFixture(t, "00000000000000000014.snapshot")
 	b[len(b)-1] ^= 1
-	if err := os.WriteFile(p13, b, 0o644); err != nil {
+	if err := os.WriteFile(p14, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logs.Reset()
@@ -261,7 +264,7 @@ func TestLogOnKafka39Files(t *testing.T) {
 	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), "rebuilt from the log from the snapshot at offset 12") {
 		t.Errorf("log after a damaged snapshot:\n%s", logs.String())
 	}
-	if _, err := os.Stat(p13); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(p14); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("damaged snapshot kept: %v", err)
 	}
 
