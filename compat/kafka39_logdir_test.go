@@ -84,19 +84,10 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 		copyFixtures(t, logDir, partDir, dst)
 	}
 
-	// 2. kbroker opens it: broker.id 1 on the same chroot, with Kafka's
-	// internal topic partition counts (the groups and transactional ids
-	// hash onto them).
-	bs := integration.StartClusterFunc(t, z, 1, func(b *integration.BrokerProc) map[string]string {
-		return map[string]string{
-			"zookeeper.connect":                    z.Addr + "/x",
-			"log.dirs":                             logDir,
-			"offsets.topic.num.partitions":         "50",
-			"transaction.state.log.num.partitions": "50",
-			"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
-		}
+	// 2. kbroker opens it: broker.id 1 on the same chroot and log dir.
+	kb := startKbrokerOnDir(t, z, "/x", logDir, map[string]string{
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 	})
-	kb := bs[0]
 	waitLeader(t, kb.Addr(), topic)
 	all := []string{"c0", "c1", "c2", "a0", "a1", "o0"}
 	checkValues(t, kb.Addr(), topic, false, all)
@@ -182,6 +173,32 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	if want := fmt.Sprintf("rebuilding producer state from offset %d", leo); !strings.Contains(grepLines(out, "partition="+topic+"-0,"), want) {
 		t.Errorf("Kafka 3.9 did not load kbroker's snapshot at the log end (no %q):\n%s", want, grepLines(out, "producer state"))
 	}
+}
+
+// startKbrokerOnDir starts one kbroker broker, id 1, on z under chroot with
+// log.dirs=logDir and Kafka's internal topic partition counts (groups and
+// transactional ids hash onto them), plus extra, and waits until it is
+// the controller.
+func startKbrokerOnDir(t *testing.T, z *integration.ZooKeeper, chroot, logDir string, extra map[string]string) *integration.BrokerProc {
+	t.Helper()
+	bs := integration.StartClusterFunc(t, z, 1, func(*integration.BrokerProc) map[string]string {
+		props := map[string]string{
+			"zookeeper.connect":                    z.Addr + chroot,
+			"log.dirs":                             logDir,
+			"offsets.topic.num.partitions":         "50",
+			"transaction.state.log.num.partitions": "50",
+		}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return props
+	})
+	kb := bs[0]
+	waitFor(t, kafkaStartTimeout, "the kbroker broker to see itself as controller", func() bool {
+		m, err := newAdmin(t, kb.Addr()).BrokerMetadata(testCtx(t))
+		return err == nil && len(m.Brokers) == 1 && m.Controller == 1
+	})
+	return kb
 }
 
 // initIdempotent asks the broker at addr for an idempotent producer id.
@@ -447,21 +464,10 @@ func TestKafka39OpensKbrokerLogDir(t *testing.T) {
 	const topic, txnID = "kb-only", "kb-only-txn"
 	z := integration.StartZooKeeper(t)
 	logDir := filepath.Join(t.TempDir(), "data")
-	bs := integration.StartClusterFunc(t, z, 1, func(b *integration.BrokerProc) map[string]string {
-		return map[string]string{
-			"zookeeper.connect":                        z.Addr + "/y",
-			"log.dirs":                                 logDir,
-			"offsets.topic.num.partitions":             "50",
-			"transaction.state.log.num.partitions":     "50",
-			"offsets.topic.replication.factor":         "1",
-			"transaction.state.log.replication.factor": "1",
-			"transaction.state.log.min.isr":            "1",
-		}
-	})
-	kb := bs[0]
-	waitFor(t, kafkaStartTimeout, "the kbroker broker to see itself as controller", func() bool {
-		m, err := newAdmin(t, kb.Addr()).BrokerMetadata(testCtx(t))
-		return err == nil && len(m.Brokers) == 1 && m.Controller == 1
+	kb := startKbrokerOnDir(t, z, "/y", logDir, map[string]string{
+		"offsets.topic.replication.factor":         "1",
+		"transaction.state.log.replication.factor": "1",
+		"transaction.state.log.min.isr":            "1",
 	})
 	createTopic(t, newAdmin(t, kb.Addr()), topic, 1, nil)
 	waitLeader(t, kb.Addr(), topic)

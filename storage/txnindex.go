@@ -279,13 +279,8 @@ func (l *Log) truncateTxnIndexLocked(s *segment, end int64) error {
 	case keep == 0:
 		return l.fs.Remove(path)
 	}
-	if err := vfs.WriteFileSynced(l.fs, path+".tmp", EncodeTxnIndex(ents[:keep]), 0o644); err != nil {
-		_ = l.fs.Remove(path + ".tmp")
+	if err := vfs.WriteFileAtomic(l.fs, path, EncodeTxnIndex(ents[:keep]), 0o644); err != nil {
 		return fmt.Errorf("truncate %s: %w", path, err)
 	}
-	if err := l.fs.Rename(path+".tmp", path); err != nil {
-		return fmt.Errorf("truncate %s: %w", path, err)
-	}
-	l.mu.dirDirty = true
 	return nil
 }
