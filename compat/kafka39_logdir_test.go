@@ -489,7 +489,7 @@ func TestKafka39OpensKbrokerLogDir(t *testing.T) {
 	checkValues(t, kf.Addr(), topic, true, []string{"c0", "c1", "c2"})
 	out := kf.out.String()
 	if os.Getenv("KBROKER_LOGDIR_DEBUG") != "" {
-		t.Logf("KAFKA:\n%s", grepLines(out, topic+"-0"))
+		t.Logf("KAFKA:\n%s\nWARN:\n%s\nERROR:\n%s", grepLines(out, topic+"-0"), grepLines(out, "WARN"), grepLines(out, "ERROR"))
 		ls, _ := filepath.Glob(filepath.Join(logDir, topic+"-0", "*"))
 		t.Logf("files: %v", ls)
 	}
