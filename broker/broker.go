@@ -130,8 +130,14 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	b.store = store
 	// Every log dir names its node and cluster (Kafka's meta.properties); a
 	// dir of another node or cluster is refused before any log is served.
+	// In ZooKeeper mode the file is version 0, as Kafka 3.x in ZooKeeper
+	// mode writes it and requires it: the dir can go back to Kafka.
+	metaVersion := 1
+	if b.cluster != nil {
+		metaVersion = 0
+	}
 	for _, d := range b.rm.Dirs() {
-		if _, err := storage.EnsureMetaProperties(d.Path(), cfg.NodeID, store.ClusterID()); err != nil {
+		if _, err := storage.EnsureMetaPropertiesVersion(d.Path(), cfg.NodeID, store.ClusterID(), metaVersion, b.log.Info); err != nil {
 			return nil, err
 		}
 	}

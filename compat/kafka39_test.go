@@ -44,6 +44,13 @@ func (k *kafka39Proc) Addr() string { return net.JoinHostPort("127.0.0.1", strco
 // It is stopped (SIGTERM, then SIGKILL) at test cleanup.
 func startKafka39(t testing.TB, z *integration.ZooKeeper, chroot string, id int32) *kafka39Proc {
 	t.Helper()
+	return startKafka39Dir(t, z, chroot, id, filepath.Join(t.TempDir(), "data"))
+}
+
+// startKafka39Dir is startKafka39 with log.dirs=logDir (a dir another
+// broker may have written, or will).
+func startKafka39Dir(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string) *kafka39Proc {
+	t.Helper()
 	cp := javaClasspath(t, javaModKafka39)
 	dir := t.TempDir()
 	k := &kafka39Proc{id: id, port: freePort(t), out: &syncBuffer{}, done: make(chan struct{})}
@@ -57,7 +64,7 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 num.partitions=1
-`, id, k.port, z.Addr, chroot, filepath.Join(dir, "data"))
+`, id, k.port, z.Addr, chroot, logDir)
 	path := filepath.Join(dir, "server.properties")
 	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
