@@ -138,21 +138,26 @@ func (k *kafkaProc) await(t testing.TB, timeout time.Duration) {
 }
 
 // stop sends SIGTERM to the process group and waits; SIGKILL after 30 s.
-func (k *kafkaProc) stop(t testing.TB) {
+func (k *kafkaProc) stop(t testing.TB) { stopJavaProc(t, "Apache Kafka", k.cmd, k.done, k.out) }
+
+// stopJavaProc stops a JVM started in its own process group (cmd, whose
+// Wait closes done): SIGTERM to the group, SIGKILL after 30 s; a failed
+// test logs the end of its output.
+func stopJavaProc(t testing.TB, name string, cmd *exec.Cmd, done <-chan struct{}, out *syncBuffer) {
 	select {
-	case <-k.done:
+	case <-done:
 		return
 	default:
 	}
-	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-k.done:
+	case <-done:
 	case <-time.After(30 * time.Second):
-		_ = killProcGroup(k.cmd)
-		<-k.done
+		_ = killProcGroup(cmd)
+		<-done
 	}
 	if t.Failed() {
-		t.Logf("--- Apache Kafka output (last 4000 bytes) ---\n%s", tail(k.out.String(), 4000))
+		t.Logf("--- %s output (last 4000 bytes) ---\n%s", name, tail(out.String(), 4000))
 	}
 }
 

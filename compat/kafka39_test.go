@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,20 +93,4 @@ num.partitions=1
 }
 
 // stop sends SIGTERM to the process group and waits; SIGKILL after 30 s.
-func (k *kafka39Proc) stop(t testing.TB) {
-	select {
-	case <-k.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(30 * time.Second):
-		_ = killProcGroup(k.cmd)
-		<-k.done
-	}
-	if t.Failed() {
-		t.Logf("--- Apache Kafka 3.9 output (last 4000 bytes) ---\n%s", tail(k.out.String(), 4000))
-	}
-}
+func (k *kafka39Proc) stop(t testing.TB) { stopJavaProc(t, "Apache Kafka 3.9", k.cmd, k.done, k.out) }

@@ -24,6 +24,8 @@ package api
 // by the controller once the election is written and sent).
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kbroker/kbroker/broker/metacache"
@@ -34,8 +36,8 @@ import (
 // not block; it sees one snapshot per call.
 func (b *API) awaitCache(timeout time.Duration, ready func(*metacache.Snapshot) bool) bool {
 	cache := b.cluster.Cache
-	if s := cache.Snapshot(); ready(s) || timeout <= 0 {
-		return ready(s)
+	if ok := ready(cache.Snapshot()); ok || timeout <= 0 {
+		return ok
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -79,52 +81,41 @@ func leadersElected(s *metacache.Snapshot, topic string, r partitionRange) bool 
 // awaitPartitions waits for the leaders of created partitions and returns
 // the topics still without one.
 func (b *API) awaitPartitions(timeoutMs int32, created map[string]partitionRange) map[string]bool {
-	if len(created) == 0 {
-		return nil
-	}
-	ready := func(s *metacache.Snapshot) bool {
-		for topic, r := range created {
-			if !leadersElected(s, topic, r) {
-				return false
-			}
-		}
-		return true
-	}
-	if b.awaitCache(time.Duration(timeoutMs)*time.Millisecond, ready) {
-		return nil
-	}
-	s := b.cluster.Cache.Snapshot()
-	pending := map[string]bool{}
-	for topic, r := range created {
-		if !leadersElected(s, topic, r) {
-			pending[topic] = true
-		}
-	}
-	return pending
+	return b.awaitTopics(timeoutMs, slices.Collect(maps.Keys(created)), func(s *metacache.Snapshot, topic string) bool {
+		return leadersElected(s, topic, created[topic])
+	})
 }
 
 // awaitDeleted waits until the deleted topics have left the cache and
 // returns those still in it.
 func (b *API) awaitDeleted(timeoutMs int32, deleted []string) map[string]bool {
-	if len(deleted) == 0 {
+	return b.awaitTopics(timeoutMs, deleted, func(s *metacache.Snapshot, topic string) bool {
+		return s.Topics[topic] == nil
+	})
+}
+
+// awaitTopics waits until done holds for every topic and returns those
+// for which it does not when the wait ends.
+func (b *API) awaitTopics(timeoutMs int32, topics []string, done func(*metacache.Snapshot, string) bool) map[string]bool {
+	if len(topics) == 0 {
 		return nil
 	}
-	gone := func(s *metacache.Snapshot) bool {
-		for _, n := range deleted {
-			if s.Topics[n] != nil {
+	all := func(s *metacache.Snapshot) bool {
+		for _, t := range topics {
+			if !done(s, t) {
 				return false
 			}
 		}
 		return true
 	}
-	if b.awaitCache(time.Duration(timeoutMs)*time.Millisecond, gone) {
+	if b.awaitCache(time.Duration(timeoutMs)*time.Millisecond, all) {
 		return nil
 	}
 	s := b.cluster.Cache.Snapshot()
 	pending := map[string]bool{}
-	for _, n := range deleted {
-		if s.Topics[n] != nil {
-			pending[n] = true
+	for _, t := range topics {
+		if !done(s, t) {
+			pending[t] = true
 		}
 	}
 	return pending

@@ -11,7 +11,6 @@ package api
 import (
 	"fmt"
 
-	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -48,16 +47,9 @@ func (b *API) alterTopicConfigs(name string, validateOnly bool,
 	if !ok {
 		return kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist", name)
 	}
-	current := make(map[string]string, len(t.Configs))
-	for k, v := range t.Configs {
-		current[k] = v
-	}
-	next, kerrv, msg := update(current)
+	next, kerrv, msg := replica.NextTopicConfigs(t.Configs, update)
 	if kerrv != nil {
 		return kerrv, msg
-	}
-	if err := config.ValidateTopicConfigs(next); err != nil {
-		return kerr.InvalidConfig, err.Error()
 	}
 	if validateOnly {
 		return nil, ""

@@ -142,29 +142,31 @@ func (g *groups) ensureLocked() (*group.Coordinator, error) {
 	return c, nil
 }
 
-// errNoOffsetsReplica: in a cluster this broker hosts no replica of
-// __consumer_offsets (yet), so it coordinates no group.
-var errNoOffsetsReplica = fmt.Errorf("%s has no replica on this broker", offsetsTopic)
-
-// topicLocked returns __consumer_offsets: on a single node created on first
-// use; in a cluster the controller creates it (FindCoordinator asks for it
-// with offsets.topic.replication.factor) and this broker has it once
-// LeaderAndIsr gave it a replica, else errNoOffsetsReplica.
+// topicLocked returns __consumer_offsets (coordinatorTopic).
 func (g *groups) topicLocked() (*replica.Topic, error) {
 	b := g.b
-	if b.cfg.Cluster.Enabled() {
-		if t := b.rm.TopicByName(offsetsTopic); t != nil {
-			return t, nil
-		}
-		return nil, errNoOffsetsReplica
-	}
-	t, err := b.rm.InternalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
+	return b.coordinatorTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
 		"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
 	})
+}
+
+// coordinatorTopic returns a coordinator's internal topic: on a single
+// node created on first use with partitions and configs; in a cluster the
+// controller creates it (FindCoordinator asks for it with its replication
+// factor) and this broker has it once LeaderAndIsr gave it a replica,
+// else an error: it coordinates nothing of that topic yet.
+func (h *Host) coordinatorTopic(name string, partitions int32, configs map[string]string) (*replica.Topic, error) {
+	if h.cfg.Cluster.Enabled() {
+		if t := h.rm.TopicByName(name); t != nil {
+			return t, nil
+		}
+		return nil, fmt.Errorf("%s has no replica on this broker yet", name)
+	}
+	t, err := h.rm.InternalTopic(name, partitions, configs)
 	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", offsetsTopic, err)
+		return nil, fmt.Errorf("creating %s: %w", name, err)
 	}
 	return t, nil
 }

@@ -244,28 +244,14 @@ func (x *txns) unloadPartitionLocked(part int32) {
 	delete(x.mu.loaded, part)
 }
 
-// topicLocked returns __transaction_state. On a single node it is created
-// on first use; in a cluster FindCoordinator creates it in ZooKeeper
-// (api.coordinatorPartition) and the controller's LeaderAndIsr brings it
-// here, so a broker without it has no transaction coordinator yet.
+// topicLocked returns __transaction_state (coordinatorTopic).
 func (x *txns) topicLocked() (*replica.Topic, error) {
 	b := x.b
-	if b.cfg.Cluster.Enabled() {
-		t := b.rm.TopicByName(txnStateTopic)
-		if t == nil {
-			return nil, fmt.Errorf("%s has no replica on this broker yet", txnStateTopic)
-		}
-		return t, nil
-	}
-	t, err := b.rm.InternalTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
+	return b.coordinatorTopic(txnStateTopic, b.cfg.TransactionStateLogNumPartitions, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "uncompressed",
 		"segment.bytes":    fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
 	})
-	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", txnStateTopic, err)
-	}
-	return t, nil
 }
 
 func (x *txns) close() {

@@ -23,16 +23,9 @@ func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
 	if !ok {
 		return kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist", name)
 	}
-	current := make(map[string]string, len(t.Meta.Configs))
-	for k, v := range t.Meta.Configs {
-		current[k] = v
-	}
-	next, kerrv, msg := update(current)
+	next, kerrv, msg := NextTopicConfigs(t.Meta.Configs, update)
 	if kerrv != nil {
 		return kerrv, msg
-	}
-	if err := config.ValidateTopicConfigs(next); err != nil {
-		return kerr.InvalidConfig, err.Error()
 	}
 	if validateOnly {
 		return nil, ""
@@ -43,6 +36,22 @@ func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
 	}
 	m.applyTopicConfigsLocked(t, next)
 	return nil, ""
+}
+
+// NextTopicConfigs computes a topic's new overrides from a copy of its
+// current ones with update, and validates them.
+func NextTopicConfigs(current map[string]string,
+	update func(current map[string]string) (map[string]string, *kerr.Error, string)) (map[string]string, *kerr.Error, string) {
+	copied := make(map[string]string, len(current))
+	maps.Copy(copied, current)
+	next, kerrv, msg := update(copied)
+	if kerrv != nil {
+		return nil, kerrv, msg
+	}
+	if err := config.ValidateTopicConfigs(next); err != nil {
+		return nil, kerr.InvalidConfig, err.Error()
+	}
+	return next, nil, ""
 }
 
 // ApplyTopicConfigs makes a hosted topic's overrides configs, as stored
