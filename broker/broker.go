@@ -24,6 +24,7 @@ import (
 	"github.com/kbroker/kbroker/broker/quota"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/restproxy"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/storage/vfs"
 )
@@ -50,9 +51,13 @@ type Broker struct {
 	net *network.Server
 	// http serves /metrics, /healthz, /readyz (observe.go); ready is set
 	// once the logs are loaded and the Kafka listeners open.
-	http      *httpserver.Server
-	metrics   *metrics.Metrics
-	console   *console.Console // nil unless http.console.enable (console.go)
+	http    *httpserver.Server
+	metrics *metrics.Metrics
+	console *console.Console // nil unless http.console.enable (console.go)
+	// restProxy and restHTTP are the REST proxy and its listeners
+	// (restproxy.go); nil unless rest.proxy.listeners.
+	restProxy *restproxy.Proxy
+	restHTTP  *httpserver.Server
 	ready     atomic.Bool
 	closeOnce sync.Once
 	// cluster is the cluster-mode state (cluster.go), nil on a single node.
@@ -90,12 +95,16 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	ok := false
 	defer func() {
 		if !ok {
+			b.closeRestProxy()
 			b.http.Close()
 			b.closeStorage()
 			b.closeZK()
 		}
 	}()
 	if err := b.startHTTP(); err != nil {
+		return nil, err
+	}
+	if err := b.startRestProxy(); err != nil { // restproxy.go
 		return nil, err
 	}
 	var store controller.Store
@@ -192,7 +201,8 @@ func (b *Broker) Close() error {
 		b.co.CloseShares()   // parked ShareFetches return on closing
 		b.closeController()
 		b.closeConsole()
-		b.net.Close() // in-flight requests are answered first
+		b.closeRestProxy() // its instances leave their groups first
+		b.net.Close()      // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()
 		b.closeCoordConns()

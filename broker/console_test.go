@@ -79,7 +79,7 @@ func openConsoleBroker(t *testing.T, props map[string]string) (*Broker, func(str
 	if props["listeners"] == "" {
 		props["listeners"] = "PLAINTEXT://127.0.0.1:0"
 	}
-	props["log.dirs"], props["http.listeners"] = t.TempDir(), "http://127.0.0.1:0"
+	props["log.dirs"], props["http.listeners"], props["rest.proxy.listeners"] = t.TempDir(), "http://127.0.0.1:0", ""
 	cfg, _, err := config.ParseConfig(props)
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,7 @@ CFG
 			--override broker.id="$i" \
 			--override listeners="PLAINTEXT://127.0.0.1:$port" \
 			--override http.listeners="http://127.0.0.1:$((9644 + i - 1))" \
+			--override rest.proxy.listeners="http://127.0.0.1:$((8082 + i - 1))" \
 			--override log.dirs="$dir/broker-$i/data" \
 			--override zookeeper.connect="127.0.0.1:$zk_port/kbroker" \
 			--override default.replication.factor="$(( brokers < 3 ? brokers : 3 ))" \

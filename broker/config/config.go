@@ -134,6 +134,8 @@ type Config struct {
 
 	// HTTP is the broker's own HTTP listener (http.go).
 	HTTP HTTPConfig
+	// RestProxy is the Confluent REST Proxy listener (restproxy.go).
+	RestProxy RestProxyConfig
 	// Logging is log.level and log.format (logging.go).
 	Logging LoggingConfig
 
@@ -434,6 +436,9 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 		return Config{}, nil, err
 	}
 	if err := cfg.resolveHTTPTLS(p); err != nil { // http.go
+		return Config{}, nil, err
+	}
+	if err := cfg.resolveRestProxyTLS(p); err != nil { // restproxy.go
 		return Config{}, nil, err
 	}
 	return cfg, unknown, nil

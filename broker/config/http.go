@@ -130,14 +130,26 @@ func (c *Config) resolveHTTPTLS(p map[string]string) error {
 	if !slices.ContainsFunc(c.HTTP.Listeners, func(l HTTPListener) bool { return l.TLS }) {
 		return nil
 	}
-	prefix := listenerKeyPrefix + strings.ToLower(httpListenerName) + "."
+	tc, err := httpListenerTLS(p, httpListenerName)
+	if err != nil {
+		return fmt.Errorf("http.listeners (https): %w", err)
+	}
+	c.HTTP.TLS = tc
+	return nil
+}
+
+// httpListenerTLS is the TLS configuration of HTTP listeners named name:
+// each ssl.* property from listener.name.<name>.ssl.* when set there, else
+// from ssl.*.
+func httpListenerTLS(p map[string]string, name string) (*TLSConfig, error) {
+	prefix := listenerKeyPrefix + strings.ToLower(name) + "."
 	perListener := map[string]string{}
 	for k, v := range p {
-		if name, rest, ok := listenerKey(k); ok && name == httpListenerName && strings.HasPrefix(rest, sslPrefix) {
+		if n, rest, ok := listenerKey(k); ok && n == name && strings.HasPrefix(rest, sslPrefix) {
 			perListener[rest] = v
 		}
 	}
-	tc, err := parseTLS(func(key string) (v, from string, set bool) {
+	return parseTLS(func(key string) (v, from string, set bool) {
 		if v, ok := perListener[key]; ok {
 			return strings.TrimSpace(v), prefix + key, true
 		}
@@ -146,11 +158,6 @@ func (c *Config) resolveHTTPTLS(p map[string]string) error {
 		}
 		return "", key, false
 	})
-	if err != nil {
-		return fmt.Errorf("http.listeners (https): %w", err)
-	}
-	c.HTTP.TLS = tc
-	return nil
 }
 
 // resolveConsoleSASL reads the console's password (outside the props table)

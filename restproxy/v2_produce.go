@@ -1,0 +1,245 @@
+package restproxy
+
+// v2 produce: POST /topics/{topic} and /topics/{topic}/partitions/{partition}
+// with Content-Type application/vnd.kafka.{binary,json}.v2+json. A reply
+// lists, for each record in order, its partition and offset or its error
+// (error_code and error), as Confluent's ProduceResponse. Avro, Protobuf and
+// JSON Schema need a Schema Registry, which the broker does not serve yet:
+// they are answered 415 as an unknown embedded format is.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Embedded formats.
+const (
+	formatBinary = "binary"
+	formatJSON   = "json"
+)
+
+// schemaFormats need a Schema Registry.
+var schemaFormats = map[string]bool{"avro": true, "protobuf": true, "jsonschema": true}
+
+// embeddedFormat is the format of a content type
+// application/vnd.kafka.<format>.v2+json, or "".
+func embeddedFormat(mediaType string) string {
+	rest, ok := strings.CutPrefix(mediaType, "application/vnd.kafka.")
+	if !ok {
+		return ""
+	}
+	f, ok := strings.CutSuffix(rest, ".v2+json")
+	if !ok || f == "" || strings.Contains(f, ".") {
+		return ""
+	}
+	return f
+}
+
+// produceFormat checks a produce call's content type: binary or json, or
+// the 415 Confluent answers to a format it cannot decode.
+func produceFormat(c *call) (string, error) {
+	f := embeddedFormat(c.mediaType())
+	switch {
+	case f == formatBinary || f == formatJSON:
+		return f, nil
+	case schemaFormats[f]:
+		return "", errf(http.StatusUnsupportedMediaType, http.StatusUnsupportedMediaType,
+			"HTTP 415 Unsupported Media Type: the %s embedded format needs a Schema Registry, which this broker does not serve yet; use binary or json", f)
+	}
+	return "", errUnsupportedMedia
+}
+
+type v2ProduceRecord struct {
+	Key       json.RawMessage `json:"key,omitempty"`
+	Value     json.RawMessage `json:"value"`
+	Partition *int32          `json:"partition,omitempty"`
+}
+
+type v2ProduceRequest struct {
+	Records []v2ProduceRecord `json:"records"`
+	// Schemas are accepted and ignored for binary and json, as Confluent
+	// does.
+	KeySchema     *string `json:"key_schema,omitempty"`
+	ValueSchema   *string `json:"value_schema,omitempty"`
+	KeySchemaID   *int    `json:"key_schema_id,omitempty"`
+	ValueSchemaID *int    `json:"value_schema_id,omitempty"`
+}
+
+// partitionOffset is one record's outcome (Confluent's PartitionOffset).
+type partitionOffset struct {
+	Partition *int32  `json:"partition"`
+	Offset    *int64  `json:"offset"`
+	ErrorCode *int    `json:"error_code"`
+	Error     *string `json:"error"`
+}
+
+type v2ProduceResponse struct {
+	KeySchemaID   *int              `json:"key_schema_id"`
+	ValueSchemaID *int              `json:"value_schema_id"`
+	Offsets       []partitionOffset `json:"offsets"`
+}
+
+func (p *Proxy) routesV2Produce() {
+	p.handle("POST /topics/{topic}", ctV2, func(c *call) error { return c.v2Produce(-1) })
+	p.handle("POST /topics/{topic}/partitions/{partition}", ctV2, func(c *call) error {
+		part, err := partitionParam(c)
+		if err != nil {
+			return err
+		}
+		return c.v2Produce(part)
+	})
+}
+
+// partitionParam is the {partition} of the path (40402 when not a number).
+func partitionParam(c *call) (int32, error) {
+	n, err := strconv.ParseInt(c.r.PathValue("partition"), 10, 32)
+	if err != nil || n < 0 {
+		return 0, errPartitionNotFound
+	}
+	return int32(n), nil
+}
+
+// v2Produce produces the body's records to the path's topic: to partition
+// when it is not -1, else each to its own partition field or the key's
+// partition (Kafka's murmur2, sticky for null keys).
+func (c *call) v2Produce(partition int32) error {
+	format, err := produceFormat(c)
+	if err != nil {
+		return err
+	}
+	var req v2ProduceRequest
+	if err := c.decode(&req, true); err != nil {
+		return err
+	}
+	if req.Records == nil {
+		return errPayload("records is missing.")
+	}
+	recs := make([]*kgo.Record, len(req.Records))
+	for i, in := range req.Records {
+		r := &kgo.Record{Topic: c.r.PathValue("topic"), Partition: -1}
+		if r.Key, err = decodeEmbedded(format, in.Key); err != nil {
+			return err
+		}
+		if r.Value, err = decodeEmbedded(format, in.Value); err != nil {
+			return err
+		}
+		switch {
+		case partition >= 0:
+			r.Partition = partition
+		case in.Partition != nil:
+			r.Partition = *in.Partition
+		}
+		recs[i] = r
+	}
+	offsets, err := c.produce(recs)
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusOK, ctV2, v2ProduceResponse{Offsets: offsets})
+	return nil
+}
+
+// decodeEmbedded is a key or value of format: binary is a base64 string,
+// json any JSON value (its text is the bytes); null or absent is nil.
+func decodeEmbedded(format string, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if format == formatJSON {
+		return []byte(raw), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, errJSON(fmt.Errorf("a binary key or value must be a base64 string: %w", err))
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errJSON(fmt.Errorf("invalid base64: %w", err))
+	}
+	return b, nil
+}
+
+// produce checks the topic and partitions exist (40401, 40402), places the
+// records without a partition, produces them and returns each one's
+// outcome in order.
+func (c *call) produce(recs []*kgo.Record) ([]partitionOffset, error) {
+	uc, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, r := range recs {
+		counts[r.Topic] = 0
+	}
+	for topic := range counts {
+		td, err := c.topic(topic)
+		if err != nil {
+			return nil, err
+		}
+		counts[topic] = len(td.Partitions)
+	}
+	partitioners := map[string]kgo.TopicPartitioner{}
+	for _, r := range recs {
+		n := counts[r.Topic]
+		if r.Partition >= int32(n) {
+			return nil, errPartitionNotFound
+		}
+		if r.Partition < 0 {
+			tp := partitioners[r.Topic]
+			if tp == nil {
+				tp = kgo.StickyKeyPartitioner(nil).ForTopic(r.Topic)
+				partitioners[r.Topic] = tp
+			}
+			r.Partition = int32(tp.Partition(r, n))
+		}
+	}
+	out := make([]partitionOffset, len(recs))
+	index := make(map[*kgo.Record]int, len(recs))
+	for i, r := range recs {
+		index[r] = i
+	}
+	// ProduceSync's results come in the order the records completed.
+	for _, res := range uc.cl.ProduceSync(c.ctx, recs...) {
+		i := index[res.Record]
+		if res.Err != nil {
+			code, msg := recordErrorCode(res.Err), res.Err.Error()
+			out[i] = partitionOffset{ErrorCode: &code, Error: &msg}
+			continue
+		}
+		part, off := res.Record.Partition, res.Record.Offset
+		out[i] = partitionOffset{Partition: &part, Offset: &off}
+	}
+	return out, nil
+}
+
+// acceptFormat is the embedded format a records call asks for in Accept:
+// "" when it names none (any format will do).
+func acceptFormat(r *http.Request) string {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if f := embeddedFormat(mt); f != "" {
+			return f
+		}
+	}
+	return ""
+}
+
+// errCanceled reports a context error of the call as a timeout.
+func errCanceled(ctx context.Context) error {
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return kafkaError(err)
+	}
+	return nil
+}
