@@ -348,9 +348,6 @@ func (c *call) v2Records(in *instance) error {
 	if f := acceptFormat(c.r); f != "" && f != in.format {
 		return errFormatMismatch
 	}
-	if in.mode == modeNone {
-		return errIllegalState("Consumer is not subscribed to any topics or assigned any partitions")
-	}
 	wait := in.timeout
 	if v := c.r.URL.Query().Get("timeout"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -366,6 +363,9 @@ func (c *call) v2Records(in *instance) error {
 			return errf(http.StatusBadRequest, http.StatusBadRequest, "HTTP 400 Bad Request: max_bytes %q", v)
 		}
 		maxBytes = min(n, maxBytes)
+	}
+	if in.mode == modeNone {
+		return errIllegalState("Consumer is not subscribed to any topics or assigned any partitions")
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, wait)
 	defer cancel()
