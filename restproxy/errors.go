@@ -146,8 +146,13 @@ func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do then
 }
 
-// writeError answers err with Confluent's error body.
+// writeError answers err with Confluent's error body. v3's error_code is
+// the HTTP status (its ErrorResponse), v2's the detailed code.
 func writeError(w http.ResponseWriter, contentType string, err error) {
 	re := kafkaError(err)
-	writeJSON(w, re.status, contentType, errorBody{ErrorCode: re.code, Message: re.msg})
+	code := re.code
+	if contentType == ctV3 {
+		code = re.status
+	}
+	writeJSON(w, re.status, contentType, errorBody{ErrorCode: code, Message: re.msg})
 }

@@ -168,38 +168,55 @@ func decodeEmbedded(format string, raw json.RawMessage) ([]byte, error) {
 	return b, nil
 }
 
-// produce checks the topic and partitions exist (40401, 40402), places the
-// records without a partition, produces them and returns each one's
-// outcome in order.
+// placer places records in partitions: an explicit partition is checked
+// against the topic's count (40402), a record without one gets the key's
+// partition (Kafka's murmur2, sticky for null keys).
+type placer struct {
+	c            *call
+	counts       map[string]int
+	partitioners map[string]kgo.TopicPartitioner
+}
+
+func (c *call) newPlacer() *placer {
+	return &placer{c: c, counts: map[string]int{}, partitioners: map[string]kgo.TopicPartitioner{}}
+}
+
+// place sets r.Partition, checking the topic exists (40401) the first time.
+func (pl *placer) place(r *kgo.Record) error {
+	n, ok := pl.counts[r.Topic]
+	if !ok {
+		td, err := pl.c.topic(r.Topic)
+		if err != nil {
+			return err
+		}
+		n = len(td.Partitions)
+		pl.counts[r.Topic] = n
+	}
+	if r.Partition >= int32(n) {
+		return errPartitionNotFound
+	}
+	if r.Partition < 0 {
+		tp := pl.partitioners[r.Topic]
+		if tp == nil {
+			tp = kgo.StickyKeyPartitioner(nil).ForTopic(r.Topic)
+			pl.partitioners[r.Topic] = tp
+		}
+		r.Partition = int32(tp.Partition(r, n))
+	}
+	return nil
+}
+
+// produce places and produces recs and returns each one's outcome in
+// order.
 func (c *call) produce(recs []*kgo.Record) ([]partitionOffset, error) {
 	uc, err := c.client()
 	if err != nil {
 		return nil, err
 	}
-	counts := map[string]int{}
+	pl := c.newPlacer()
 	for _, r := range recs {
-		counts[r.Topic] = 0
-	}
-	for topic := range counts {
-		td, err := c.topic(topic)
-		if err != nil {
+		if err := pl.place(r); err != nil {
 			return nil, err
-		}
-		counts[topic] = len(td.Partitions)
-	}
-	partitioners := map[string]kgo.TopicPartitioner{}
-	for _, r := range recs {
-		n := counts[r.Topic]
-		if r.Partition >= int32(n) {
-			return nil, errPartitionNotFound
-		}
-		if r.Partition < 0 {
-			tp := partitioners[r.Topic]
-			if tp == nil {
-				tp = kgo.StickyKeyPartitioner(nil).ForTopic(r.Topic)
-				partitioners[r.Topic] = tp
-			}
-			r.Partition = int32(tp.Partition(r, n))
 		}
 	}
 	out := make([]partitionOffset, len(recs))
