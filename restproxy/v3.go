@@ -34,16 +34,16 @@ type v3List struct {
 }
 
 type v3Cluster struct {
-	Kind                   string  `json:"kind"`
-	Metadata               v3Meta  `json:"metadata"`
-	ClusterID              string  `json:"cluster_id"`
-	Controller             *v3Rel  `json:"controller"`
-	ACLs                   v3Rel   `json:"acls"`
-	Brokers                v3Rel   `json:"brokers"`
-	BrokerConfigs          v3Rel   `json:"broker_configs"`
-	ConsumerGroups         v3Rel   `json:"consumer_groups"`
-	Topics                 v3Rel   `json:"topics"`
-	PartitionReassignments v3Rel   `json:"partition_reassignments"`
+	Kind                   string `json:"kind"`
+	Metadata               v3Meta `json:"metadata"`
+	ClusterID              string `json:"cluster_id"`
+	Controller             *v3Rel `json:"controller"`
+	ACLs                   v3Rel  `json:"acls"`
+	Brokers                v3Rel  `json:"brokers"`
+	BrokerConfigs          v3Rel  `json:"broker_configs"`
+	ConsumerGroups         v3Rel  `json:"consumer_groups"`
+	Topics                 v3Rel  `json:"topics"`
+	PartitionReassignments v3Rel  `json:"partition_reassignments"`
 }
 
 type v3Broker struct {

@@ -275,4 +275,3 @@ func (l *recordLimit) Read(p []byte) (int, error) {
 	l.read += int64(n)
 	return n, err
 }
-
