@@ -185,6 +185,9 @@ func (p *Proxy) handle(pattern, contentType string, h handlerFunc) {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), p.cfg.RequestTimeout)
 		defer cancel()
+		// kadm's metadata with authorized operations skips kgo's metadata
+		// cache: a topic created by one call is listed by the next.
+		ctx = kadm.WithAuthorizedOps(ctx)
 		stopAfter := context.AfterFunc(p.stopped, cancel)
 		defer stopAfter()
 		c := &call{ctx: ctx, w: w, r: r, p: p, login: lg}

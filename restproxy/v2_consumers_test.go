@@ -57,7 +57,13 @@ func (e *env) produceBinary(topic string, partition int32, values ...string) {
 	for i, v := range values {
 		recs[i] = fmt.Sprintf(`{"value":%q,"partition":%d}`, b64(v), partition)
 	}
-	e.must(http.StatusOK, nil, "POST", "/topics/"+topic, ctBinary, `{"records":[`+strings.Join(recs, ",")+`]}`)
+	var pr produceReply
+	r := e.must(http.StatusOK, &pr, "POST", "/topics/"+topic, ctBinary, `{"records":[`+strings.Join(recs, ",")+`]}`)
+	for _, o := range pr.Offsets {
+		if o.ErrorCode != nil {
+			e.t.Fatalf("producing to %s: %s", topic, r)
+		}
+	}
 }
 
 // TestV2ConsumerLifecycle walks an instance through subscribe, read,
