@@ -195,3 +195,17 @@ func jsonBody(t *testing.T, v any) string {
 	}
 	return string(bytes.TrimSpace(b))
 }
+
+// kafkaCommitted is group's committed offset of topic's partition, read by
+// a native client (-1: none).
+func (e *env) kafkaCommitted(group, topic string, partition int32) int64 {
+	e.t.Helper()
+	offs, err := kadm.NewClient(e.kafka()).FetchOffsets(e.ctx, group)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if o, ok := offs.Lookup(topic, partition); ok && o.Err == nil {
+		return o.At
+	}
+	return -1
+}
