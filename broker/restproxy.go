@@ -45,7 +45,16 @@ func (b *Broker) startRestProxy() error {
 	srvCfg := httpserver.Config{
 		Listeners: rc.Listeners,
 		Console:   b.restProxy.Handler(), // every path but the probes
-		Logger:    b.log.With("component", "rest-proxy"),
+		Exposure: func(https bool) string {
+			switch {
+			case rc.Authentication != config.HTTPAuthBasic:
+				return "rest proxy listener is not loopback and rest.proxy.authentication=none: whoever reaches it produces, consumes and administers as User:ANONYMOUS; set rest.proxy.authentication=basic"
+			case !https:
+				return "rest proxy listener is not loopback and not https: Basic logins cross the network in clear text; use https://"
+			}
+			return ""
+		},
+		Logger: b.log.With("component", "rest-proxy"),
 	}
 	if rc.TLS != nil {
 		if srvCfg.TLS, err = network.ServerTLSConfig("REST", rc.TLS, b.log); err != nil {

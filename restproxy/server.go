@@ -29,7 +29,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
+	"os"
 	"sync"
 	"time"
 
@@ -174,9 +174,23 @@ type call struct {
 // handlerFunc serves one route; an error is answered with Confluent's body.
 type handlerFunc func(c *call) error
 
-// handle registers h at pattern; errors are answered as contentType.
+// handle registers h at pattern; errors are answered as contentType. The
+// body must arrive within RequestTimeout (a slow client is cut off), but
+// for streamed records.
 func (p *Proxy) handle(pattern, contentType string, h handlerFunc) {
+	p.handleBody(pattern, contentType, true, h)
+}
+
+func (p *Proxy) handleBody(pattern, contentType string, bodyDeadline bool, h handlerFunc) {
 	p.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if bodyDeadline {
+			// A client that sends its body or reads the reply too slowly
+			// does not hold the call's goroutine for longer. (Not every
+			// ResponseWriter supports deadlines; the server's does.)
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(p.cfg.RequestTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(2 * p.cfg.RequestTimeout))
+		}
 		lg, err := p.authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Basic realm="kbroker"`)
@@ -281,6 +295,9 @@ func (c *call) readBody() ([]byte, error) {
 			return nil, errf(http.StatusRequestEntityTooLarge, http.StatusRequestEntityTooLarge,
 				"HTTP 413 Request Entity Too Large: the body exceeds rest.proxy.max.request.bytes (%d)", tooBig.Limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errf(http.StatusRequestTimeout, http.StatusRequestTimeout, "HTTP 408 Request Timeout: the body did not arrive within %v", c.p.cfg.RequestTimeout)
+		}
 		return nil, errf(http.StatusBadRequest, http.StatusBadRequest, "HTTP 400 Bad Request: reading the body: %v", err)
 	}
 	return data, nil
@@ -342,15 +359,4 @@ func (p *Proxy) expireLoop() {
 			}
 		}
 	}
-}
-
-// splitTrim is strings.Split without empty elements.
-func splitTrim(s, sep string) []string {
-	var out []string
-	for _, e := range strings.Split(s, sep) {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ package restproxy
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -299,8 +300,8 @@ func (c *call) v2CreateInstance() error {
 	in.login.seed = seed
 	in.position = map[topicPartition]int64{}
 	in.own.m = map[topicPartition]bool{}
-	if !c.p.instances.add(in) {
-		return errInstanceExists
+	if err := c.p.instances.add(in); err != nil {
+		return err
 	}
 	return c.reply(createInstanceResponse{
 		InstanceID: in.name,
@@ -374,8 +375,9 @@ func (c *call) v2Records(in *instance) error {
 	fs := in.cl.PollRecords(ctx, 1)
 	for {
 		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if t != "" && ferr == nil {
+		fs.EachError(func(_ string, _ int32, err error) {
+			// The poll's own deadline, or the call ending, is no error.
+			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				ferr = err
 			}
 		})

@@ -264,23 +264,28 @@ type instanceKey struct{ group, name string }
 
 // instances is the registry of the proxy's consumer instances.
 type instances struct {
-	mu sync.Mutex
-	m  map[instanceKey]*instance
+	mu     sync.Mutex
+	m      map[instanceKey]*instance
+	closed bool // by removeAll: no instance is added after the proxy's Close
 }
 
 func newInstances() *instances { return &instances{m: map[instanceKey]*instance{}} }
 
-// add registers in; false when the name is taken in its group.
-func (s *instances) add(in *instance) bool {
+// add registers in: 40902 when the name is taken in its group, an error
+// once the proxy closed.
+func (s *instances) add(in *instance) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
 	k := instanceKey{in.group, in.name}
 	if s.m[k] != nil {
-		return false
+		return errInstanceExists
 	}
 	in.lastUsed.Store(time.Now().UnixNano())
 	s.m[k] = in
-	return true
+	return nil
 }
 
 // acquire returns the instance for a call by owner and marks it busy
@@ -328,6 +333,7 @@ func (s *instances) removeExpired(now time.Time, timeout time.Duration) []*insta
 func (s *instances) removeAll() []*instance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	out := make([]*instance, 0, len(s.m))
 	for k, in := range s.m {
 		delete(s.m, k)

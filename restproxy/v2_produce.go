@@ -8,10 +8,8 @@ package restproxy
 // they are answered 415 as an unknown embedded format is.
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -251,12 +249,4 @@ func acceptFormat(r *http.Request) string {
 		}
 	}
 	return ""
-}
-
-// errCanceled reports a context error of the call as a timeout.
-func errCanceled(ctx context.Context) error {
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		return kafkaError(err)
-	}
-	return nil
 }

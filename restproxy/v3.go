@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -129,10 +130,11 @@ func (v *v3Call) reply(status int, data any) error {
 }
 
 // v3 registers a route under /v3/clusters/{cluster_id}; a cluster id that
-// is not this cluster's is 404.
+// is not this cluster's is 404. The records route streams, so its body has
+// no deadline.
 func (p *Proxy) v3(pattern string, h func(v *v3Call) error) {
-	method, rest, _ := cutSpace(pattern)
-	p.handle(method+" /v3/clusters/{cluster_id}"+rest, ctV3, func(c *call) error {
+	method, rest, _ := strings.Cut(pattern, " ")
+	p.handleBody(method+" /v3/clusters/{cluster_id}"+rest, ctV3, !strings.HasSuffix(rest, "/records"), func(c *call) error {
 		v, err := c.v3Cluster()
 		if err != nil {
 			return err
@@ -142,15 +144,6 @@ func (p *Proxy) v3(pattern string, h func(v *v3Call) error) {
 		}
 		return h(v)
 	})
-}
-
-func cutSpace(s string) (string, string, bool) {
-	for i := range len(s) {
-		if s[i] == ' ' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
 
 func (c *call) v3Cluster(topics ...string) (*v3Call, error) {
