@@ -6,11 +6,11 @@ package restproxy
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
