@@ -128,9 +128,8 @@ func TestV2ConsumerLifecycle(t *testing.T) {
 		t.Errorf("committed %d after committing everything read, want 3", got)
 	}
 	// The group's offset is what a native client of the group sees.
-	offs, err := kadm.NewClient(e.kafka()).FetchOffsets(e.ctx, "g1")
-	if o, _ := offs.Lookup("life", 0); err != nil || o.At != 3 {
-		t.Errorf("native FetchOffsets: %+v %v", o, err)
+	if got := e.kafkaCommitted("g1", "life", 0); got != 3 {
+		t.Errorf("native FetchOffsets: %d, want 3", got)
 	}
 
 	e.must(http.StatusNoContent, nil, "POST", path+"/positions/beginning", ctV2, `{"partitions":[{"topic":"life","partition":0}]}`)
@@ -186,9 +185,8 @@ func TestV2ConsumerAssignJSON(t *testing.T) {
 		t.Errorf("rest: %+v", rest)
 	}
 	e.must(http.StatusOK, nil, "POST", path+"/offsets", ctV2, "")
-	res, err := adm.FetchOffsets(e.ctx, "gj")
-	if o, _ := res.Lookup("js", 1); err != nil || o.At != 4 {
-		t.Errorf("committed after an assigned commit: %+v %v", o, err)
+	if got := e.kafkaCommitted("gj", "js", 1); got != 4 {
+		t.Errorf("committed %d after an assigned commit, want 4", got)
 	}
 }
 

@@ -49,20 +49,12 @@ func (p *Proxy) routesV2() {
 		if err != nil {
 			return err
 		}
-		adm, err := c.admin()
+		cfs, err := c.topicConfigs(td.Topic)
 		if err != nil {
 			return err
 		}
-		rcs, err := adm.DescribeTopicConfigs(c.ctx, td.Topic)
-		if err != nil {
-			return kafkaError(err)
-		}
-		rc, err := rcs.On(td.Topic, nil)
-		if err != nil {
-			return kafkaError(err)
-		}
 		configs := map[string]string{}
-		for _, cf := range rc.Configs {
+		for _, cf := range cfs {
 			configs[cf.Key] = cf.MaybeValue()
 		}
 		writeJSON(c.w, http.StatusOK, ctV2, v2Topic{Name: td.Topic, Configs: configs, Partitions: v2Partitions(td)})
@@ -142,4 +134,24 @@ func v2PartitionOf(pd kadm.PartitionDetail) v2Partition {
 		out.Replicas = append(out.Replicas, v2Replica{Broker: r, Leader: r == pd.Leader, InSync: slices.Contains(pd.ISR, r)})
 	}
 	return out
+}
+
+// topicConfigs is every config of topic, with its source and synonyms.
+func (c *call) topicConfigs(topic string) ([]kadm.Config, error) {
+	adm, err := c.admin()
+	if err != nil {
+		return nil, err
+	}
+	rcs, err := adm.DescribeTopicConfigs(c.ctx, topic)
+	if err != nil {
+		return nil, kafkaError(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return nil, kafkaError(err)
+	}
+	return rc.Configs, nil
 }

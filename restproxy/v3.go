@@ -257,7 +257,7 @@ func (p *Proxy) routesV3() {
 		if err != nil {
 			return err
 		}
-		adm, _ := v.admin()
+		adm := v.uc.adm // v3Cluster created the client
 		rcs, err := adm.DescribeBrokerConfigs(v.ctx, b.NodeID)
 		if err != nil {
 			return kafkaError(err)
@@ -313,7 +313,7 @@ type v3CreateTopic struct {
 
 func (p *Proxy) routesV3Topics() {
 	p.v3("GET /topics", func(v *v3Call) error {
-		adm, _ := v.admin()
+		adm := v.uc.adm // v3Cluster created the client
 		tds, err := adm.ListTopics(v.ctx)
 		if err != nil {
 			return kafkaError(err)
@@ -343,7 +343,7 @@ func (p *Proxy) routesV3Topics() {
 		for _, cf := range req.Configs {
 			configs[cf.Name] = cf.Value
 		}
-		adm, _ := v.admin()
+		adm := v.uc.adm // v3Cluster created the client
 		create := adm.CreateTopics
 		if req.ValidateOnly {
 			create = adm.ValidateCreateTopics
@@ -373,7 +373,7 @@ func (p *Proxy) routesV3Topics() {
 		return v.reply(http.StatusOK, v.topic(td))
 	})
 	p.v3("DELETE /topics/{topic_name}", func(v *v3Call) error {
-		adm, _ := v.admin()
+		adm := v.uc.adm // v3Cluster created the client
 		resp, err := adm.DeleteTopic(v.ctx, v.r.PathValue("topic_name"))
 		if err == nil {
 			err = resp.Err
@@ -389,17 +389,12 @@ func (p *Proxy) routesV3Topics() {
 		if err != nil {
 			return err
 		}
-		adm, _ := v.admin()
-		rcs, err := adm.DescribeTopicConfigs(v.ctx, td.Topic)
+		cfs, err := v.topicConfigs(td.Topic)
 		if err != nil {
-			return kafkaError(err)
-		}
-		rc, err := rcs.On(td.Topic, nil)
-		if err != nil {
-			return kafkaError(err)
+			return err
 		}
 		out := []v3Config{}
-		for _, cf := range rc.Configs {
+		for _, cf := range cfs {
 			out = append(out, v.config(td.Topic, -1, cf))
 		}
 		return v.list("KafkaTopicConfigList", "/topics/"+td.Topic+"/configs", out)

@@ -93,7 +93,7 @@ func (v *v3Call) consumer(group string, m kadm.DescribedGroupMember) v3Consumer 
 // describedGroup is the path's group (404 when the coordinator does not
 // know it).
 func (v *v3Call) describedGroup() (kadm.DescribedGroup, error) {
-	adm, _ := v.admin()
+	adm := v.uc.adm // v3Cluster created the client
 	name := v.r.PathValue("group")
 	gs, err := adm.DescribeGroups(v.ctx, name)
 	if err != nil {
@@ -111,7 +111,7 @@ func (v *v3Call) describedGroup() (kadm.DescribedGroup, error) {
 
 func (p *Proxy) routesV3Groups() {
 	p.v3("GET /consumer-groups", func(v *v3Call) error {
-		adm, _ := v.admin()
+		adm := v.uc.adm // v3Cluster created the client
 		listed, err := adm.ListGroups(v.ctx)
 		if err != nil {
 			return kafkaError(err)
@@ -151,7 +151,7 @@ func (p *Proxy) routesV3Groups() {
 		if err != nil {
 			return err
 		}
-		adm, _ := v.admin()
+		adm := v.uc.adm // v3Cluster created the client
 		lags, err := adm.Lag(v.ctx, g.Group)
 		if err != nil {
 			return kafkaError(err)
@@ -248,7 +248,7 @@ func (p *Proxy) routesV3ACLs() {
 		if err != nil {
 			return err
 		}
-		uc, _ := v.client()
+		uc := v.uc
 		resp, err := req.RequestWith(v.ctx, uc.cl)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
@@ -286,7 +286,7 @@ func (p *Proxy) routesV3ACLs() {
 		c.Principal, c.Host, c.Operation, c.PermissionType = in.Principal, in.Host, f.Operation, f.PermissionType
 		req := kmsg.NewCreateACLsRequest()
 		req.Creations = append(req.Creations, c)
-		uc, _ := v.client()
+		uc := v.uc
 		resp, err := req.RequestWith(v.ctx, uc.cl)
 		if err == nil && len(resp.Results) == 1 {
 			err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
@@ -308,7 +308,7 @@ func (p *Proxy) routesV3ACLs() {
 		df.Principal, df.Host, df.Operation, df.PermissionType = f.Principal, f.Host, f.Operation, f.PermissionType
 		req := kmsg.NewDeleteACLsRequest()
 		req.Filters = append(req.Filters, df)
-		uc, _ := v.client()
+		uc := v.uc
 		resp, err := req.RequestWith(v.ctx, uc.cl)
 		out := []v3ACL{}
 		if err == nil {

@@ -70,8 +70,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Errorf("step %d: %q, want %q", i+1, s, w)
 		}
 	}
-	offs := e.kafkaCommitted("demo-group", "demo", 0)
-	if offs != 2 {
-		t.Errorf("demo-group's committed offset %d, want 2", offs)
+	if got := e.kafkaCommitted("demo-group", "demo", 0); got != 2 {
+		t.Errorf("demo-group's committed offset %d, want 2", got)
 	}
 }
