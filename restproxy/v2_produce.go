@@ -16,7 +16,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Embedded formats.
@@ -173,6 +176,9 @@ type placer struct {
 	c            *call
 	counts       map[string]int
 	partitioners map[string]kgo.TopicPartitioner
+	// autoCreate asks the broker to create a missing topic, as v2's
+	// producer does (when auto.create.topics.enable and the ACLs allow).
+	autoCreate bool
 }
 
 func (c *call) newPlacer() *placer {
@@ -184,6 +190,9 @@ func (pl *placer) place(r *kgo.Record) error {
 	n, ok := pl.counts[r.Topic]
 	if !ok {
 		td, err := pl.c.topic(r.Topic)
+		if err == errTopicNotFound && pl.autoCreate {
+			td.Partitions, err = pl.c.autoCreate(r.Topic)
+		}
 		if err != nil {
 			return err
 		}
@@ -212,6 +221,7 @@ func (c *call) produce(recs []*kgo.Record) ([]partitionOffset, error) {
 		return nil, err
 	}
 	pl := c.newPlacer()
+	pl.autoCreate = true
 	for _, r := range recs {
 		if err := pl.place(r); err != nil {
 			return nil, err
@@ -249,4 +259,36 @@ func acceptFormat(r *http.Request) string {
 		}
 	}
 	return ""
+}
+
+// autoCreate asks for topic's metadata allowing its creation (Kafka's
+// auto.create.topics.enable) and returns its partitions; 40401 when the
+// broker does not create it.
+func (c *call) autoCreate(topic string) (kadm.PartitionDetails, error) {
+	uc, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(c.ctx, uc.cl)
+	if err != nil {
+		return nil, kafkaError(err)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		// LEADER_NOT_AVAILABLE: created, partitions not led yet; the
+		// metadata read next shows them.
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && err != kerr.LeaderNotAvailable {
+			return nil, kafkaError(err)
+		}
+		td, err := c.topic(topic)
+		return td.Partitions, err
+	}
+	return nil, errTopicNotFound
 }

@@ -64,6 +64,13 @@ func TestV2Produce(t *testing.T) {
 		t.Fatalf("json to partition 1: %+v", pr.Offsets)
 	}
 
+	// A missing topic is created, as v2's producer has the broker do.
+	e.must(http.StatusOK, &pr, "POST", "/topics/fresh", ctBinary, `{"records":[{"value":"`+b64("new")+`"}]}`)
+	if len(pr.Offsets) != 1 || pr.Offsets[0].ErrorCode != nil || *pr.Offsets[0].Offset != 0 {
+		t.Errorf("produce to a new topic: %+v", pr)
+	}
+	e.must(http.StatusOK, nil, "GET", "/topics/fresh", "", "")
+
 	cl := e.kafka(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"jsonev": {1: kgo.NewOffset().AtStart()}}))
 	var got []string
 	for len(got) < 2 {
