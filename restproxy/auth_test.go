@@ -1,6 +1,9 @@
 package restproxy_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker"
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/network/tlstest"
 )
 
 // TestBasicAuthActsAsTheUser: with rest.proxy.authentication=basic every
@@ -111,5 +115,47 @@ func TestPortInUse(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "rest.proxy.listeners") || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("error %q does not name the key and the cause", err)
+	}
+}
+
+// TestHTTPS: an https:// entry of rest.proxy.listeners serves TLS with
+// listener.name.rest.ssl.*, and the same API.
+func TestHTTPS(t *testing.T) {
+	ca, err := tlstest.NewCA("rest-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Server("kbroker-rest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := tlstest.WriteFile(t.TempDir(), "rest.pem", leaf.KeystorePEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, map[string]string{
+		"rest.proxy.listeners":                     "https://127.0.0.1:0",
+		"ssl.keystore.type":                        "PEM",
+		"ssl.truststore.type":                      "PEM",
+		"listener.name.rest.ssl.keystore.location": ks,
+	})
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	t.Cleanup(tr.CloseIdleConnections)
+	e.hc = &http.Client{Transport: tr}
+	e.base = strings.Replace(e.base, "http://", "https://", 1)
+	var ref instanceRef
+	e.must(http.StatusOK, &ref, "POST", "/consumers/tls-g", ctV2, `{"name":"c"}`)
+	if ref.BaseURI != e.base+"/consumers/tls-g/instances/c" {
+		t.Errorf("base_uri over TLS: %q", ref.BaseURI)
+	}
+	plain := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := plain.Get(strings.Replace(e.base, "https://", "http://", 1) + "/topics"); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plain HTTP to the https listener answered 200: %s", body)
+		}
 	}
 }
