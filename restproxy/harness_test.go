@@ -28,7 +28,7 @@ const (
 
 // env is a started broker with its proxy.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	b    *broker.Broker
 	base string // http://host:port of the proxy
 	hc   *http.Client
@@ -38,7 +38,7 @@ type env struct {
 }
 
 // start starts a broker with the proxy and props over the defaults.
-func start(t *testing.T, props map[string]string) *env {
+func start(t testing.TB, props map[string]string) *env {
 	t.Helper()
 	p := map[string]string{
 		"listeners":                        "PLAINTEXT://127.0.0.1:0",
@@ -187,7 +187,7 @@ func (e *env) eventually(what string, cond func() bool) {
 }
 
 // jsonBody marshals v.
-func jsonBody(t *testing.T, v any) string {
+func jsonBody(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -8,6 +8,7 @@ package restproxy
 // they are answered 415 as an unknown embedded format is.
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -158,15 +159,24 @@ func decodeEmbedded(format string, raw json.RawMessage) ([]byte, error) {
 	if format == formatJSON {
 		return []byte(raw), nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, errJSON(fmt.Errorf("a binary key or value must be a base64 string: %w", err))
+	// Base64 needs no JSON escapes: a plain string literal is its own
+	// text, which spares a second JSON parse of every value.
+	src := []byte(raw)
+	if len(src) < 2 || src[0] != '"' || src[len(src)-1] != '"' || bytes.IndexByte(src, '\\') >= 0 {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, errJSON(fmt.Errorf("a binary key or value must be a base64 string: %w", err))
+		}
+		src = []byte(s)
+	} else {
+		src = src[1 : len(src)-1]
 	}
-	b, err := base64.StdEncoding.DecodeString(s)
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
+	n, err := base64.StdEncoding.Decode(b, src)
 	if err != nil {
 		return nil, errJSON(fmt.Errorf("invalid base64: %w", err))
 	}
-	return b, nil
+	return b[:n], nil
 }
 
 // placer places records in partitions: an explicit partition is checked
