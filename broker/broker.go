@@ -96,15 +96,18 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	defer func() {
 		if !ok {
 			b.closeRestProxy()
-			b.http.Close()
+			if b.http != nil {
+				b.http.Close()
+			}
 			b.closeStorage()
 			b.closeZK()
 		}
 	}()
-	if err := b.startHTTP(); err != nil {
+	// The REST proxy first: the console (in startHTTP) links to it.
+	if err := b.startRestProxy(); err != nil { // restproxy.go
 		return nil, err
 	}
-	if err := b.startRestProxy(); err != nil { // restproxy.go
+	if err := b.startHTTP(); err != nil {
 		return nil, err
 	}
 	var store controller.Store

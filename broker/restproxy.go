@@ -24,8 +24,9 @@ var (
 )
 
 // startRestProxy starts the Confluent REST Proxy (rest.proxy.listeners) at
-// the beginning of New, after the HTTP listener: it answers 50003 until
-// the Kafka listeners are open. A listener that cannot bind fails New.
+// the beginning of New, before the HTTP listener (whose console links to
+// it): it answers 50003 until the Kafka listeners are open. A listener
+// that cannot bind fails New.
 func (b *Broker) startRestProxy() error {
 	rc := b.cfg.RestProxy
 	if len(rc.Listeners) == 0 {
@@ -150,6 +151,28 @@ func (b *Broker) RestProxyAddrs() []net.Addr {
 		return nil
 	}
 	return b.restHTTP.Addrs()
+}
+
+// restProxyURL is the base URL of the proxy's first listener (a
+// wildcard bind as localhost) and whether it asks for a login; "" when
+// the proxy is off. The console shows it in a curl line.
+func (b *Broker) restProxyURL() (string, bool) {
+	addrs := b.RestProxyAddrs()
+	if len(addrs) == 0 {
+		return "", false
+	}
+	host, port := "localhost", ""
+	if tcp, ok := addrs[0].(*net.TCPAddr); ok {
+		port = strconv.Itoa(tcp.Port)
+		if !tcp.IP.IsUnspecified() {
+			host = tcp.IP.String()
+		}
+	}
+	scheme := "http://"
+	if b.cfg.RestProxy.Listeners[0].TLS {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, port), b.cfg.RestProxy.Authentication == config.HTTPAuthBasic
 }
 
 // closeRestProxy closes the consumer instances and Kafka clients of the
