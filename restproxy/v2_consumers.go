@@ -439,8 +439,12 @@ func (c *call) v2Commit(in *instance) error {
 	}
 	offs := kadm.Offsets{}
 	if req.Offsets == nil {
-		for tp, next := range in.position {
-			offs.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: next, LeaderEpoch: -1})
+		// As Kafka's commitSync(): the positions of the partitions the
+		// instance consumes now, never of one a rebalance moved away.
+		for _, tp := range in.assignmentLocked() {
+			if next, ok := in.position[tp]; ok {
+				offs.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: next, LeaderEpoch: -1})
+			}
 		}
 	}
 	for _, o := range req.Offsets {
