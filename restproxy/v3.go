@@ -274,6 +274,7 @@ func (p *Proxy) routesV3() {
 		return v.list("KafkaBrokerConfigList", "/brokers/"+strconv.Itoa(int(b.NodeID))+"/configs", out)
 	})
 	p.routesV3Topics()
+	p.routesV3Configs()
 	p.routesV3Groups()
 	p.routesV3ACLs()
 	p.routesV3Records()
@@ -411,17 +412,9 @@ func (p *Proxy) routesV3Topics() {
 		return v.list("KafkaPartitionList", "/topics/"+td.Topic+"/partitions", out)
 	})
 	p.v3("GET /topics/{topic_name}/partitions/{partition}", func(v *v3Call) error {
-		td, err := v.topicParam()
+		pd, err := v.partitionDetail()
 		if err != nil {
 			return err
-		}
-		part, err := partitionParam(v.call)
-		if err != nil {
-			return err
-		}
-		pd, ok := td.Partitions[part]
-		if !ok {
-			return errPartitionNotFound
 		}
 		return v.reply(http.StatusOK, v.partition(pd))
 	})

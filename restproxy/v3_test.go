@@ -122,6 +122,39 @@ func TestV3Admin(t *testing.T) {
 			t.Errorf("retention.ms: %+v", cf)
 		}
 	}
+	// One config: set, read, reset; many: configs:alter.
+	e.must(http.StatusNoContent, nil, "PUT", c+"/topics/v3t/configs/segment.ms", "application/json", `{"value":"3600000"}`)
+	var one config
+	e.must(http.StatusOK, &one, "GET", c+"/topics/v3t/configs/segment.ms", "", "")
+	if one.Kind != "KafkaTopicConfig" || one.Value == nil || *one.Value != "3600000" || one.Source != "DYNAMIC_TOPIC_CONFIG" {
+		t.Errorf("segment.ms after PUT: %+v", one)
+	}
+	e.must(http.StatusNoContent, nil, "POST", c+"/topics/v3t/configs:alter", "application/json",
+		`{"data":[{"name":"segment.ms","operation":"DELETE"},{"name":"retention.bytes","value":"1048576"}]}`)
+	e.must(http.StatusOK, &one, "GET", c+"/topics/v3t/configs/segment.ms", "", "")
+	if one.Source == "DYNAMIC_TOPIC_CONFIG" {
+		t.Errorf("segment.ms after DELETE: %+v", one)
+	}
+	e.must(http.StatusOK, &one, "GET", c+"/topics/v3t/configs/retention.bytes", "", "")
+	if one.Value == nil || *one.Value != "1048576" {
+		t.Errorf("retention.bytes after configs:alter: %+v", one)
+	}
+	e.must(http.StatusNoContent, nil, "DELETE", c+"/topics/v3t/configs/retention.bytes", "", "")
+	wantError(t, "invalid config value", e.do("PUT", c+"/topics/v3t/configs/retention.ms", "application/json", `{"value":"soon"}`), 400, 400)
+	wantError(t, "unknown config", e.do("GET", c+"/topics/v3t/configs/no.such", "", ""), 404, 404)
+
+	var replicas v3List[struct {
+		Kind     string `json:"kind"`
+		BrokerID int32  `json:"broker_id"`
+		IsLeader bool   `json:"is_leader"`
+		IsInSync bool   `json:"is_in_sync"`
+	}]
+	e.must(http.StatusOK, &replicas, "GET", c+"/topics/v3t/partitions/0/replicas", "", "")
+	if replicas.Kind != "KafkaReplicaList" || len(replicas.Data) != 1 || !replicas.Data[0].IsLeader || !replicas.Data[0].IsInSync {
+		t.Errorf("replicas: %+v", replicas)
+	}
+	e.must(http.StatusOK, nil, "GET", c+"/topics/v3t/partitions/0/replicas/"+bid, "", "")
+
 	var parts v3List[struct {
 		Kind        string `json:"kind"`
 		PartitionID int32  `json:"partition_id"`
@@ -180,6 +213,17 @@ func TestV3Admin(t *testing.T) {
 	if len(consumers.Data) != 1 || consumers.Data[0].ClientID != "native-1" {
 		t.Errorf("consumers: %+v", consumers)
 	}
+	var asg v3List[struct {
+		Kind        string `json:"kind"`
+		TopicName   string `json:"topic_name"`
+		PartitionID int32  `json:"partition_id"`
+	}]
+	e.must(http.StatusOK, nil, "GET", c+"/consumer-groups/v3g/consumers/"+consumers.Data[0].ConsumerID, "", "")
+	e.must(http.StatusOK, &asg, "GET", c+"/consumer-groups/v3g/consumers/"+consumers.Data[0].ConsumerID+"/assignments", "", "")
+	if asg.Kind != "KafkaConsumerAssignmentList" || len(asg.Data) != 3 || asg.Data[0].Kind != "KafkaConsumerAssignment" || asg.Data[0].TopicName != "v3t" {
+		t.Errorf("assignments: %+v", asg)
+	}
+	wantError(t, "unknown consumer", e.do("GET", c+"/consumer-groups/v3g/consumers/nope", "", ""), 404, 404)
 	var lag struct {
 		Kind              string `json:"kind"`
 		MaxLag            int64  `json:"max_lag"`
