@@ -254,6 +254,10 @@ func (c *call) client() (*userClient, error) {
 		cl, err := kgo.NewClient(append(c.login.opts(),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(0),
+			// Produces of one user wait while this much is unacknowledged:
+			// the bound of a stream's records in flight, and of
+			// concurrent calls together.
+			kgo.MaxBufferedBytes(int(max(64<<20, 2*p.cfg.MaxRequestBytes))),
 		)...)
 		if err != nil {
 			return nil, err

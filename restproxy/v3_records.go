@@ -24,7 +24,8 @@ import (
 )
 
 // streamWindow bounds the records of one stream produced but not yet
-// answered.
+// answered; their bytes are bounded by the user client's
+// MaxBufferedBytes.
 const streamWindow = 64
 
 type v3Data struct {
