@@ -143,15 +143,6 @@ func (c *call) topicConfigs(topic string) ([]kadm.Config, error) {
 		return nil, err
 	}
 	rcs, err := adm.DescribeTopicConfigs(c.ctx, topic)
-	if err != nil {
-		return nil, kafkaError(err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		return nil, kafkaError(err)
-	}
-	return rc.Configs, nil
+	rc, err := onlyResult(rcs, err, topic, func(r kadm.ResourceConfig) error { return r.Err })
+	return rc.Configs, err
 }

@@ -350,15 +350,9 @@ func (p *Proxy) routesV3Topics() {
 			create = adm.ValidateCreateTopics
 		}
 		resps, err := create(v.ctx, parts, rf, configs, req.TopicName)
+		resp, err := onlyResult(resps, err, req.TopicName, func(r kadm.CreateTopicResponse) error { return r.Err })
 		if err != nil {
-			return kafkaError(err)
-		}
-		resp, err := resps.On(req.TopicName, nil)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			return kafkaError(err)
+			return err
 		}
 		td := kadm.TopicDetail{Topic: req.TopicName, Partitions: kadm.PartitionDetails{}}
 		for i := range resp.NumPartitions {
@@ -428,4 +422,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// resultsOn is a kadm result set: one result per resource name.
+type resultsOn[R any] interface {
+	On(name string, fn func(*R) error) (R, error)
+}
+
+// onlyResult is the result for name of a kadm call that returned results
+// and err, failing (as Confluent's error) on the call's error, a missing
+// result or the result's own error (errOf).
+func onlyResult[R any, S resultsOn[R]](results S, err error, name string, errOf func(R) error) (R, error) {
+	var r R
+	if err == nil {
+		r, err = results.On(name, nil)
+	}
+	if err == nil {
+		err = errOf(r)
+	}
+	if err != nil {
+		return r, kafkaError(err)
+	}
+	return r, nil
 }

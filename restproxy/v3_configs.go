@@ -47,15 +47,8 @@ func (v *v3Call) alterTopicConfigs(changes []kadm.AlterConfig, validateOnly bool
 		alter = v.uc.adm.ValidateAlterTopicConfigs
 	}
 	resps, err := alter(v.ctx, changes, td.Topic)
-	if err != nil {
-		return kafkaError(err)
-	}
-	resp, err := resps.On(td.Topic, nil)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return kafkaError(err)
+	if _, err := onlyResult(resps, err, td.Topic, func(r kadm.AlterConfigsResponse) error { return r.Err }); err != nil {
+		return err
 	}
 	v.w.WriteHeader(http.StatusNoContent)
 	return nil
