@@ -147,44 +147,112 @@ func (p *Proxy) routesV3Groups() {
 		return v.list("KafkaConsumerList", "/consumer-groups/"+g.Group+"/consumers", out)
 	})
 	p.v3("GET /consumer-groups/{group}/lag-summary", func(v *v3Call) error {
-		g, err := v.describedGroup()
+		g, lags, err := v.groupLags()
 		if err != nil {
 			return err
-		}
-		adm := v.uc.adm // v3Cluster created the client
-		lags, err := adm.Lag(v.ctx, g.Group)
-		if err != nil {
-			return kafkaError(err)
-		}
-		l := lags[g.Group]
-		if err := l.Error(); err != nil {
-			return kafkaError(err)
 		}
 		path := "/consumer-groups/" + g.Group + "/lag-summary"
 		out := v3LagSummary{Kind: "KafkaConsumerGroupLagSummary", Metadata: v.meta(path, "/consumer-group="+g.Group+"/lag-summary"),
 			ClusterID: v.md.Cluster, ConsumerGroupID: g.Group, MaxLagPartitionID: -1}
-		first := true
-		{
-			for _, ml := range l.Lag.Sorted() {
-				if ml.Err != nil || ml.Lag < 0 {
-					continue
-				}
-				out.TotalLag += ml.Lag
-				if first || ml.Lag > out.MaxLag {
-					first = false
-					out.MaxLag, out.MaxLagTopicName, out.MaxLagPartitionID = ml.Lag, ml.Topic, ml.Partition
-					if ml.Member != nil {
-						out.MaxLagConsumerID, out.MaxLagInstanceID, out.MaxLagClientID = ml.Member.MemberID, ml.Member.InstanceID, ml.Member.ClientID
-					} else {
-						out.MaxLagConsumerID, out.MaxLagInstanceID, out.MaxLagClientID = "", nil, ""
-					}
-				}
+		for i, ml := range lags {
+			out.TotalLag += ml.Lag
+			if i == 0 || ml.Lag > out.MaxLag {
+				out.MaxLag, out.MaxLagTopicName, out.MaxLagPartitionID = ml.Lag, ml.Topic, ml.Partition
+				out.MaxLagConsumerID, out.MaxLagInstanceID, out.MaxLagClientID = memberIDs(ml.Member)
 			}
 		}
 		out.MaxLagConsumer = v3Rel{v.base + "/consumer-groups/" + g.Group + "/consumers/" + out.MaxLagConsumerID}
 		out.MaxLagPartition = v3Rel{v.base + "/topics/" + out.MaxLagTopicName + "/partitions/" + strconv.Itoa(int(out.MaxLagPartitionID))}
 		return v.reply(http.StatusOK, out)
 	})
+	p.v3("GET /consumer-groups/{group}/lags", func(v *v3Call) error {
+		g, lags, err := v.groupLags()
+		if err != nil {
+			return err
+		}
+		out := []v3Lag{}
+		for _, ml := range lags {
+			out = append(out, v.lag(g.Group, ml))
+		}
+		return v.list("KafkaConsumerLagList", "/consumer-groups/"+g.Group+"/lags", out)
+	})
+	p.v3("GET /consumer-groups/{group}/lags/{topic_name}/partitions/{partition}", func(v *v3Call) error {
+		g, lags, err := v.groupLags()
+		if err != nil {
+			return err
+		}
+		part, err := partitionParam(v.call)
+		if err != nil {
+			return err
+		}
+		for _, ml := range lags {
+			if ml.Topic == v.r.PathValue("topic_name") && ml.Partition == part {
+				return v.reply(http.StatusOK, v.lag(g.Group, ml))
+			}
+		}
+		return errf(http.StatusNotFound, http.StatusNotFound, "Consumer lag for %s-%d cannot be found.", v.r.PathValue("topic_name"), part)
+	})
+}
+
+type v3Lag struct {
+	Kind            string  `json:"kind"`
+	Metadata        v3Meta  `json:"metadata"`
+	ClusterID       string  `json:"cluster_id"`
+	ConsumerGroupID string  `json:"consumer_group_id"`
+	TopicName       string  `json:"topic_name"`
+	PartitionID     int32   `json:"partition_id"`
+	CurrentOffset   int64   `json:"current_offset"`
+	LogEndOffset    int64   `json:"log_end_offset"`
+	Lag             int64   `json:"lag"`
+	ConsumerID      string  `json:"consumer_id"`
+	InstanceID      *string `json:"instance_id"`
+	ClientID        string  `json:"client_id"`
+}
+
+// groupLags is the path's group and the lag of each partition it has
+// committed or is assigned, sorted (partitions whose lag is unknown left
+// out).
+func (v *v3Call) groupLags() (kadm.DescribedGroup, []kadm.GroupMemberLag, error) {
+	g, err := v.describedGroup()
+	if err != nil {
+		return g, nil, err
+	}
+	lags, err := v.uc.adm.Lag(v.ctx, g.Group)
+	if err != nil {
+		return g, nil, kafkaError(err)
+	}
+	l := lags[g.Group]
+	if err := l.Error(); err != nil {
+		return g, nil, kafkaError(err)
+	}
+	var out []kadm.GroupMemberLag
+	for _, ml := range l.Lag.Sorted() {
+		if ml.Err == nil && ml.Lag >= 0 {
+			out = append(out, ml)
+		}
+	}
+	return g, out, nil
+}
+
+// memberIDs is a lag's member's ids ("" when no member owns the
+// partition).
+func memberIDs(m *kadm.DescribedGroupMember) (consumer string, instance *string, client string) {
+	if m == nil {
+		return "", nil, ""
+	}
+	return m.MemberID, m.InstanceID, m.ClientID
+}
+
+func (v *v3Call) lag(group string, ml kadm.GroupMemberLag) v3Lag {
+	id := strconv.Itoa(int(ml.Partition))
+	out := v3Lag{
+		Kind:      "KafkaConsumerLag",
+		Metadata:  v.meta("/consumer-groups/"+group+"/lags/"+ml.Topic+"/partitions/"+id, "/consumer-group="+group+"/lag="+ml.Topic+"/partition="+id),
+		ClusterID: v.md.Cluster, ConsumerGroupID: group, TopicName: ml.Topic, PartitionID: ml.Partition,
+		CurrentOffset: ml.Commit.At, LogEndOffset: ml.End.Offset, Lag: ml.Lag,
+	}
+	out.ConsumerID, out.InstanceID, out.ClientID = memberIDs(ml.Member)
+	return out
 }
 
 // v3ACL is Confluent's AclData (and, without kind and metadata, its

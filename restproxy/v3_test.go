@@ -236,6 +236,22 @@ func TestV3Admin(t *testing.T) {
 	if lag.Kind != "KafkaConsumerGroupLagSummary" || lag.MaxLag != 2 || lag.TotalLag != 2 || lag.MaxLagTopicName != "v3t" || lag.MaxLagPartitionID != 0 || lag.MaxLagClientID != "native-1" {
 		t.Errorf("lag summary: %+v", lag)
 	}
+	var lags v3List[struct {
+		Kind          string `json:"kind"`
+		PartitionID   int32  `json:"partition_id"`
+		CurrentOffset int64  `json:"current_offset"`
+		LogEndOffset  int64  `json:"log_end_offset"`
+		Lag           int64  `json:"lag"`
+		ClientID      string `json:"client_id"`
+	}]
+	e.must(http.StatusOK, &lags, "GET", c+"/consumer-groups/v3g/lags", "", "")
+	if lags.Kind != "KafkaConsumerLagList" || len(lags.Data) != 3 {
+		t.Fatalf("lags: %+v", lags)
+	}
+	if l := lags.Data[0]; l.Kind != "KafkaConsumerLag" || l.PartitionID != 0 || l.CurrentOffset != 1 || l.LogEndOffset != 3 || l.Lag != 2 || l.ClientID != "native-1" {
+		t.Errorf("lag of partition 0: %+v", l)
+	}
+	e.must(http.StatusOK, nil, "GET", c+"/consumer-groups/v3g/lags/v3t/partitions/0", "", "")
 	wantError(t, "unknown group", e.do("GET", c+"/consumer-groups/nope", "", ""), 404, 404)
 	cl.Close()
 
