@@ -65,6 +65,7 @@ type v3Config struct {
 	ClusterID   string      `json:"cluster_id"`
 	TopicName   string      `json:"topic_name,omitempty"`
 	BrokerID    *int32      `json:"broker_id,omitempty"`
+	ConfigType  string      `json:"config_type,omitempty"`
 	Name        string      `json:"name"`
 	Value       *string     `json:"value"`
 	IsDefault   bool        `json:"is_default"`
@@ -208,26 +209,6 @@ func (v *v3Call) partition(pd kadm.PartitionDetail) v3Partition {
 	return out
 }
 
-// config is one config entry; topic "" is a broker's.
-func (v *v3Call) config(topic string, broker int32, cf kadm.Config) v3Config {
-	out := v3Config{
-		ClusterID: v.md.Cluster, Name: cf.Key, Value: cf.Value, IsSensitive: cf.Sensitive,
-		IsDefault: cf.Source == 5, Source: cf.Source.String(), Synonyms: []v3Synonym{},
-	}
-	for _, s := range cf.Synonyms {
-		out.Synonyms = append(out.Synonyms, v3Synonym{Name: s.Key, Value: s.Value, Source: s.Source.String()})
-	}
-	if topic != "" {
-		out.Kind, out.TopicName = "KafkaTopicConfig", topic
-		out.Metadata = v.meta("/topics/"+topic+"/configs/"+cf.Key, "/topic="+topic+"/config="+cf.Key)
-	} else {
-		id := strconv.Itoa(int(broker))
-		out.Kind, out.BrokerID = "KafkaBrokerConfig", &broker
-		out.Metadata = v.meta("/brokers/"+id+"/configs/"+cf.Key, "/broker="+id+"/config="+cf.Key)
-	}
-	return out
-}
-
 func (p *Proxy) routesV3() {
 	p.handle("GET /v3/clusters", ctV3, func(c *call) error {
 		v, err := c.v3Cluster()
@@ -251,27 +232,6 @@ func (p *Proxy) routesV3() {
 			return err
 		}
 		return v.reply(http.StatusOK, v.broker(b))
-	})
-	p.v3("GET /brokers/{broker_id}/configs", func(v *v3Call) error {
-		b, err := v.brokerParam()
-		if err != nil {
-			return err
-		}
-		adm := v.uc.adm // v3Cluster created the client
-		rcs, err := adm.DescribeBrokerConfigs(v.ctx, b.NodeID)
-		if err != nil {
-			return kafkaError(err)
-		}
-		out := []v3Config{}
-		for _, rc := range rcs {
-			if rc.Err != nil {
-				return kafkaError(rc.Err)
-			}
-			for _, cf := range rc.Configs {
-				out = append(out, v.config("", b.NodeID, cf))
-			}
-		}
-		return v.list("KafkaBrokerConfigList", "/brokers/"+strconv.Itoa(int(b.NodeID))+"/configs", out)
 	})
 	p.routesV3Topics()
 	p.routesV3Configs()
@@ -378,21 +338,6 @@ func (p *Proxy) routesV3Topics() {
 		}
 		v.w.WriteHeader(http.StatusNoContent)
 		return nil
-	})
-	p.v3("GET /topics/{topic_name}/configs", func(v *v3Call) error {
-		td, err := v.topicParam()
-		if err != nil {
-			return err
-		}
-		cfs, err := v.topicConfigs(td.Topic)
-		if err != nil {
-			return err
-		}
-		out := []v3Config{}
-		for _, cf := range cfs {
-			out = append(out, v.config(td.Topic, -1, cf))
-		}
-		return v.list("KafkaTopicConfigList", "/topics/"+td.Topic+"/configs", out)
 	})
 	p.v3("GET /topics/{topic_name}/partitions", func(v *v3Call) error {
 		td, err := v.topicParam()

@@ -1,8 +1,9 @@
 package restproxy
 
-// v3 topic config changes (one config: GET, PUT, DELETE; many:
-// POST .../configs:alter), partition replicas, and a group's consumer with
-// its assignments, in Confluent's shapes.
+// v3 configs of topics, brokers and the cluster's broker defaults
+// (/broker-configs): list, one config (GET, PUT, DELETE) and many
+// (POST .../configs:alter); partition replicas; a group's consumer with
+// its assignments; in Confluent's shapes.
 
 import (
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type v3Replica struct {
@@ -36,22 +38,99 @@ type v3Assignment struct {
 	Lag             v3Rel  `json:"lag"`
 }
 
-// alterTopicConfigs applies incremental changes to the path's topic.
-func (v *v3Call) alterTopicConfigs(changes []kadm.AlterConfig, validateOnly bool) error {
-	td, err := v.topicParam()
-	if err != nil {
-		return err
+// configScope is what a v3 config path names: a topic's configs, a
+// broker's, or the cluster-wide broker defaults (/broker-configs).
+type configScope struct {
+	topic  string // a topic's configs
+	broker *int32 // a broker's; nil with topic "": the cluster's defaults
+	path   string // below the cluster's URL
+}
+
+// configScopes are the v3 config collections: their path patterns and
+// how to read the scope from a call's path.
+var configScopes = []struct {
+	pattern  string
+	listKind string
+	scope    func(v *v3Call) (configScope, error)
+}{
+	{"/topics/{topic_name}/configs", "KafkaTopicConfigList", func(v *v3Call) (configScope, error) {
+		td, err := v.topicParam()
+		return configScope{topic: td.Topic, path: "/topics/" + td.Topic + "/configs"}, err
+	}},
+	{"/brokers/{broker_id}/configs", "KafkaBrokerConfigList", func(v *v3Call) (configScope, error) {
+		b, err := v.brokerParam()
+		return configScope{broker: &b.NodeID, path: "/brokers/" + strconv.Itoa(int(b.NodeID)) + "/configs"}, err
+	}},
+	{"/broker-configs", "KafkaClusterConfigList", func(*v3Call) (configScope, error) {
+		return configScope{path: "/broker-configs"}, nil
+	}},
+}
+
+// configs reads the scope's configs.
+func (v *v3Call) configs(sc configScope) ([]kadm.Config, error) {
+	if sc.topic != "" {
+		return v.topicConfigs(sc.topic)
 	}
-	alter := v.uc.adm.AlterTopicConfigs
-	if validateOnly {
-		alter = v.uc.adm.ValidateAlterTopicConfigs
+	var brokers []int32
+	name := "" // kadm's name of the cluster-wide resource
+	if sc.broker != nil {
+		brokers, name = []int32{*sc.broker}, strconv.Itoa(int(*sc.broker))
 	}
-	resps, err := alter(v.ctx, changes, td.Topic)
-	if _, err := onlyResult(resps, err, td.Topic, func(r kadm.AlterConfigsResponse) error { return r.Err }); err != nil {
+	rcs, err := v.uc.adm.DescribeBrokerConfigs(v.ctx, brokers...)
+	rc, err := onlyResult(rcs, err, name, func(r kadm.ResourceConfig) error { return r.Err })
+	return rc.Configs, err
+}
+
+// alterConfigs applies incremental changes to the scope.
+func (v *v3Call) alterConfigs(sc configScope, changes []kadm.AlterConfig, validateOnly bool) error {
+	adm := v.uc.adm
+	var resps kadm.AlterConfigsResponses
+	var err error
+	name := sc.topic
+	switch {
+	case sc.topic != "" && validateOnly:
+		resps, err = adm.ValidateAlterTopicConfigs(v.ctx, changes, sc.topic)
+	case sc.topic != "":
+		resps, err = adm.AlterTopicConfigs(v.ctx, changes, sc.topic)
+	default:
+		var brokers []int32
+		if sc.broker != nil {
+			brokers, name = []int32{*sc.broker}, strconv.Itoa(int(*sc.broker))
+		}
+		alter := adm.AlterBrokerConfigs
+		if validateOnly {
+			alter = adm.ValidateAlterBrokerConfigs
+		}
+		resps, err = alter(v.ctx, changes, brokers...)
+	}
+	if _, err := onlyResult(resps, err, name, func(r kadm.AlterConfigsResponse) error { return r.Err }); err != nil {
 		return err
 	}
 	v.w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// config is one config entry of the scope.
+func (v *v3Call) config(sc configScope, cf kadm.Config) v3Config {
+	out := v3Config{
+		ClusterID: v.md.Cluster, Name: cf.Key, Value: cf.Value, IsSensitive: cf.Sensitive,
+		IsDefault: cf.Source == kmsg.ConfigSourceDefaultConfig, Source: cf.Source.String(), Synonyms: []v3Synonym{},
+	}
+	for _, s := range cf.Synonyms {
+		out.Synonyms = append(out.Synonyms, v3Synonym{Name: s.Key, Value: s.Value, Source: s.Source.String()})
+	}
+	switch {
+	case sc.topic != "":
+		out.Kind, out.TopicName = "KafkaTopicConfig", sc.topic
+		out.Metadata = v.meta(sc.path+"/"+cf.Key, "/topic="+sc.topic+"/config="+cf.Key)
+	case sc.broker != nil:
+		out.Kind, out.BrokerID = "KafkaBrokerConfig", sc.broker
+		out.Metadata = v.meta(sc.path+"/"+cf.Key, "/broker="+strconv.Itoa(int(*sc.broker))+"/config="+cf.Key)
+	default:
+		out.Kind, out.ConfigType = "KafkaClusterConfig", "BROKER"
+		out.Metadata = v.meta(sc.path+"/"+cf.Key, "/broker-config="+cf.Key)
+	}
+	return out
 }
 
 // partitionDetail is the path's partition of the path's topic.
@@ -82,62 +161,70 @@ func (v *v3Call) replica(pd kadm.PartitionDetail, broker int32) v3Replica {
 }
 
 func (p *Proxy) routesV3Configs() {
-	p.v3("GET /topics/{topic_name}/configs/{name}", func(v *v3Call) error {
-		td, err := v.topicParam()
-		if err != nil {
-			return err
-		}
-		cfs, err := v.topicConfigs(td.Topic)
-		if err != nil {
-			return err
-		}
-		for _, cf := range cfs {
-			if cf.Key == v.r.PathValue("name") {
-				return v.reply(http.StatusOK, v.config(td.Topic, -1, cf))
+	for _, cs := range configScopes {
+		p.v3("GET "+cs.pattern, func(v *v3Call) error {
+			sc, err := cs.scope(v)
+			if err != nil {
+				return err
 			}
-		}
-		return errf(http.StatusNotFound, http.StatusNotFound, "Config %s cannot be found.", v.r.PathValue("name"))
-	})
-	p.v3("PUT /topics/{topic_name}/configs/{name}", func(v *v3Call) error {
-		var req struct {
-			Value *string `json:"value"`
-		}
-		if err := v.decode(&req, true); err != nil {
-			return err
-		}
-		return v.alterTopicConfigs([]kadm.AlterConfig{{Op: kadm.SetConfig, Name: v.r.PathValue("name"), Value: req.Value}}, false)
-	})
-	p.v3("DELETE /topics/{topic_name}/configs/{name}", func(v *v3Call) error {
-		return v.alterTopicConfigs([]kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: v.r.PathValue("name")}}, false)
-	})
-	p.v3("POST /topics/{topic_name}/configs:alter", func(v *v3Call) error {
-		var req struct {
-			Data []struct {
-				Name      string  `json:"name"`
-				Value     *string `json:"value"`
-				Operation *string `json:"operation"`
-			} `json:"data"`
-			ValidateOnly bool `json:"validate_only"`
-		}
-		if err := v.decode(&req, true); err != nil {
-			return err
-		}
-		changes := make([]kadm.AlterConfig, 0, len(req.Data))
-		for _, d := range req.Data {
-			op := kadm.SetConfig
-			if d.Operation != nil {
-				switch *d.Operation {
-				case "SET":
-				case "DELETE":
-					op = kadm.DeleteConfig
-				default:
-					return errf(http.StatusBadRequest, http.StatusBadRequest, "Operation %s is not SET or DELETE.", *d.Operation)
+			cfs, err := v.configs(sc)
+			if err != nil {
+				return err
+			}
+			out := []v3Config{}
+			for _, cf := range cfs {
+				out = append(out, v.config(sc, cf))
+			}
+			return v.list(cs.listKind, sc.path, out)
+		})
+		p.v3("GET "+cs.pattern+"/{name}", func(v *v3Call) error {
+			sc, err := cs.scope(v)
+			if err != nil {
+				return err
+			}
+			cfs, err := v.configs(sc)
+			if err != nil {
+				return err
+			}
+			for _, cf := range cfs {
+				if cf.Key == v.r.PathValue("name") {
+					return v.reply(http.StatusOK, v.config(sc, cf))
 				}
 			}
-			changes = append(changes, kadm.AlterConfig{Op: op, Name: d.Name, Value: d.Value})
-		}
-		return v.alterTopicConfigs(changes, req.ValidateOnly)
-	})
+			return errf(http.StatusNotFound, http.StatusNotFound, "Config %s cannot be found.", v.r.PathValue("name"))
+		})
+		p.v3("PUT "+cs.pattern+"/{name}", func(v *v3Call) error {
+			sc, err := cs.scope(v)
+			if err != nil {
+				return err
+			}
+			var req struct {
+				Value *string `json:"value"`
+			}
+			if err := v.decode(&req, true); err != nil {
+				return err
+			}
+			return v.alterConfigs(sc, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: v.r.PathValue("name"), Value: req.Value}}, false)
+		})
+		p.v3("DELETE "+cs.pattern+"/{name}", func(v *v3Call) error {
+			sc, err := cs.scope(v)
+			if err != nil {
+				return err
+			}
+			return v.alterConfigs(sc, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: v.r.PathValue("name")}}, false)
+		})
+		p.v3("POST "+cs.pattern+":alter", func(v *v3Call) error {
+			sc, err := cs.scope(v)
+			if err != nil {
+				return err
+			}
+			changes, validateOnly, err := v.configChanges()
+			if err != nil {
+				return err
+			}
+			return v.alterConfigs(sc, changes, validateOnly)
+		})
+	}
 	p.v3("GET /topics/{topic_name}/partitions/{partition}/replicas", func(v *v3Call) error {
 		pd, err := v.partitionDetail()
 		if err != nil {
@@ -203,4 +290,34 @@ func (v *v3Call) member() (kadm.DescribedGroup, kadm.DescribedGroupMember, error
 		}
 	}
 	return g, kadm.DescribedGroupMember{}, errf(http.StatusNotFound, http.StatusNotFound, "Consumer %s cannot be found.", v.r.PathValue("consumer"))
+}
+
+// configChanges is the body of a configs:alter call.
+func (v *v3Call) configChanges() ([]kadm.AlterConfig, bool, error) {
+	var req struct {
+		Data []struct {
+			Name      string  `json:"name"`
+			Value     *string `json:"value"`
+			Operation *string `json:"operation"`
+		} `json:"data"`
+		ValidateOnly bool `json:"validate_only"`
+	}
+	if err := v.decode(&req, true); err != nil {
+		return nil, false, err
+	}
+	changes := make([]kadm.AlterConfig, 0, len(req.Data))
+	for _, d := range req.Data {
+		op := kadm.SetConfig
+		if d.Operation != nil {
+			switch *d.Operation {
+			case "SET":
+			case "DELETE":
+				op = kadm.DeleteConfig
+			default:
+				return nil, false, errf(http.StatusBadRequest, http.StatusBadRequest, "Operation %s is not SET or DELETE.", *d.Operation)
+			}
+		}
+		changes = append(changes, kadm.AlterConfig{Op: op, Name: d.Name, Value: d.Value})
+	}
+	return changes, req.ValidateOnly, nil
 }

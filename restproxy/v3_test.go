@@ -90,6 +90,23 @@ func TestV3Admin(t *testing.T) {
 		t.Errorf("broker configs lack num.partitions: %d configs", len(bcs.Data))
 	}
 
+	// A broker's config and the cluster-wide default.
+	e.must(http.StatusNoContent, nil, "PUT", c+"/brokers/"+bid+"/configs/log.retention.ms", "application/json", `{"value":"7200000"}`)
+	var bc config
+	e.must(http.StatusOK, &bc, "GET", c+"/brokers/"+bid+"/configs/log.retention.ms", "", "")
+	if bc.Kind != "KafkaBrokerConfig" || bc.Value == nil || *bc.Value != "7200000" || bc.Source != "DYNAMIC_BROKER_CONFIG" {
+		t.Errorf("broker log.retention.ms after PUT: %+v", bc)
+	}
+	e.must(http.StatusNoContent, nil, "DELETE", c+"/brokers/"+bid+"/configs/log.retention.ms", "", "")
+	e.must(http.StatusNoContent, nil, "POST", c+"/broker-configs:alter", "application/json", `{"data":[{"name":"log.retention.ms","value":"3600000"}]}`)
+	var cc v3List[config]
+	e.must(http.StatusOK, &cc, "GET", c+"/broker-configs", "", "")
+	if cc.Kind != "KafkaClusterConfigList" || len(cc.Data) != 1 || cc.Data[0].Kind != "KafkaClusterConfig" || *cc.Data[0].Value != "3600000" {
+		t.Errorf("cluster broker configs: %+v", cc)
+	}
+	e.must(http.StatusNoContent, nil, "DELETE", c+"/broker-configs/log.retention.ms", "", "")
+	wantError(t, "a static broker config", e.do("PUT", c+"/brokers/"+bid+"/configs/log.dirs", "application/json", `{"value":"/x"}`), 400, 400)
+
 	type topic struct {
 		Kind              string `json:"kind"`
 		Metadata          v3Meta `json:"metadata"`
