@@ -327,6 +327,26 @@ func (p *Proxy) routesV3Topics() {
 		}
 		return v.reply(http.StatusOK, v.topic(td))
 	})
+	p.v3("PATCH /topics/{topic_name}", func(v *v3Call) error {
+		var req struct {
+			PartitionsCount int `json:"partitions_count"`
+		}
+		if err := v.decode(&req, true); err != nil {
+			return err
+		}
+		td, err := v.topicParam()
+		if err != nil {
+			return err
+		}
+		resps, err := v.uc.adm.UpdatePartitions(v.ctx, req.PartitionsCount, td.Topic)
+		if _, err := onlyResult(resps, err, td.Topic, func(r kadm.CreatePartitionsResponse) error { return r.Err }); err != nil {
+			return err
+		}
+		if td, err = v.topicParam(); err != nil {
+			return err
+		}
+		return v.reply(http.StatusOK, v.topic(td))
+	})
 	p.v3("DELETE /topics/{topic_name}", func(v *v3Call) error {
 		adm := v.uc.adm // v3Cluster created the client
 		resp, err := adm.DeleteTopic(v.ctx, v.r.PathValue("topic_name"))

@@ -132,6 +132,12 @@ func TestV3Admin(t *testing.T) {
 	if got.PartitionsCount != 3 || got.ReplicationFactor != 1 {
 		t.Errorf("topic: %+v", got)
 	}
+	e.createTopic("grow", 1)
+	e.must(http.StatusOK, &got, "PATCH", c+"/topics/grow", "application/json", `{"partitions_count":4}`)
+	if got.PartitionsCount != 4 {
+		t.Errorf("after PATCH partitions_count 4: %+v", got)
+	}
+	wantError(t, "fewer partitions", e.do("PATCH", c+"/topics/grow", "application/json", `{"partitions_count":2}`), 400, 400)
 	var tcs v3List[config]
 	e.must(http.StatusOK, &tcs, "GET", c+"/topics/v3t/configs", "", "")
 	for _, cf := range tcs.Data {
