@@ -40,6 +40,7 @@ func (b *Broker) startRestProxy() error {
 	}
 	if rc.Authentication == config.HTTPAuthBasic {
 		pcfg.Login = b.restProxyLogin()
+		pcfg.LoginFailureDelay = time.Duration(b.cfg.SASL.FailedAuthenticationDelayMs) * time.Millisecond
 	}
 	b.restProxy = restproxy.New(pcfg)
 	var err error

@@ -53,6 +53,9 @@ type Config struct {
 	// checks the password and returns the SASL mechanism that logs the user
 	// in to the Bootstrap listener. nil: no login, one shared client.
 	Login func(user, password string) (sasl.Mechanism, error)
+	// LoginFailureDelay holds the 401 of a wrong login back that long
+	// (connection.failed.authentication.delay.ms), so guessing goes slowly.
+	LoginFailureDelay time.Duration
 	// InstanceTimeout closes a v2 consumer instance unused that long
 	// (consumer.instance.timeout.ms; default 5 minutes).
 	InstanceTimeout time.Duration
@@ -223,6 +226,15 @@ func (p *Proxy) authenticate(r *http.Request) (login, error) {
 	mech, err := p.cfg.Login(user, password)
 	if err != nil {
 		p.log.Info("rest proxy authentication failed", "client", r.RemoteAddr, "user", user, "err", err)
+		if d := p.cfg.LoginFailureDelay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done(): // client gone or server closing
+			case <-p.stopped.Done():
+			}
+			t.Stop()
+		}
 		return login{}, errUnauthorized
 	}
 	return login{user: user, key: sha256.Sum256([]byte(password)), mech: mech}, nil
