@@ -195,7 +195,11 @@ func (p *Proxy) routesV3Records() {
 			}
 			pr := &pendingReply{done: make(chan struct{})}
 			if err != nil { // the stream cannot be resynchronised
-				pr.reply = v3ErrorReply(errf(http.StatusBadRequest, http.StatusBadRequest, "Could not parse the record: %v", err))
+				status := http.StatusBadRequest
+				if errors.Is(err, errRecordTooLarge) {
+					status = http.StatusRequestEntityTooLarge
+				}
+				pr.reply = v3ErrorReply(errf(status, status, "Could not parse the record: %v", err))
 				close(pr.done)
 				replies <- pr
 				return nil
@@ -246,6 +250,8 @@ func (v *v3Call) writeReplies(replies <-chan *pendingReply) {
 		if failed {
 			continue
 		}
+		// A client that stops reading its replies ends its stream.
+		_ = rc.SetWriteDeadline(time.Now().Add(v.p.cfg.RequestTimeout))
 		if err := enc.Encode(pr.reply); err != nil {
 			failed = true
 			continue
@@ -265,9 +271,12 @@ type recordLimit struct {
 	read int64
 }
 
+// errRecordTooLarge is the error of a streamed record over the limit.
+var errRecordTooLarge = errors.New("a record exceeds rest.proxy.max.request.bytes")
+
 func (l *recordLimit) Read(p []byte) (int, error) {
 	if l.read >= l.max {
-		return 0, fmt.Errorf("a record exceeds rest.proxy.max.request.bytes (%d)", l.max)
+		return 0, fmt.Errorf("%w (%d)", errRecordTooLarge, l.max)
 	}
 	if rest := l.max - l.read; int64(len(p)) > rest {
 		p = p[:rest]

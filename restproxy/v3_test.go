@@ -299,7 +299,7 @@ type v3Reply struct {
 // arrives before the next record is sent, with a bad record answered in
 // place; a native consumer reads what was produced.
 func TestV3Records(t *testing.T) {
-	e := start(t, nil)
+	e := start(t, map[string]string{"rest.proxy.max.request.bytes": "4096"})
 	e.createTopic("rec", 2)
 	c := "/v3/clusters/" + e.clusterID()
 
@@ -311,6 +311,11 @@ func TestV3Records(t *testing.T) {
 	}
 	wantError(t, "unknown topic", e.do("POST", c+"/topics/nope/records", "application/json", `{"value":{"data":1}}`), 404, 404)
 	wantError(t, "wrong content type", e.do("POST", c+"/topics/rec/records", "text/plain", `{"value":{"data":1}}`), 415, 415)
+	var big v3Reply
+	e.must(http.StatusOK, &big, "POST", c+"/topics/rec/records", "application/json", `{"value":{"type":"STRING","data":"`+strings.Repeat("x", 5000)+`"}}`)
+	if big.ErrorCode != 413 {
+		t.Errorf("record over rest.proxy.max.request.bytes: %+v", big)
+	}
 
 	// The stream: write a record, read its reply, then the next.
 	pr, pw := io.Pipe()
