@@ -162,12 +162,17 @@ func (v *v3Call) replica(pd kadm.PartitionDetail, broker int32) v3Replica {
 
 func (p *Proxy) routesV3Configs() {
 	for _, cs := range configScopes {
-		p.v3("GET "+cs.pattern, func(v *v3Call) error {
+		// read is the scope of the path and its configs.
+		read := func(v *v3Call) (configScope, []kadm.Config, error) {
 			sc, err := cs.scope(v)
 			if err != nil {
-				return err
+				return sc, nil, err
 			}
 			cfs, err := v.configs(sc)
+			return sc, cfs, err
+		}
+		p.v3("GET "+cs.pattern, func(v *v3Call) error {
+			sc, cfs, err := read(v)
 			if err != nil {
 				return err
 			}
@@ -178,11 +183,7 @@ func (p *Proxy) routesV3Configs() {
 			return v.list(cs.listKind, sc.path, out)
 		})
 		p.v3("GET "+cs.pattern+"/{name}", func(v *v3Call) error {
-			sc, err := cs.scope(v)
-			if err != nil {
-				return err
-			}
-			cfs, err := v.configs(sc)
+			sc, cfs, err := read(v)
 			if err != nil {
 				return err
 			}
