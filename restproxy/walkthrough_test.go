@@ -2,6 +2,9 @@ package restproxy_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -72,5 +75,54 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	if got := e.kafkaCommitted("demo-group", "demo", 0); got != 2 {
 		t.Errorf("demo-group's committed offset %d, want 2", got)
+	}
+}
+
+// TestCurlStream: the README's streamed produce, curl -X POST -T- with
+// records on its stdin, gets one reply per record, in order. (curl sends
+// what it reads from a pipe in blocks, so the reply-before-next-record
+// behaviour is tested with Go's client in TestV3Records.)
+func TestCurlStream(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatalf("curl is needed (apt-get install curl): %v", err)
+	}
+	e := start(t, nil)
+	e.createTopic("curlstream", 1)
+	cmd := exec.CommandContext(e.ctx, curl, "-sN", "-X", "POST", "-T-", "-H", "Content-Type: application/json",
+		e.base+"/v3/clusters/"+e.clusterID()+"/topics/curlstream/records")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	for i := range n {
+		if _, err := fmt.Fprintf(stdin, `{"value":{"type":"STRING","data":"r%d"}}`+"\n", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdin.Close()
+	replies := json.NewDecoder(stdout)
+	for i := range n {
+		var r v3Reply
+		if err := replies.Decode(&r); err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if r.ErrorCode != 200 || r.Offset == nil || *r.Offset != int64(i) {
+			t.Errorf("reply %d: %+v", i, r)
+		}
+	}
+	if err := replies.Decode(new(v3Reply)); err != io.EOF {
+		t.Errorf("after %d replies: %v, want EOF", n, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("curl: %v", err)
 	}
 }
