@@ -165,8 +165,13 @@ func (p *Proxy) routesV3Records() {
 		}
 		pl := v.newPlacer()
 		pl.counts[topic] = len(td.Partitions) // a stream looks its topic up once
-		// Replies are written while the body is still read.
-		_ = http.NewResponseController(v.w).EnableFullDuplex()
+		// Replies are written while the body is still read, for as long
+		// as the connection lasts (a kept-alive connection may carry the
+		// deadlines of an earlier call).
+		rc := http.NewResponseController(v.w)
+		_ = rc.EnableFullDuplex()
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
 		v.w.Header().Set("Content-Type", ctV3)
 		v.w.WriteHeader(http.StatusOK)
 

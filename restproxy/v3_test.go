@@ -328,9 +328,14 @@ func TestV3Records(t *testing.T) {
 		resp *http.Response
 		err  error
 	}
+	// A connection of its own: a body that cannot be replayed is never
+	// retried on a pooled connection the server closed meanwhile.
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	defer pw.Close() // ends the transport's body copy if the test fails early
 	done := make(chan result, 1)
 	go func() {
-		resp, err := e.hc.Do(req)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
 		done <- result{resp, err}
 	}()
 	send := func(s string) {
@@ -339,7 +344,13 @@ func TestV3Records(t *testing.T) {
 		}
 	}
 	send(`{"partition_id":0,"value":{"type":"BINARY","data":"` + b64("s0") + `"}}`)
-	res := <-done
+	var res result
+	select {
+	case res = <-done:
+	case <-e.ctx.Done():
+		pw.CloseWithError(e.ctx.Err())
+		t.Fatal("no reply to the stream's first record")
+	}
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
