@@ -25,6 +25,7 @@ import (
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/restproxy"
+	"github.com/kbroker/kbroker/schemaregistry"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/storage/vfs"
 )
@@ -73,6 +74,10 @@ type Broker struct {
 	// dynWatch is closed when the cluster-mode watch of /config/changes
 	// ends (dynamic_cluster.go); nil on a single node.
 	dynWatch chan struct{}
+	// registry is the Schema Registry and registryHTTP its listeners
+	// (schemaregistry.go); nil when schema.registry.listeners is empty.
+	registry     *schemaregistry.Registry
+	registryHTTP *httpserver.Server
 }
 
 // New opens the broker's metadata and every log under cfg.LogDirs. A log dir
@@ -99,6 +104,7 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 			if b.http != nil {
 				b.http.Close()
 			}
+			b.closeSchemaRegistry()
 			b.closeStorage()
 			b.closeZK()
 		}
@@ -108,6 +114,9 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.startHTTP(); err != nil {
+		return nil, err
+	}
+	if err := b.startSchemaRegistry(); err != nil { // schemaregistry.go
 		return nil, err
 	}
 	var store controller.Store
@@ -133,8 +142,14 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	b.store = store
 	// Every log dir names its node and cluster (Kafka's meta.properties); a
 	// dir of another node or cluster is refused before any log is served.
+	// In ZooKeeper mode the file is version 0, as Kafka 3.x in ZooKeeper
+	// mode writes it and requires it: the dir can go back to Kafka.
+	metaVersion := 1
+	if b.cluster != nil {
+		metaVersion = 0
+	}
 	for _, d := range b.rm.Dirs() {
-		if _, err := storage.EnsureMetaProperties(d.Path(), cfg.NodeID, store.ClusterID()); err != nil {
+		if _, err := storage.EnsureMetaPropertiesVersion(d.Path(), cfg.NodeID, store.ClusterID(), metaVersion, b.log.Info); err != nil {
 			return nil, err
 		}
 	}
@@ -188,6 +203,7 @@ func (b *Broker) Start() error {
 		b.startDynamicWatch() // dynamic_cluster.go
 	}
 	b.ready.Store(true)
+	b.startRegistryReader() // schemaregistry.go
 	return nil
 }
 
@@ -205,7 +221,8 @@ func (b *Broker) Close() error {
 		b.closeController()
 		b.closeConsole()
 		b.closeRestProxy() // its instances leave their groups first
-		b.net.Close()      // in-flight requests are answered first
+		b.closeSchemaRegistry()
+		b.net.Close() // in-flight requests are answered first
 		b.rm.Stop()
 		b.co.Close()
 		b.closeCoordConns()

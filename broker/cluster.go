@@ -261,7 +261,9 @@ var ErrControlledShutdown = errors.New("controlled shutdown did not complete")
 // off this broker (Kafka's KafkaServer.controlledShutdown): it sends
 // ControlledShutdown until the controller answers with no partition left,
 // at most 1 + controlled.shutdown.max.retries times,
-// controlled.shutdown.retry.backoff.ms apart. A single node, or
+// controlled.shutdown.retry.backoff.ms apart, or until no partition left
+// here has another live in-sync replica to take it over (the last brokers
+// of a cluster being stopped). A single node, or
 // controlled.shutdown.enable=false, returns nil at once.
 func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	if b.cluster == nil || !b.cfg.Cluster.ControlledShutdown {
@@ -286,6 +288,12 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 		switch {
 		case err != nil:
 			last = err
+		case remaining > 0 && !b.leadershipMovable():
+			// The last brokers of a cluster being stopped: no retry can
+			// move these leaderships, so stop now instead of after every
+			// retry's backoff (Kafka would wait them out).
+			b.log.Info("controlled shutdown: no other live in-sync replica can lead the remaining partitions; stopping", "partitions", remaining, "attempts", attempt+1)
+			return nil
 		case remaining > 0:
 			last = fmt.Errorf("%d partitions still led here", remaining)
 		default:
@@ -295,6 +303,24 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 		b.log.Warn("controlled shutdown attempt failed", "attempt", attempt+1, "err", last)
 	}
 	return fmt.Errorf("%w: %v", ErrControlledShutdown, last)
+}
+
+// leadershipMovable reports whether some replicated partition this broker
+// leads has another in-sync replica that the metadata cache lists as live:
+// one the controller could move the leadership to.
+func (b *Broker) leadershipMovable() bool {
+	live := b.cluster.cache.Snapshot().Brokers
+	for _, p := range b.rm.AllPartitions() {
+		if !p.IsLeader() {
+			continue
+		}
+		for _, id := range p.ISR() {
+			if _, ok := live[id]; ok && id != b.cfg.NodeID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // controlledShutdownOnce sends one ControlledShutdown to the controller as

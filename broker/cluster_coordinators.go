@@ -19,6 +19,7 @@ import (
 
 	"github.com/kbroker/kbroker/broker/coordhost"
 	"github.com/kbroker/kbroker/controller/zkcontroller"
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -73,6 +74,16 @@ func (c coordCluster) Send(ctx context.Context, broker int32, req kmsg.Request) 
 
 // LiveBrokers counts the brokers of the metadata cache.
 func (c coordCluster) LiveBrokers() int { return len(c.b.cluster.cache.Snapshot().Brokers) }
+
+// Topics lists the metadata cache's topics.
+func (c coordCluster) Topics() []consumer.TopicInfo {
+	s := c.b.cluster.cache.Snapshot()
+	out := make([]consumer.TopicInfo, 0, len(s.Topics))
+	for _, t := range s.Topics {
+		out = append(out, consumer.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+	}
+	return out
+}
 
 // openCoordConns makes the coordinators' connection pools (before
 // SetCluster hands coordCluster to them).

@@ -47,12 +47,22 @@ func (b *Broker) consoleBootstrap() (console.Endpoint, error) {
 	if err != nil {
 		return console.Endpoint{}, err
 	}
+	if addr, ok := b.loopbackListener(mech != nil); ok {
+		return console.Endpoint{Addr: addr, SASL: mech}, nil
+	}
+	return console.Endpoint{}, errNoConsoleListener
+}
+
+// loopbackListener is the address of the first listener without TLS,
+// SASL_PLAINTEXT or PLAINTEXT as sasl says, as a client on this host dials
+// it (a wildcard bind becomes 127.0.0.1).
+func (b *Broker) loopbackListener(sasl bool) (string, bool) {
 	addrs := b.Addrs()
 	for i, l := range b.cfg.Listeners {
 		if l.SecurityProtocol == config.ProtoSSL || l.SecurityProtocol == config.ProtoSASLSSL || i >= len(addrs) {
 			continue
 		}
-		if l.IsSASL() != (mech != nil) {
+		if l.IsSASL() != sasl {
 			continue
 		}
 		tcp, ok := addrs[i].(*net.TCPAddr)
@@ -63,9 +73,9 @@ func (b *Broker) consoleBootstrap() (console.Endpoint, error) {
 		if ip.IsUnspecified() { // 0.0.0.0 or [::], which also accepts IPv4
 			ip = net.IPv4(127, 0, 0, 1)
 		}
-		return console.Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port)), SASL: mech}, nil
+		return net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port)), true
 	}
-	return console.Endpoint{}, errNoConsoleListener
+	return "", false
 }
 
 // closeConsole closes the console's Kafka client before the listeners

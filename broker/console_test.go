@@ -109,6 +109,9 @@ func openConsoleBroker(t *testing.T, props map[string]string) (*Broker, func(str
 		props["listeners"] = "PLAINTEXT://127.0.0.1:0"
 	}
 	props["log.dirs"], props["http.listeners"] = t.TempDir(), "http://127.0.0.1:0"
+	if _, ok := props["schema.registry.listeners"]; !ok {
+		props["schema.registry.listeners"] = ""
+	}
 	if _, ok := props["rest.proxy.listeners"]; !ok {
 		props["rest.proxy.listeners"] = ""
 	}

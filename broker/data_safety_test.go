@@ -24,6 +24,9 @@ func newBrokerProps(p map[string]string) (*Broker, error) {
 	if _, ok := p["http.listeners"]; !ok {
 		p["http.listeners"] = ""
 	}
+	if _, ok := p["schema.registry.listeners"]; !ok {
+		p["schema.registry.listeners"] = ""
+	}
 	if _, ok := p["rest.proxy.listeners"]; !ok {
 		p["rest.proxy.listeners"] = ""
 	}

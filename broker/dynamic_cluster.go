@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kbroker/kbroker/controller/zkdata"
@@ -9,8 +11,9 @@ import (
 // startDynamicWatch, in cluster mode, watches /config/changes as Kafka's
 // ZkConfigManager does: a notification (any entity; reading two znodes is
 // cheap) makes the broker reload its own and the cluster-wide dynamic
-// configs and the group configs, so a change made through any broker
-// reaches them all. The goroutine is stopped by Close (stopDynamicWatch)
+// configs and the group configs, and apply the new overrides of each topic
+// that a new notification names (applyTopicConfigChanges), so a change made
+// through any broker reaches them all. The goroutine is stopped by Close (stopDynamicWatch)
 // before the ZooKeeper session ends.
 func (b *Broker) startDynamicWatch() {
 	if b.cluster == nil {
@@ -19,8 +22,9 @@ func (b *Broker) startDynamicWatch() {
 	b.dynWatch = make(chan struct{})
 	go func() {
 		defer close(b.dynWatch)
+		seen := "" // the newest notification whose topic change is applied
 		for {
-			_, _, ev, err := b.cluster.zk.ChildrenW(zkdata.ConfigChangesPath)
+			changes, _, ev, err := b.cluster.zk.ChildrenW(zkdata.ConfigChangesPath)
 			if err != nil {
 				select {
 				case <-b.closing:
@@ -31,6 +35,7 @@ func (b *Broker) startDynamicWatch() {
 			}
 			b.api.RefreshBrokerConfigs() // also catches a change made before the watch was set
 			b.co.RefreshGroupConfigs()
+			seen = b.applyTopicConfigChanges(changes, seen)
 			select {
 			case <-b.closing:
 				return
@@ -45,4 +50,43 @@ func (b *Broker) stopDynamicWatch() {
 	if b.dynWatch != nil {
 		<-b.dynWatch
 	}
+}
+
+// applyTopicConfigChanges applies the topic config changes announced by
+// the notifications after seen (config_change_<seq> names sort by their
+// sequence) to the topics this broker hosts, reading each topic's
+// overrides from ZooKeeper, and returns the newest notification. At the
+// first call (seen "") it applies nothing: a topic opened at start-up read
+// its configs then.
+func (b *Broker) applyTopicConfigChanges(changes []string, seen string) string {
+	slices.Sort(changes)
+	newest := zkdata.ConfigChangeSeqPrefix // sorts before every notification
+	if len(changes) > 0 {
+		newest = max(changes[len(changes)-1], seen)
+	}
+	if seen == "" {
+		return newest
+	}
+	for _, c := range changes {
+		if c <= seen {
+			continue
+		}
+		data, _, err := b.cluster.zk.Get(zkdata.ConfigChangesPath + "/" + c)
+		if err != nil {
+			continue // expired and deleted meanwhile
+		}
+		entity, err := zkdata.DecodeConfigChange(data)
+		if err != nil {
+			b.log.Warn("ignoring config change notification", "znode", c, "err", err)
+			continue
+		}
+		topic, ok := strings.CutPrefix(entity, zkdata.ConfigEntityTopics+"/")
+		if !ok {
+			continue
+		}
+		if t, ok := b.store.Topic(topic); ok {
+			b.rm.ApplyTopicConfigs(topic, t.Configs)
+		}
+	}
+	return newest
 }

@@ -45,6 +45,9 @@ var importRules = []struct {
 	// The web console is a Kafka client of the broker's own listener: it
 	// knows no room, not even the config, only kgo/kadm and a Gatherer.
 	{"broker/console", []string{"broker/api", "broker/coordhost", "broker/replica", "broker/network", "broker/metrics", "broker/httpserver", "broker/config", "broker/metacache", "storage", "coordinator", "controller", "protocol"}},
+	// The Schema Registry is a Kafka client of the broker's own listener
+	// too: franz-go, the schema libraries and the standard library only.
+	{"schemaregistry", []string{"broker", "storage", "controller", "coordinator", "protocol"}},
 	// The REST proxy is a Kafka client of the broker's own listener, as
 	// the console is: franz-go and the standard library only.
 	{"restproxy", []string{"broker", "storage", "controller", "coordinator", "protocol", "ext:github.com/prometheus"}},

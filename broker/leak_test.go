@@ -22,6 +22,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		"log.cleaner.backoff.ms":          "10",
 		"log.flush.interval.ms":           "10",
 		"http.listeners":                  "http://127.0.0.1:0",
+		"schema.registry.listeners":       "http://127.0.0.1:0", // the registry's reader and client stop too
 		"rest.proxy.listeners":            "http://127.0.0.1:0",
 		"http.pprof.enable":               "true",
 	})
@@ -55,6 +56,17 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %s", path, resp.Status)
 		}
+	}
+	// The Schema Registry's reader and Kafka client: a registration makes
+	// sure it connected, wrote and read _schemas before Close.
+	resp, err := hc.Post("http://"+b.SchemaRegistryAddrs()[0].String()+"/subjects/leak/versions", "application/json", strings.NewReader(`{"schema":"\"string\""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("registering a schema: %s", resp.Status)
 	}
 	// The REST proxy's Kafka clients and a consumer instance (a group
 	// member with its own client) are stopped by Close too.

@@ -72,6 +72,12 @@ func (b *Broker) httpSecurity() (*tls.Config, *httpserver.BasicAuth, error) {
 	if b.cfg.HTTP.Authentication != config.HTTPAuthBasic {
 		return tlsConf, nil, nil
 	}
+	return tlsConf, b.basicAuth(), nil
+}
+
+// basicAuth checks HTTP Basic logins against the broker's PLAIN users and
+// SCRAM credentials (the HTTP listener's and the Schema Registry's).
+func (b *Broker) basicAuth() *httpserver.BasicAuth {
 	scram := func(user, mechanism string) (sasl.Credential, bool) {
 		if !b.ready.Load() {
 			return sasl.Credential{}, false
@@ -81,7 +87,7 @@ func (b *Broker) httpSecurity() (*tls.Config, *httpserver.BasicAuth, error) {
 	}
 	delay := time.Duration(b.cfg.SASL.FailedAuthenticationDelayMs) * time.Millisecond
 	users := sasl.NewPasswords(b.cfg.SASL.PlainUsers, scram)
-	return tlsConf, &httpserver.BasicAuth{Check: users.Check, FailureDelay: delay}, nil
+	return &httpserver.BasicAuth{Check: users.Check, FailureDelay: delay}
 }
 
 // handler is the API wrapped by the client quotas (quotas.go), the request

@@ -141,7 +141,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 
 	var overrides []string
 	if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" {
-		overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true")
+		overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true", "schema.registry.listeners=")
 	}
 	kb := startBroker(b, b.TempDir(), overrides...)
 	targets := []benchTarget{{name: "kbroker", addr: kb.Addr(), pid: kb.Pid()}}

@@ -45,7 +45,13 @@ func newAdmin(t testing.TB, addr string) *kadm.Client {
 // factor 1) and fails the test on any error.
 func createTopic(t testing.TB, adm *kadm.Client, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
-	resp, err := adm.CreateTopic(testCtx(t), partitions, 1, configs, topic)
+	createTopicRF(t, adm, topic, partitions, 1, configs)
+}
+
+// createTopicRF is createTopic with replication factor rf.
+func createTopicRF(t testing.TB, adm *kadm.Client, topic string, partitions int32, rf int16, configs map[string]*string) {
+	t.Helper()
+	resp, err := adm.CreateTopic(testCtx(t), partitions, rf, configs, topic)
 	if err != nil {
 		t.Fatalf("CreateTopic %q: %v", topic, err)
 	}

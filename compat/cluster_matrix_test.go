@@ -1,8 +1,9 @@
 package compat
 
-// The client matrix on a cluster: every client produces and consumes
-// through a leader's SIGKILL on three kbroker processes joined by a real
-// ZooKeeper (integration's harness), with RF=3 and min.insync.replicas=2.
+// The client matrix on a cluster: every client creates a topic and uses it
+// at once (freshTopic), then produces and consumes through a leader's
+// SIGKILL on three kbroker processes joined by a real ZooKeeper
+// (integration's harness), with RF=3 and min.insync.replicas=2.
 
 import (
 	"context"
@@ -94,6 +95,7 @@ func TestMatrixClusterFailover(t *testing.T) {
 				}
 				return ks
 			}
+			freshTopic(t, c, tc.name == "kcat", i, tc.idem, keys("f")) // kcat has no admin API
 			acked := c.produce(t, topic, "none", tc.idem, keys("a"))
 
 			victim := leaderOtherThan(t, adm, bs, topic, boot)
@@ -160,6 +162,35 @@ func TestMatrixClusterFailover(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// freshTopic runs, through the client alone and with no wait between the
+// steps, what test suites and tools do with a new topic: the client's admin
+// creates, lists, describes and deletes one (where it has an admin API),
+// then it creates another, produces to it and consumes it in a group at
+// once. Kafka's CreateTopics answers once the receiving broker's metadata
+// has a leader for every partition, and so must kbroker's.
+func freshTopic(t *testing.T, c matrixClient, noAdmin bool, i int, idem bool, keys []string) {
+	t.Helper()
+	if !noAdmin {
+		c.admin(t, fmt.Sprintf("fresh-admin-%d", i))
+	}
+	topic := fmt.Sprintf("fresh-%d", i)
+	c.createTopic(t, topic, 3, 3)
+	acked := c.produce(t, topic, "none", idem, keys)
+	got := c.consume(t, topic, "fresh-group", "", len(keys))
+	read := map[string]bool{}
+	for _, r := range got {
+		read[r.Key] = true
+	}
+	for _, a := range acked {
+		if !read[a.Key] {
+			t.Errorf("fresh topic %s: acknowledged %s was not consumed", topic, a.Key)
+		}
+	}
+	if len(acked) != len(keys) || len(read) != len(keys) {
+		t.Errorf("fresh topic %s: %d acknowledged, %d distinct consumed, want %d", topic, len(acked), len(read), len(keys))
 	}
 }
 

@@ -187,6 +187,7 @@ func (p *brokerProc) args() []string {
 		// No HTTP listener unless a test asks for one: its default port
 		// (9644) would collide between brokers running at once.
 		"--override", "http.listeners=",
+		"--override", "schema.registry.listeners=",
 		"--override", "rest.proxy.listeners=",
 	}
 	for _, o := range p.overrides {

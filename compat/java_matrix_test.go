@@ -55,8 +55,8 @@ func (c *javaClient) admin(t *testing.T, topic string) {
 	c.jvm.call(t, "", "admin", c.addr, topic)
 }
 
-func (c *javaClient) createTopic(t *testing.T, topic string, partitions int) {
-	c.jvm.call(t, "", "create", c.addr, topic, strconv.Itoa(partitions))
+func (c *javaClient) createTopic(t *testing.T, topic string, partitions int, rf int16) {
+	c.jvm.call(t, "", "create", c.addr, topic, strconv.Itoa(partitions), strconv.Itoa(int(rf)))
 }
 
 func (c *javaClient) produce(t *testing.T, topic, codec string, idempotent bool, keys []string) []producedRec {

@@ -89,9 +89,11 @@ var toolMasks = []toolMask{
 	mask(`\b1\d{12}\b`, "<ms>"),
 }
 
-// maskNumbers masks every number: for outputs made of producer ids,
-// epochs and durations.
-var maskNumbers = mask(`\b\d+\b`, "<n>")
+// maskNumbers masks every number, and the column padding after it: for
+// tables of producer ids, epochs and durations, whose columns are as wide
+// as their widest value (one more digit of a duration on a loaded broker
+// would otherwise show as one more space).
+var maskNumbers = mask(`\b\d+\b[ \t]*`, "<n> ")
 
 // normalizeToolOutput applies the masks and sorts the lines: several tools
 // print partitions in hash-map order, which is no part of their contract.

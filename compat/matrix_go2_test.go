@@ -68,9 +68,9 @@ func (c *kafkaGoClient) admin(t *testing.T, topic string) {
 	}
 }
 
-func (c *kafkaGoClient) createTopic(t *testing.T, topic string, partitions int) {
+func (c *kafkaGoClient) createTopic(t *testing.T, topic string, partitions int, rf int16) {
 	cr, err := c.client().CreateTopics(testCtx(t), &segkafka.CreateTopicsRequest{Topics: []segkafka.TopicConfig{{
-		Topic: topic, NumPartitions: partitions, ReplicationFactor: 1,
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: int(rf),
 	}}})
 	if err != nil || cr.Errors[topic] != nil {
 		t.Fatalf("CreateTopics: %v %v", err, cr.Errors)
@@ -263,9 +263,9 @@ func (c *confluentGoClient) admin(t *testing.T, topic string) {
 	}
 }
 
-func (c *confluentGoClient) createTopic(t *testing.T, topic string, partitions int) {
+func (c *confluentGoClient) createTopic(t *testing.T, topic string, partitions int, rf int16) {
 	res, err := c.newAdmin(t).CreateTopics(testCtx(t), []ckafka.TopicSpecification{{
-		Topic: topic, NumPartitions: partitions, ReplicationFactor: 1,
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: int(rf),
 	}}, ckafka.SetAdminOperationTimeout(opTimeout))
 	if err != nil || len(res) != 1 || res[0].Error.Code() != ckafka.ErrNoError {
 		t.Fatalf("CreateTopics: %v %v", err, res)

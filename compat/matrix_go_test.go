@@ -77,8 +77,8 @@ func (c *franzClient) admin(t *testing.T, topic string) {
 	}
 }
 
-func (c *franzClient) createTopic(t *testing.T, topic string, partitions int) {
-	createTopic(t, newAdmin(t, c.addr), topic, int32(partitions), nil)
+func (c *franzClient) createTopic(t *testing.T, topic string, partitions int, rf int16) {
+	createTopicRF(t, newAdmin(t, c.addr), topic, int32(partitions), rf, nil)
 }
 
 var franzCodecs = map[string]kgo.CompressionCodec{
@@ -212,13 +212,13 @@ func (c *saramaClient) admin(t *testing.T, topic string) {
 	}
 }
 
-func (c *saramaClient) createTopic(t *testing.T, topic string, partitions int) {
+func (c *saramaClient) createTopic(t *testing.T, topic string, partitions int, rf int16) {
 	adm, err := sarama.NewClusterAdmin([]string{c.addr}, c.config())
 	if err != nil {
 		t.Fatalf("NewClusterAdmin: %v", err)
 	}
 	defer adm.Close()
-	if err := adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: 1}, false); err != nil {
+	if err := adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: rf}, false); err != nil {
 		t.Fatalf("CreateTopic: %v", err)
 	}
 }

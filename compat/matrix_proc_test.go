@@ -102,8 +102,8 @@ func (c *scriptClient) admin(t *testing.T, topic string) {
 	c.run(t, "", "admin", c.addr, topic)
 }
 
-func (c *scriptClient) createTopic(t *testing.T, topic string, partitions int) {
-	c.run(t, "", "create", c.addr, topic, strconv.Itoa(partitions))
+func (c *scriptClient) createTopic(t *testing.T, topic string, partitions int, rf int16) {
+	c.run(t, "", "create", c.addr, topic, strconv.Itoa(partitions), strconv.Itoa(int(rf)))
 }
 
 type jsonRec struct {
@@ -267,8 +267,8 @@ func (c *kcatClient) setAddr(addr string) { c.addr = addr }
 func (c *kcatClient) admin(t *testing.T, topic string) { t.Fatal("kcat has no admin commands") }
 
 // createTopic uses kadm: kcat cannot create topics.
-func (c *kcatClient) createTopic(t *testing.T, topic string, partitions int) {
-	createTopic(t, newAdmin(t, c.addr), topic, int32(partitions), nil)
+func (c *kcatClient) createTopic(t *testing.T, topic string, partitions int, rf int16) {
+	createTopicRF(t, newAdmin(t, c.addr), topic, int32(partitions), rf, nil)
 }
 
 // headers: kcat's -H gives every record of one run the same headers.

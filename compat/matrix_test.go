@@ -67,9 +67,10 @@ type matrixClient interface {
 	// admin creates, lists, describes and deletes a topic through the
 	// client's admin API (only called when the client has one).
 	admin(t *testing.T, topic string)
-	// createTopic creates topic with partitions partitions (through the
-	// client's admin API, or kadm for clients without one).
-	createTopic(t *testing.T, topic string, partitions int)
+	// createTopic creates topic with partitions partitions and
+	// replication factor rf (through the client's admin API, or kadm for
+	// clients without one).
+	createTopic(t *testing.T, topic string, partitions int, rf int16)
 	// produce sends the records keyed keys[i], with value valueFor(keys[i])
 	// and headers headersFor(codec, i), compressed with codec ("none",
 	// "gzip", "snappy", "lz4", "zstd"), idempotently if asked, with
@@ -168,7 +169,7 @@ func runMatrix(t *testing.T, mc matrixClient, c matrixCase) {
 	var phase1 []string
 	if !t.Run("produce", func(t *testing.T) {
 		recordCap(t, c.client, c.version, capProduce)
-		mc.createTopic(t, topic, matrixPartitions)
+		mc.createTopic(t, topic, matrixPartitions, 1)
 		for _, codec := range c.codecs {
 			keys := matrixKeys("p1", codec, c.perCodec)
 			acks := mc.produce(t, topic, codec, false, keys)

@@ -74,7 +74,7 @@ func runTxnStep(t *testing.T, mc matrixClient, c matrixCase, addr, base, offsets
 	}
 	topic := base + "-txn"
 	group := base + "-txn-offsets"
-	mc.createTopic(t, topic, matrixPartitions)
+	mc.createTopic(t, topic, matrixPartitions, 1)
 
 	commitKeys := matrixKeys("tc", txnCodec, 30)
 	abortKeys := matrixKeys("ta", txnCodec, 30)

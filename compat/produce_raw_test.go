@@ -106,13 +106,19 @@ func (p *rawProducer) produceTo(acks int16, partition int32, batch []byte) (int1
 // newRawProducer connects to b, looks up topic's id and the Produce version.
 func newRawProducer(t *testing.T, b *brokerProc, topic string) *rawProducer {
 	t.Helper()
-	md, err := newAdmin(t, b.Addr()).Metadata(testCtx(t), topic)
+	return newRawProducerAt(t, b.Addr(), topic)
+}
+
+// newRawProducerAt is newRawProducer for the one broker at addr, of any kind.
+func newRawProducerAt(t *testing.T, addr, topic string) *rawProducer {
+	t.Helper()
+	md, err := newAdmin(t, addr).Metadata(testCtx(t), topic)
 	if err != nil || len(md.Brokers) != 1 {
 		t.Fatalf("Metadata: %v, brokers %+v", err, md.Brokers)
 	}
 	id := int(md.Brokers[0].NodeID)
-	p := &rawProducer{t: t, br: newKgo(t, b.Addr()).Broker(id), nodeID: id, topic: topic, topicID: md.Topics[topic].ID}
-	p.conn = rawDial(t, b.Addr())
+	p := &rawProducer{t: t, br: newKgo(t, addr).Broker(id), nodeID: id, topic: topic, topicID: md.Topics[topic].ID}
+	p.conn = rawDial(t, addr)
 	p.rd = bufio.NewReader(p.conn)
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.SetVersion(0)

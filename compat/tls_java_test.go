@@ -30,7 +30,7 @@ func TestTLSJava(t *testing.T) {
 				c := &javaClient{jvm: startJVM(t, mod, props...), protocol: "classic"}
 				c.setAddr(addr)
 				topic := "java-" + name
-				c.createTopic(t, topic, 2)
+				c.createTopic(t, topic, 2, 1)
 				keys := matrixKeys("tls", name, 20)
 				produced := map[string]expectedRec{}
 				addProduced(t, c, produced, c.produce(t, topic, "none", true, keys), keys, "none")

@@ -120,6 +120,7 @@ func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerPro
 			"group.initial.rebalance.delay.ms":     "0",
 			"auto.leader.rebalance.enable":         "false",
 			"http.listeners":                       fmt.Sprintf("http://127.0.0.1:%d", hport),
+			"schema.registry.listeners":            "",
 			"rest.proxy.listeners":                 "",
 		}}
 		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")

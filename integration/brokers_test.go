@@ -107,7 +107,7 @@ func byID(bs []*BrokerProc, id int32) *BrokerProc {
 // exits 0, and the broker rejoins; a deleted topic leaves every cache.
 func TestBrokerProcessesFormCluster(t *testing.T) {
 	z := StartZooKeeper(t)
-	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.listeners": "http://127.0.0.1:0"})
+	bs := StartCluster(t, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.listeners": "http://127.0.0.1:0", "schema.registry.listeners": ""})
 	ctrl := waitClusterFormed(t, bs, 3)
 	t.Logf("controller: broker %d", ctrl)
 	checkDynamicDefaultPropagates(t, bs) // ops_test.go

@@ -72,6 +72,10 @@ func (r *recorder) Send(id int32, req kmsg.Request) {
 	}
 }
 
+// SendAfter records req as sent: the recorder delivers nothing, so there
+// is no order to keep.
+func (r *recorder) SendAfter(id int32, req kmsg.Request, _ []int32) { r.Send(id, req) }
+
 // leaderAndISR finds a LeaderAndIsr sent to broker for tp with the given
 // leader and controller epoch.
 func (r *recorder) leaderAndISR(broker int32, tp controller.TopicPartition, leader, controllerEpoch int32) bool {

@@ -11,11 +11,13 @@ import (
 
 // TestMain fails the run if goroutines outlive the tests: every client,
 // controller, proxy and watch forwarder must be stopped by its owner. It
-// removes the kbroker binary the process tests build once (brokers.go).
+// removes the kbroker binary the process tests build once (brokers.go) and
+// franz-go's suite binary (franzsuite_test.go).
 func TestMain(m *testing.M) {
 	before := runtime.NumGoroutine()
 	code := m.Run()
-	RemoveKbroker() // brokers.go: the kbroker binary built for the process tests
+	RemoveKbroker()          // brokers.go: the kbroker binary built for the process tests
+	removeFranzSuiteBinary() // franzsuite_test.go: franz-go's suite, built once
 	if code == 0 {
 		deadline := time.Now().Add(10 * time.Second)
 		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {

@@ -161,10 +161,11 @@ func startSingleHTTP(b testing.TB) *BrokerProc {
 		b.Fatal(err)
 	}
 	p := &BrokerProc{ID: 0, Port: port, HTTPPort: hport, Dir: b.TempDir(), t: b, Props: map[string]string{
-		"listeners":            "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
-		"http.listeners":       fmt.Sprintf("http://127.0.0.1:%d", hport),
-		"rest.proxy.listeners": "",
-		"http.pprof.enable":    "true",
+		"listeners":                 "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
+		"http.listeners":            fmt.Sprintf("http://127.0.0.1:%d", hport),
+		"schema.registry.listeners": "",
+		"rest.proxy.listeners":      "",
+		"http.pprof.enable":         "true",
 	}}
 	p.Props["log.dirs"] = filepath.Join(p.Dir, "data")
 	p.start(buildKbroker(b))

@@ -102,7 +102,7 @@ func TestPortInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	cfg, _, err := config.ParseConfig(map[string]string{
-		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "",
+		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "", "schema.registry.listeners": "",
 		"rest.proxy.listeners": "http://" + ln.Addr().String(),
 	})
 	if err != nil {

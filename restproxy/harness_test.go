@@ -44,6 +44,7 @@ func start(t testing.TB, props map[string]string) *env {
 		"listeners":                        "PLAINTEXT://127.0.0.1:0",
 		"log.dirs":                         t.TempDir(),
 		"http.listeners":                   "",
+		"schema.registry.listeners":        "",
 		"rest.proxy.listeners":             "http://127.0.0.1:0",
 		"group.initial.rebalance.delay.ms": "0",
 		"offsets.topic.num.partitions":     "1",

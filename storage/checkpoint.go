@@ -54,7 +54,10 @@ func syncDir(dir string) error { return vfs.SyncDir(vfs.Default, dir) }
 
 // readCheckpoint reads Kafka's text checkpoint format and returns the
 // whitespace-separated fields of each entry line, each with exactly nfields
-// fields. A missing file yields no entries and no error.
+// fields. A missing file yields no entries and no error, and so does an
+// empty one: Kafka creates cleaner-offset-checkpoint empty when its cleaner
+// starts and reads a file without a version line as no entries
+// (CheckpointFile's reader).
 func readCheckpoint(path string, nfields int) ([][]string, error) {
 	return readCheckpointFS(vfs.Default, path, nfields)
 }
@@ -67,6 +70,9 @@ func readCheckpointFS(fs vfs.FS, path string, nfields int) ([][]string, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) == 0 {
+		return nil, nil
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	line := func() (string, bool) {

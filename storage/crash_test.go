@@ -187,7 +187,7 @@ func TestCrashAtEverySyncPointOfAppend(t *testing.T) {
 						// Roll makes the segments before the new one durable.
 						rec.acked(l.LogEndOffset(), l.LogEndOffset())
 					case i%9 == 4:
-						if err := l.WriteProducerSnapshot(l.LogEndOffset(), []byte("state")); err != nil {
+						if err := l.WriteProducerSnapshot(l.LogEndOffset(), []ProducerSnapshotEntry{{ProducerID: 1, LastSequence: -1, LastOffset: -1, CurrentTxnFirstOffset: -1}}); err != nil {
 							t.Fatal(err)
 						}
 					case i == 26:

@@ -207,6 +207,9 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if s.next != offset {
 		return fmt.Errorf("truncate log %s to %d: segment ends at %d after truncation", l.dir, offset, s.next)
 	}
+	if err := l.truncateTxnIndexLocked(s, offset); err != nil {
+		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
+	}
 	l.mu.leo = offset
 	return l.afterTruncateLocked()
 }
@@ -362,7 +365,9 @@ func (l *Log) Close() error {
 	var syncErrs []error
 	dirDirty := l.mu.dirDirty
 	for _, s := range l.mu.segments {
-		if s.dirty {
+		// A segment without its index files gets them (Kafka would
+		// otherwise recover it when it opens the dir).
+		if s.dirty || s.idxMissing {
 			if f := l.cfg.syncFault; f != nil {
 				syncErrs = append(syncErrs, f(s.String()))
 			}

@@ -180,7 +180,7 @@ func (l *Log) segmentBases(ents []fs.DirEntry) ([]int64, error) {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if b, ok := parseSegmentName(name, suf); ok && !logs[b] {
 				l.logger.Warn("removing index file without a segment", "file", name)
 				if err := l.fs.Remove(segmentPath(l.dir, b, suf)); err != nil {

@@ -51,13 +51,28 @@ const (
 // ErrMetaPropertiesMismatch that names both values. An existing file is
 // never rewritten. It returns what the dir's file holds afterwards.
 func EnsureMetaProperties(dir string, nodeID int32, clusterID string) (MetaProperties, error) {
+	return EnsureMetaPropertiesVersion(dir, nodeID, clusterID, 1, nil)
+}
+
+// EnsureMetaPropertiesVersion is EnsureMetaProperties writing version
+// (0 or 1) when the dir has no file. A ZooKeeper-mode broker writes
+// version 0 (broker.id, cluster.id), as Kafka 3.x in ZooKeeper mode does:
+// Kafka 3.9 refuses to start on a version 1 file unless it is migrating to
+// KRaft. So that such a dir goes back to Kafka, a version 1 file naming
+// this node and cluster is rewritten as version 0 when version is 0, with
+// a line to logf (if not nil); its directory.id, which version 0 has not,
+// is dropped.
+func EnsureMetaPropertiesVersion(dir string, nodeID int32, clusterID string, version int, logf func(msg string, args ...any)) (MetaProperties, error) {
 	path := filepath.Join(dir, MetaPropertiesFile)
 	mp, found, err := ReadMetaProperties(dir)
 	if err != nil {
 		return MetaProperties{}, err
 	}
 	if !found {
-		mp = MetaProperties{Version: 1, ClusterID: clusterID, NodeID: nodeID, DirectoryID: newDirectoryID()}
+		mp = MetaProperties{Version: version, ClusterID: clusterID, NodeID: nodeID}
+		if version != 0 {
+			mp.DirectoryID = newDirectoryID()
+		}
 		if err := writeFileAtomic(path, mp.encode(time.Now())); err != nil {
 			return MetaProperties{}, fmt.Errorf("log dir %s: %w", dir, err)
 		}
@@ -70,6 +85,16 @@ func EnsureMetaProperties(dir string, nodeID int32, clusterID string) (MetaPrope
 	if mp.ClusterID != "" && mp.ClusterID != clusterID {
 		return mp, fmt.Errorf("%w: %s has cluster.id=%s but this broker's metadata has cluster.id=%s; "+
 			"the metadata file may have been lost or replaced", ErrMetaPropertiesMismatch, path, mp.ClusterID, clusterID)
+	}
+	if version == 0 && mp.Version == 1 {
+		old := mp
+		mp = MetaProperties{Version: 0, ClusterID: clusterID, NodeID: nodeID}
+		if err := writeFileAtomic(path, mp.encode(time.Now())); err != nil {
+			return old, fmt.Errorf("log dir %s: rewriting meta.properties as version 0: %w", dir, err)
+		}
+		if logf != nil {
+			logf("rewrote meta.properties as version 0, as a ZooKeeper-mode Kafka broker has it", "file", path, "dropped_directory_id", old.DirectoryID)
+		}
 	}
 	return mp, nil
 }

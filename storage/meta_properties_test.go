@@ -111,3 +111,54 @@ func TestNewDirectoryID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestMetaPropertiesVersion0: a ZooKeeper-mode broker writes version 0
+// (broker.id, cluster.id), reads Kafka 3.9's version 0 file unchanged, and
+// rewrites a version 1 file of its own node and cluster as version 0.
+func TestMetaPropertiesVersion0(t *testing.T) {
+	dir := t.TempDir()
+	mp, err := EnsureMetaPropertiesVersion(dir, 3, "c1", 0, nil)
+	if err != nil || mp.Version != 0 || mp.NodeID != 3 || mp.DirectoryID != "" {
+		t.Fatalf("new v0: %+v %v", mp, err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, MetaPropertiesFile))
+	if s := string(data); !strings.Contains(s, "\nbroker.id=3\n") || !strings.Contains(s, "\nversion=0\n") || strings.Contains(s, "node.id") {
+		t.Fatalf("v0 file:\n%s", s)
+	}
+
+	kafka := t.TempDir()
+	fixture, err := os.ReadFile("testdata/kafka39/meta.properties")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(kafka, MetaPropertiesFile), fixture, 0o644)
+	got, _, _ := ReadMetaProperties(kafka)
+	if _, err := EnsureMetaPropertiesVersion(kafka, got.NodeID, got.ClusterID, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(kafka, MetaPropertiesFile)); string(after) != string(fixture) {
+		t.Fatalf("Kafka's file rewritten:\n%s", after)
+	}
+
+	v1 := t.TempDir()
+	if _, err := EnsureMetaProperties(v1, 3, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	mp, err = EnsureMetaPropertiesVersion(v1, 3, "c1", 0, func(msg string, _ ...any) { logged = append(logged, msg) })
+	if err != nil || mp.Version != 0 || len(logged) != 1 {
+		t.Fatalf("v1 to v0: %+v %v, logged %q", mp, err, logged)
+	}
+	if again, _, err := ReadMetaProperties(v1); err != nil || again.Version != 0 || again.NodeID != 3 || again.ClusterID != "c1" {
+		t.Fatalf("rewritten file reads %+v %v", again, err)
+	}
+	// Another node's v1 file is refused, not rewritten.
+	other := t.TempDir()
+	EnsureMetaProperties(other, 4, "c1")
+	if _, err := EnsureMetaPropertiesVersion(other, 3, "c1", 0, nil); !errors.Is(err, ErrMetaPropertiesMismatch) {
+		t.Fatalf("another node's dir: %v", err)
+	}
+	if mp, _, _ := ReadMetaProperties(other); mp.Version != 1 {
+		t.Fatalf("another node's file rewritten: %+v", mp)
+	}
+}

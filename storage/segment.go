@@ -75,6 +75,13 @@ type segment struct {
 
 	idxOnDisk, timesOnDisk int
 	idxStale               bool // the index files must be rewritten whole
+	// idxMissing: an index file does not exist (a new segment, or one
+	// loaded without it); the next sync writes both whole, even empty,
+	// because Kafka recovers a segment whose .index is missing.
+	idxMissing bool
+	// txnDirty: entries were appended to the .txnindex file since the
+	// last fsync (AppendTxnIndex); the segment's next sync fsyncs it.
+	txnDirty bool
 }
 
 // openSegment opens (creating if absent) the segment at base. Its log file
@@ -96,6 +103,7 @@ func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create boo
 				return nil, nil, nil, fmt.Errorf("remove stale index: %w", err)
 			}
 		}
+		s.idxMissing = true
 		return s, nil, nil, nil
 	}
 	st, err := fs.Stat(path)
@@ -113,6 +121,7 @@ func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create boo
 		s.close()
 		return nil, nil, nil, err
 	}
+	s.idxMissing = idxBytes == nil || timeBytes == nil
 	return s, idxBytes, timeBytes, nil
 }
 
@@ -217,13 +226,15 @@ type indexWrite struct {
 	idx, times     []byte
 	idxAt, timesAt int64
 	nIdx, nTimes   int
+	txn            bool // fsync the .txnindex file
 }
 
 // pendingIndex describes the index entries not yet in the files. Callers
 // hold the log's mu (or own s alone).
 func (s *segment) pendingIndex() indexWrite {
-	w := indexWrite{nIdx: len(s.index), nTimes: len(s.times)}
-	if s.idxStale {
+	w := indexWrite{nIdx: len(s.index), nTimes: len(s.times), txn: s.txnDirty}
+	s.txnDirty = false
+	if s.idxStale || s.idxMissing {
 		w.idxAt, w.timesAt = -1, -1
 		w.idx = encodeOffsetEntries(nil, s.base, s.index)
 		w.times = encodeTimeEntries(nil, s.base, s.times)
@@ -252,6 +263,9 @@ func (s *segment) syncFiles(w indexWrite) (created bool, err error) {
 		return c1, err
 	}
 	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt)
+	if err == nil && w.txn {
+		err = syncTxnIndex(s.fs, segmentPath(s.dir, s.base, txnIndexSuffix))
+	}
 	return c1 || c2, err
 }
 
@@ -259,9 +273,10 @@ func (s *segment) syncFiles(w indexWrite) (created bool, err error) {
 func (s *segment) indexWritten(w indexWrite, err error) {
 	if err != nil {
 		s.idxStale = true
+		s.txnDirty = s.txnDirty || w.txn
 		return
 	}
-	s.idxStale = false
+	s.idxStale, s.idxMissing = false, false
 	s.idxOnDisk, s.timesOnDisk = w.nIdx, w.nTimes
 }
 
@@ -313,7 +328,7 @@ func (s *segment) close() error {
 // remove closes the segment and deletes its files.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if e := s.fs.Remove(segmentPath(s.dir, s.base, suf)); e != nil && !errors.Is(e, os.ErrNotExist) {
 			err = errors.Join(err, e)
 		}

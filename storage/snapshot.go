@@ -26,15 +26,28 @@ const snapshotsKept = 2
 
 var snapshotCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// WriteProducerSnapshot stores an opaque producer-state snapshot taken at
-// offset: a 4-byte CRC-32C of data, then data, written to a temporary file,
+// ProducerSnapshot is a producer-state snapshot read back from disk.
+type ProducerSnapshot struct {
+	// Offset is the log end offset the snapshot's state covers.
+	Offset int64
+	// Producers is the state in Kafka's format (nil when Legacy is set).
+	Producers []ProducerSnapshotEntry
+	// Legacy is the body of a snapshot in the format kbroker wrote before
+	// it wrote Kafka's (a 4-byte CRC-32C, then a JSON document), kept
+	// readable so that an upgrade keeps the state; nil otherwise.
+	Legacy []byte
+}
+
+// WriteProducerSnapshot stores the producer state as of offset in Kafka's
+// snapshot format (EncodeProducerSnapshot): written to a temporary file,
 // fsynced and renamed into place; the rename is made durable by the log's
-// next flush or close. Older snapshots beyond the newest
-// snapshotsKept are removed.
-func (l *Log) WriteProducerSnapshot(offset int64, data []byte) error {
-	name := filepath.Join(l.dir, fmt.Sprintf("%020d%s", offset, SnapshotSuffix))
-	buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(data)), crc32.Checksum(data, snapshotCRC))
-	buf = append(buf, data...)
+// next flush or close. Older snapshots beyond the newest snapshotsKept are
+// removed. A caller with aborted transactions writes their transaction
+// indexes first (WriteTxnIndexes): a snapshot in Kafka's format relies on
+// them for the transactions aborted below its offset.
+func (l *Log) WriteProducerSnapshot(offset int64, producers []ProducerSnapshotEntry) error {
+	name := l.snapshotPath(offset)
+	buf := EncodeProducerSnapshot(producers)
 	if old, err := vfs.ReadFile(l.fs, name); err == nil && bytes.Equal(old, buf) {
 		// Already there (a restart with no appends since): a clean
 		// shutdown of many partitions skips two fsyncs for each.
@@ -65,14 +78,18 @@ func (l *Log) WriteProducerSnapshot(offset int64, data []byte) error {
 	return nil
 }
 
-// LatestProducerSnapshot returns the newest intact snapshot taken at an
-// offset no greater than maxOffset (the recovered log end). Snapshots beyond
-// maxOffset describe a log that was truncated and are deleted; corrupt ones
-// are skipped and deleted.
-func (l *Log) LatestProducerSnapshot(maxOffset int64) (offset int64, data []byte, ok bool) {
+// LatestProducerSnapshot returns the newest readable snapshot taken at an
+// offset no greater than maxOffset (the recovered log end), in Kafka's
+// format or kbroker's legacy one. Snapshots beyond maxOffset describe a log
+// that was truncated and are deleted. A snapshot that cannot be read, fails
+// its CRC or does not parse is deleted with one log line: the caller then
+// uses an older snapshot or none, and rebuilds the state from the log after
+// it, so nothing the snapshot held is lost.
+func (l *Log) LatestProducerSnapshot(maxOffset int64) (ProducerSnapshot, bool) {
 	offs, err := l.snapshotOffsets()
 	if err != nil {
-		return 0, nil, false
+		l.logger.Warn("cannot list producer snapshots; producer state is rebuilt from the whole log", "err", err)
+		return ProducerSnapshot{}, false
 	}
 	for i := len(offs) - 1; i >= 0; i-- {
 		path := l.snapshotPath(offs[i])
@@ -81,13 +98,35 @@ func (l *Log) LatestProducerSnapshot(maxOffset int64) (offset int64, data []byte
 			continue
 		}
 		b, err := vfs.ReadFile(l.fs, path)
-		if err == nil && len(b) >= 4 && binary.BigEndian.Uint32(b) == crc32.Checksum(b[4:], snapshotCRC) {
-			return offs[i], b[4:], true
+		if err == nil {
+			var ps ProducerSnapshot
+			if ps, err = decodeSnapshotFile(b); err == nil {
+				ps.Offset = offs[i]
+				return ps, true
+			}
 		}
-		l.cfg.Logger.Warn("ignoring corrupt producer snapshot", "file", path, "err", err)
+		older := "the log start"
+		if i > 0 {
+			older = fmt.Sprintf("the snapshot at offset %d", offs[i-1])
+		}
+		l.logger.Warn("unreadable producer snapshot removed; producer state is rebuilt from the log from "+older,
+			"file", path, "err", err)
 		_ = l.fs.Remove(path)
 	}
-	return 0, nil, false
+	return ProducerSnapshot{}, false
+}
+
+// decodeSnapshotFile parses a snapshot file in Kafka's format, or else in
+// kbroker's legacy format (a CRC-32C of the rest, then a JSON object).
+func decodeSnapshotFile(b []byte) (ProducerSnapshot, error) {
+	producers, err := DecodeProducerSnapshot(b)
+	if err == nil {
+		return ProducerSnapshot{Producers: producers}, nil
+	}
+	if len(b) > 4 && b[4] == '{' && binary.BigEndian.Uint32(b) == crc32.Checksum(b[4:], snapshotCRC) {
+		return ProducerSnapshot{Legacy: b[4:]}, nil
+	}
+	return ProducerSnapshot{}, err
 }
 
 func (l *Log) snapshotPath(offset int64) string {

@@ -3,7 +3,7 @@
 // A log dir (one entry of log.dirs) is a [Dir]: it holds one directory per
 // partition named "<topic>-<partition>", Kafka's text checkpoint files
 // (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
-// replication-offset-checkpoint), a ".lock" file held with flock while the
+// replication-offset-checkpoint, cleaner-offset-checkpoint), a ".lock" file held with flock while the
 // dir is open, ".kafka_cleanshutdown" while it is closed cleanly, and
 // Kafka's "meta.properties" naming the node and cluster it belongs to
 // (EnsureMetaProperties). Partition data is never deleted outright: a
@@ -14,8 +14,11 @@
 //
 // A partition directory is a [Log]: a sequence of segments, each a
 // "<20-digit base offset>.log" file of v2 record batches with a sparse offset
-// index (".index") and time index (".timeindex"), plus a
-// "leader-epoch-checkpoint". Offsets in a log are dense and increasing; every
+// index (".index"), a time index (".timeindex") and, for a segment holding
+// ABORT markers, Kafka's transaction index (".txnindex"), plus a
+// "leader-epoch-checkpoint", Kafka's "partition.metadata" and producer-state
+// snapshots ("<offset>.snapshot", Kafka's format). Every file is in Kafka's
+// format, so a log dir moves between Kafka and kbroker both ways. Offsets in a log are dense and increasing; every
 // batch on disk between the log start offset and the log end offset passed
 // validation on append or on recovery, so reads never return a corrupt batch.
 //

@@ -50,28 +50,12 @@ func (b *API) createOneCluster(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopi
 		if partitions != -1 || rf != -1 {
 			return kerr.InvalidRequest, "both numPartitions or replicationFactor and replicasAssignments were set; both cannot be used at the same time"
 		}
-		live := b.cluster.Cache.Snapshot().Brokers
-		assignment = map[int32][]int32{}
-		for i, ra := range rt.ReplicaAssignment {
-			if ra.Partition != int32(i) {
-				return kerr.InvalidReplicaAssignment, "partitions in the replica assignment must be consecutive from 0"
-			}
-			if len(ra.Replicas) == 0 || (i > 0 && len(ra.Replicas) != len(rt.ReplicaAssignment[0].Replicas)) {
-				return kerr.InvalidReplicaAssignment, "all partitions must have the same, non-zero number of replicas"
-			}
-			seen := map[int32]bool{}
-			for _, r := range ra.Replicas {
-				if seen[r] {
-					return kerr.InvalidReplicaAssignment, fmt.Sprintf("duplicate replica %d for partition %d", r, ra.Partition)
-				}
-				seen[r] = true
-				if _, ok := live[r]; !ok {
-					return kerr.BrokerNotAvailable, fmt.Sprintf("replica %d of partition %d is not a live broker", r, ra.Partition)
-				}
-			}
-			assignment[ra.Partition] = append([]int32(nil), ra.Replicas...)
+		var kerrv *kerr.Error
+		var msg string
+		if assignment, kerrv, msg = manualTopicAssignment(rt.ReplicaAssignment); kerrv != nil {
+			return kerrv, msg
 		}
-		partitions, rf = int32(len(rt.ReplicaAssignment)), int16(len(rt.ReplicaAssignment[0].Replicas))
+		partitions, rf = int32(len(assignment)), int16(len(assignment[0]))
 	}
 	if partitions == -1 {
 		partitions = b.cfg.NumPartitions
@@ -136,6 +120,49 @@ func (b *API) createOneCluster(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopi
 	return nil, ""
 }
 
+// manualTopicAssignment checks a CreateTopics replica assignment as Kafka
+// 3.9's ZooKeeper mode does (ZkAdminManager, AdminZkClient.validateTopicCreate),
+// with its messages: every partition with one replica count, no broker
+// twice in a list, and the partition ids 0..n-1 in any order (clients that
+// build the assignment from a map send it unordered). As there, brokers
+// are not checked against the live ones: a partition on a broker that is
+// down has no leader until it returns.
+func manualTopicAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment) (map[int32][]int32, *kerr.Error, string) {
+	assignment := make(map[int32][]int32, len(as))
+	for _, ra := range as {
+		if _, dup := assignment[ra.Partition]; dup {
+			// Kafka 3.9 keeps the last; KRaft refuses, as here.
+			return nil, kerr.InvalidReplicaAssignment, fmt.Sprintf("Found multiple manual partition assignments for partition %d", ra.Partition)
+		}
+		assignment[ra.Partition] = append([]int32(nil), ra.Replicas...)
+	}
+	sizes := map[int]bool{}
+	for _, rs := range assignment {
+		sizes[len(rs)] = true
+	}
+	if len(sizes) != 1 {
+		return nil, kerr.InvalidReplicaAssignment, "All partitions should have the same number of replicas"
+	}
+	for p, rs := range assignment {
+		if len(rs) == 0 {
+			return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0."
+		}
+		seen := map[int32]bool{}
+		for _, r := range rs {
+			if seen[r] {
+				return nil, kerr.InvalidReplicaAssignment, fmt.Sprintf("Duplicate replica assignment found: partition %d has replicas %v", p, rs)
+			}
+			seen[r] = true
+		}
+	}
+	for p := range int32(len(assignment)) {
+		if _, ok := assignment[p]; !ok {
+			return nil, kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence"
+		}
+	}
+	return assignment, nil, ""
+}
+
 // deleteTopicCluster queues a topic for deletion by the controller; a
 // topic given by id is looked up in the metadata cache.
 func (b *API) deleteTopicCluster(name *string, id [16]byte) (*string, [16]byte, *kerr.Error) {
@@ -160,27 +187,95 @@ func (b *API) deleteTopicCluster(name *string, id [16]byte) (*string, [16]byte, 
 	return name, id, nil
 }
 
-// createPartitionsCluster raises a topic's partition count in ZooKeeper.
-// Manual assignments are refused (zkstore continues Kafka's assignment
-// pattern only).
-func (b *API) createPartitionsCluster(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string) {
+// createPartitionsCluster raises a topic's partition count in ZooKeeper and
+// returns the partitions it creates, to wait for. A manual assignment is
+// checked as Kafka 3.9's ZkAdminManager.createPartitions does (live brokers
+// only, one list per new partition, the topic's replication factor), with
+// its messages; without one zkstore continues Kafka's assignment pattern.
+func (b *API) createPartitionsCluster(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (partitionRange, *kerr.Error, string) {
 	t, ok := b.store.Topic(rt.Topic)
 	if !ok {
-		return kerr.UnknownTopicOrPartition, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
+		return partitionRange{}, kerr.UnknownTopicOrPartition, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
 	}
+	created := partitionRange{id: t.ID, from: t.Partitions, to: rt.Count}
 	if rt.Count <= t.Partitions {
-		return kerr.InvalidPartitions, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", t.Partitions, rt.Count)
+		return created, kerr.InvalidPartitions, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", t.Partitions, rt.Count)
 	}
-	if len(rt.Assignment) > 0 {
-		return kerr.InvalidReplicaAssignment, "manual replica assignment of new partitions is not supported in cluster mode"
+	var given [][]int32
+	if rt.Assignment != nil {
+		live := b.cluster.Cache.Snapshot()
+		if kerrv, msg := checkNewPartitions(rt, t.Partitions, t.ReplicationFactor, live.BrokerIDs()); kerrv != nil {
+			return created, kerrv, msg
+		}
+		for _, a := range rt.Assignment {
+			given = append(given, a.Replicas)
+		}
 	}
 	if validateOnly {
-		return nil, ""
+		return created, nil, ""
 	}
-	if err := b.store.AddPartitions(rt.Topic, rt.Count); err != nil {
-		return storeErr(err)
+	s, ok := b.store.(interface {
+		AddPartitionsWithAssignment(name string, total int32, given [][]int32) error
+	})
+	if !ok {
+		return created, kerr.InvalidReplicaAssignment, "the metadata store takes no replica assignment"
+	}
+	if err := s.AddPartitionsWithAssignment(rt.Topic, rt.Count, given); err != nil {
+		kerrv, msg := storeErr(err)
+		return created, kerrv, msg
+	}
+	return created, nil, ""
+}
+
+// checkNewPartitions is Kafka 3.9's check of a CreatePartitions manual
+// assignment (ZkAdminManager.createPartitions, then
+// AdminZkClient.validateReplicaAssignment), with its messages.
+func checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, cur int32, rf int16, live []int32) (*kerr.Error, string) {
+	isLive := map[int32]bool{}
+	for _, id := range live {
+		isLive[id] = true
+	}
+	var unknown []string
+	seenUnknown := map[int32]bool{}
+	for _, a := range rt.Assignment {
+		for _, r := range a.Replicas {
+			if !isLive[r] && !seenUnknown[r] {
+				seenUnknown[r] = true
+				unknown = append(unknown, fmt.Sprint(r))
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		return kerr.InvalidReplicaAssignment, fmt.Sprintf("Unknown broker(s) in replica assignment: %s.", strings.Join(unknown, ", "))
+	}
+	if inc := rt.Count - cur; int32(len(rt.Assignment)) != inc {
+		return kerr.InvalidReplicaAssignment, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", inc, len(rt.Assignment))
+	}
+	for i, a := range rt.Assignment {
+		p := cur + int32(i)
+		if len(a.Replicas) == 0 {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Cannot have replication factor of 0 for partition id %d.", p)
+		}
+		seen := map[int32]bool{}
+		for _, r := range a.Replicas {
+			if seen[r] {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Duplicate brokers not allowed in replica assignment: %s for partition id %d.", joinIDs(a.Replicas), p)
+			}
+			seen[r] = true
+		}
+		if len(a.Replicas) != int(rf) {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Inconsistent replication factor between partitions, partition 0 has %d while partitions [%d] have replication factors [%d], respectively.", rf, p, len(a.Replicas))
+		}
 	}
 	return nil, ""
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ", ")
 }
 
 // handleElectLeadersCluster runs the election on the active controller.

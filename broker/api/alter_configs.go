@@ -58,7 +58,7 @@ func (b *API) alterConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly, du
 	}
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		return b.rm.AlterTopicConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *kerr.Error, string) {
+		return b.alterTopicConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *kerr.Error, string) {
 			return configs, nil, ""
 		})
 	case kmsg.ConfigResourceTypeBroker: // broker_configs.go: the new set replaces the entity's

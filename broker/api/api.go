@@ -88,6 +88,7 @@ type Partitions interface {
 	DeleteTopic(name string) *kerr.Error
 	CreatePartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) (*kerr.Error, string)
 	AlterTopicConfigs(name string, validateOnly bool, update func(current map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string)
+	ApplyTopicConfigs(name string, configs map[string]string)
 	AppendRecords(p *replica.Partition, batch []byte, h records.Header) replica.AppendResult
 	CheckProduce(p *replica.Partition, acks int16) *kerr.Error
 	Produce(p *replica.Partition, batch []byte, h records.Header, acks int16, deadline time.Time) replica.AppendResult

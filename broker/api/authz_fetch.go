@@ -28,8 +28,8 @@ func (b *API) fetchTopicName(version int16, name string, id [16]byte) string {
 	if version < 13 {
 		return name
 	}
-	if t := b.rm.TopicByID(id); t != nil {
-		return t.Meta.Name
+	if t, ok := b.topicWithID(id); ok {
+		return t.Name
 	}
 	return ""
 }

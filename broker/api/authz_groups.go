@@ -231,8 +231,8 @@ func (b *API) checkOffsetCommit(ctx *network.RequestContext, r *kmsg.OffsetCommi
 
 // topicNameByID is the name of the topic with id, "" if unknown.
 func (b *API) topicNameByID(id [16]byte) string {
-	if t := b.rm.TopicByID(id); t != nil {
-		return t.Meta.Name
+	if t, ok := b.topicWithID(id); ok {
+		return t.Name
 	}
 	return ""
 }

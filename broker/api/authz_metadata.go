@@ -37,8 +37,8 @@ func (b *API) metadataAuthzAfter(ctx *network.RequestContext, req *kmsg.Metadata
 		name := ""
 		if mt.Topic != nil {
 			name = *mt.Topic
-		} else if t := b.rm.TopicByID(mt.TopicID); t != nil {
-			name = t.Meta.Name
+		} else if t, ok := b.topicWithID(mt.TopicID); ok {
+			name = t.Name
 		}
 		if name == "" || mt.ErrorCode == kerr.TopicAuthorizationFailed.Code {
 			kept = append(kept, mt) // an unknown id, or already refused

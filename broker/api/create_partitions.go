@@ -8,7 +8,9 @@ package api
 // partition, each naming only this broker once (INVALID_REPLICA_ASSIGNMENT
 // otherwise). A topic named twice is INVALID_REQUEST. ValidateOnly checks
 // without creating. New partitions are created empty, persisted in the
-// metadata store, and served at once.
+// metadata store, and served at once; in cluster mode the answer waits until
+// this broker's metadata shows a leader for each (admin_wait.go), and a
+// manual assignment is checked as Kafka 3.9 does (admin_cluster.go).
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -19,6 +21,7 @@ import (
 func (b *API) handleCreatePartitions(_ *network.RequestContext, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	count := map[string]int{}
+	created := map[string]partitionRange{} // cluster mode: to wait for
 	for _, rt := range req.Topics {
 		count[rt.Topic]++
 	}
@@ -32,7 +35,11 @@ func (b *API) handleCreatePartitions(_ *network.RequestContext, req *kmsg.Create
 		if count[rt.Topic] > 1 {
 			kerrv, msg = kerr.InvalidRequest, "Duplicate topic in request."
 		} else if b.cluster != nil {
-			kerrv, msg = b.createPartitionsCluster(rt, req.ValidateOnly) // admin_cluster.go
+			var r partitionRange
+			r, kerrv, msg = b.createPartitionsCluster(rt, req.ValidateOnly) // admin_cluster.go
+			if kerrv == nil && !req.ValidateOnly {
+				created[rt.Topic] = r
+			}
 		} else {
 			kerrv, msg = b.rm.CreatePartitions(rt, req.ValidateOnly)
 		}
@@ -44,6 +51,15 @@ func (b *API) handleCreatePartitions(_ *network.RequestContext, req *kmsg.Create
 			st.ErrorMessage = &msg
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if b.cluster != nil {
+		pending := b.awaitPartitions(req.TimeoutMillis, created) // admin_wait.go
+		for i := range resp.Topics {
+			if pending[resp.Topics[i].Topic] {
+				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = kerr.RequestTimedOut.Code, nil
+			}
+		}
+		return resp // UpdateMetadata tells the KIP-848 coordinator
 	}
 	b.co.TopicsChanged()
 	return resp

@@ -2,7 +2,9 @@ package api
 
 // CreateTopics v0–v7. v1 ValidateOnly and ErrorMessage; v5 flexible and the
 // created topic's partitions, replication factor and configs in the answer;
-// v7 topic id. A single node accepts replication factor 1 and replica
+// v7 topic id. In cluster mode the answer waits until this broker's metadata
+// shows a leader for every new partition (admin_wait.go). A single node
+// accepts replication factor 1 and replica
 // assignments that name only itself. A manual assignment may list its
 // partitions in any order (clients built on maps do); Kafka's controller
 // (ReplicationControlManager) checks only that they are 0..n-1, each once,
@@ -24,6 +26,7 @@ func (b *API) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateTopi
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	created := map[string]partitionRange{} // cluster mode: to wait for (admin_wait.go)
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
@@ -31,20 +34,37 @@ func (b *API) handleCreateTopics(_ *network.RequestContext, req *kmsg.CreateTopi
 		st.ReplicationFactor = -1
 		kerrv, msg := b.createOne(req, rt, seen[rt.Topic] > 1, &st)
 		if kerrv != nil {
-			st.ErrorCode = kerrv.Code
-			if msg == "" {
-				msg = kerrv.Message
-			}
-			st.ErrorMessage = &msg
-			// Kafka leaves ConfigErrorCode (KIP-525: the error of
-			// describing the created topic's configs) at 0 and the
-			// list empty, not null, whatever failed.
-			st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+			failCreatedTopic(&st, kerrv.Code, &msg, kerrv.Message)
+		} else if b.cluster != nil && !req.ValidateOnly {
+			created[rt.Topic] = partitionRange{id: st.TopicID, to: st.NumPartitions}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	if b.cluster != nil && !req.ValidateOnly {
+		pending := b.awaitPartitions(req.TimeoutMillis, created)
+		for i := range resp.Topics {
+			if pending[resp.Topics[i].Topic] {
+				failCreatedTopic(&resp.Topics[i], kerr.RequestTimedOut.Code, nil, "")
+			}
+		}
+		return resp // UpdateMetadata tells the KIP-848 coordinator
+	}
 	b.co.TopicsChanged()
 	return resp
+}
+
+// failCreatedTopic sets a topic's answer to an error, as Kafka's does:
+// the message (fallback when msg is empty, none when msg is nil), no
+// partition count or replication factor, and an empty (not null) config
+// list with ConfigErrorCode (KIP-525) left at 0.
+func failCreatedTopic(st *kmsg.CreateTopicsResponseTopic, code int16, msg *string, fallback string) {
+	st.ErrorCode = code
+	if msg != nil && *msg == "" {
+		*msg = fallback
+	}
+	st.ErrorMessage = msg
+	st.NumPartitions, st.ReplicationFactor = -1, -1
+	st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 }
 
 func (b *API) createOne(req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic, dup bool, st *kmsg.CreateTopicsResponseTopic) (*kerr.Error, string) {

@@ -42,7 +42,10 @@ func (b *API) handleDeleteRecords(ctx *network.RequestContext, req *kmsg.DeleteR
 func (b *API) deleteRecords(ctx *network.RequestContext, topicName string, rp kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition, dirty map[*storage.Dir]bool) *kerr.Error {
 	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
-		return kerr.UnknownTopicOrPartition
+		return b.notHostedErr(topicName, rp.Partition)
+	}
+	if !p.IsLeader() {
+		return kerr.NotLeaderForPartition // as Kafka: only the leader moves the log start
 	}
 	if !p.Topic.Settings().CleanupDelete {
 		return kerr.PolicyViolation

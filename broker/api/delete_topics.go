@@ -2,7 +2,8 @@ package api
 
 // DeleteTopics v0–v6. v4 flexible; v5 ErrorMessage; v6 topics by name or id.
 // Deletion removes the topic from metadata and its partitions' data from disk
-// before answering.
+// before answering; in cluster mode the controller deletes it and the answer
+// waits until this broker's metadata no longer shows it (admin_wait.go).
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -27,6 +28,7 @@ func (b *API) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteTopi
 			targets = append(targets, target{name: &req.TopicNames[i]})
 		}
 	}
+	var deleted []string // cluster mode: to wait for
 	for _, tg := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = tg.name, tg.id
@@ -54,8 +56,19 @@ func (b *API) handleDeleteTopics(_ *network.RequestContext, req *kmsg.DeleteTopi
 			st.ErrorCode = kerrv.Code
 			msg := kerrv.Message
 			st.ErrorMessage = &msg
+		} else if b.cluster != nil && st.Topic != nil {
+			deleted = append(deleted, *st.Topic)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if b.cluster != nil {
+		pending := b.awaitDeleted(req.TimeoutMillis, deleted) // admin_wait.go
+		for i := range resp.Topics {
+			if t := resp.Topics[i].Topic; t != nil && pending[*t] {
+				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = kerr.RequestTimedOut.Code, nil
+			}
+		}
+		return resp // UpdateMetadata tells the KIP-848 coordinator
 	}
 	b.co.TopicsChanged()
 	return resp

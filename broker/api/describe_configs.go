@@ -60,11 +60,11 @@ func (b *API) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string
 	if err := replica.ValidTopicName(name); err != nil {
 		return kerr.InvalidTopicException
 	}
-	t := b.rm.TopicByName(name)
-	if t == nil {
+	overrides, ok := b.topicOverrides(name) // topic_configs_cluster.go
+	if !ok {
 		return kerr.UnknownTopicOrPartition
 	}
-	rc := config.ResolveTopicConfig(b.defaults(), t.Meta.Configs)
+	rc := config.ResolveTopicConfig(b.defaults(), overrides)
 	dyn := config.NewDynamic(b.cfg)
 	if st := b.brokerConfigs(); st != nil {
 		dyn = st.cfg.Dynamic

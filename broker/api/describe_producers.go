@@ -21,7 +21,7 @@ func (b *API) handleDescribeProducers(_ *network.RequestContext, req *kmsg.Descr
 			p := b.rm.PartitionOf(rt.Topic, pi)
 			switch {
 			case p == nil:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = b.notHostedErr(rt.Topic, pi).Code
 			case !p.IsLeader(): // Kafka answers only from the leader
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:

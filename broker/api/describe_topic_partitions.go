@@ -9,8 +9,9 @@ package api
 // names the first partition left out, null when none is. A named topic that
 // does not exist is answered with UNKNOWN_TOPIC_OR_PARTITION; a cursor
 // naming a topic that is not requested is INVALID_REQUEST for every topic.
-// Eligible leader replicas do not exist on a single node: the ELR lists are
-// empty.
+// Eligible leader replicas do not exist here (ZooKeeper mode has none): the
+// ELR lists are empty. In cluster mode the partitions come from the metadata
+// cache, as Metadata's do.
 
 import (
 	"sort"
@@ -28,7 +29,7 @@ func (b *API) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	var names []string
 	if len(req.Topics) == 0 {
-		names = b.rm.TopicNames()
+		names = b.topicNames() // topic_lookup.go
 	} else {
 		seen := map[string]bool{}
 		for _, rt := range req.Topics {
@@ -64,8 +65,8 @@ func (b *API) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg
 		name := name
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic = &name
-		t := b.rm.TopicByName(name)
-		if t == nil {
+		id, parts, ok := b.describedPartitions(name)
+		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			// Kafka fills the topic's operations for an unknown
 			// topic too (it authorized the name before looking it up).
@@ -73,29 +74,22 @@ func (b *API) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		rt.TopicID = t.Meta.ID
+		rt.TopicID = id
 		rt.IsInternal = replica.IsInternal(name)
 		rt.AuthorizedOperations = topicOps
 		from := int32(0)
 		if i == 0 {
 			from = startPart
 		}
-		for pi := from; pi < int32(len(t.Partitions)); pi++ {
+		for _, rp := range parts {
+			if rp.Partition < from {
+				continue
+			}
 			if limit == 0 {
-				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: pi}
+				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: rp.Partition}
 				resp.Topics = append(resp.Topics, rt)
 				return resp
 			}
-			p := t.Partitions[pi]
-			rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
-			rp.Partition = pi
-			rp.LeaderID = b.cfg.NodeID
-			rp.LeaderEpoch = p.LeaderEpoch()
-			rp.Replicas = []int32{b.cfg.NodeID}
-			rp.ISR = []int32{b.cfg.NodeID}
-			rp.EligibleLeaderReplicas = []int32{}
-			rp.LastKnownELR = []int32{}
-			rp.OfflineReplicas = []int32{}
 			rt.Partitions = append(rt.Partitions, rp)
 			limit--
 		}
@@ -106,4 +100,40 @@ func (b *API) handleDescribeTopicPartitions(_ *network.RequestContext, req *kmsg
 		}
 	}
 	return resp
+}
+
+// describedPartitions returns a topic's id and its partitions in index
+// order, as DescribeTopicPartitions answers them: in cluster mode from the
+// metadata cache (leader, epoch, replicas, ISR and offline replicas, as
+// Metadata), on a single node this broker alone.
+func (b *API) describedPartitions(name string) ([16]byte, []kmsg.DescribeTopicPartitionsResponseTopicPartition, bool) {
+	newPartition := func(p, leader, epoch int32, replicas, isr, offline []int32) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+		rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+		rp.Partition, rp.LeaderID, rp.LeaderEpoch = p, leader, epoch
+		rp.Replicas, rp.ISR, rp.OfflineReplicas = replicas, isr, offline
+		rp.EligibleLeaderReplicas, rp.LastKnownELR = []int32{}, []int32{}
+		return rp
+	}
+	if c := b.cluster; c != nil && c.Cache != nil {
+		t := c.Cache.Snapshot().Topics[name]
+		if t == nil {
+			return [16]byte{}, nil, false
+		}
+		out := make([]kmsg.DescribeTopicPartitionsResponseTopicPartition, 0, len(t.Partitions))
+		for p, st := range t.Partitions {
+			out = append(out, newPartition(p, st.Leader, st.LeaderEpoch, st.Replicas, st.ISR, st.OfflineReplicas))
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
+		return t.ID, out, true
+	}
+	t := b.rm.TopicByName(name)
+	if t == nil {
+		return [16]byte{}, nil, false
+	}
+	self := []int32{b.cfg.NodeID}
+	out := make([]kmsg.DescribeTopicPartitionsResponseTopicPartition, len(t.Partitions))
+	for i, p := range t.Partitions {
+		out[i] = newPartition(int32(i), b.cfg.NodeID, p.LeaderEpoch(), self, self, []int32{})
+	}
+	return t.Meta.ID, out, true
 }

@@ -65,7 +65,7 @@ func (b *API) incrementalAlter(rr kmsg.IncrementalAlterConfigsRequestResource, v
 	}
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		return b.rm.AlterTopicConfigs(rr.ResourceName, validateOnly, func(cur map[string]string) (map[string]string, *kerr.Error, string) {
+		return b.alterTopicConfigs(rr.ResourceName, validateOnly, func(cur map[string]string) (map[string]string, *kerr.Error, string) {
 			return b.applyIncremental(cur, rr.Configs)
 		})
 	case kmsg.ConfigResourceTypeBroker: // broker_configs.go

@@ -57,7 +57,7 @@ func (b *API) handleListConfigResources(_ *network.RequestContext, req *kmsg.Lis
 		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
 			add(strconv.Itoa(int(b.cfg.NodeID)), t)
 		case kmsg.ConfigResourceTypeTopic:
-			names := b.rm.TopicNames()
+			names := b.topicNames()
 			slices.Sort(names)
 			for _, name := range names {
 				add(name, t)

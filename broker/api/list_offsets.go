@@ -57,7 +57,7 @@ func (b *API) handleListOffsets(_ *network.RequestContext, req *kmsg.ListOffsets
 func (b *API) listOffset(version int16, isolation int8, replicaID int32, topicName string, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
 	p := b.rm.PartitionOf(topicName, rp.Partition)
 	if p == nil {
-		return kerr.UnknownTopicOrPartition
+		return b.notHostedErr(topicName, rp.Partition) // topic_lookup.go
 	}
 	if replicaID != debuggingConsumerID && !p.IsLeader() {
 		return kerr.NotLeaderForPartition

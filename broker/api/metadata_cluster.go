@@ -4,10 +4,11 @@ package api
 // the metadata cache (the controller's UpdateMetadata requests), as Kafka's
 // ZooKeeper-mode brokers do: every live broker at its endpoint on the
 // listener the request came in on, each partition's leader, leader epoch,
-// replicas, ISR and offline replicas, and the controller's id. Topics that
-// exist in ZooKeeper but have not reached the cache yet, and topics
-// auto-created by the request, answer LEADER_NOT_AVAILABLE, so clients
-// retry. Produce and Fetch answers that say NOT_LEADER_OR_FOLLOWER get the
+// replicas, ISR and offline replicas, and the controller's id. A topic not
+// in the cache is UNKNOWN_TOPIC_OR_PARTITION unless the request may
+// auto-create it: then it is created, or, when ZooKeeper already has it (not
+// yet propagated, or being deleted), LEADER_NOT_AVAILABLE, so clients
+// retry, as Kafka's TopicExistsException answer. Produce and Fetch answers that say NOT_LEADER_OR_FOLLOWER get the
 // current-leader hints of their newer versions (leaderHints*).
 
 import (
@@ -86,13 +87,13 @@ func (b *API) handleMetadataCluster(ctx *network.RequestContext, req *kmsg.Metad
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = rt.Topic
 		mt.IsInternal = replica.IsInternal(name)
-		switch _, exists := b.store.Topic(name); {
+		switch {
 		case replica.ValidTopicName(name) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
-		case exists:
-			mt.ErrorCode = kerr.LeaderNotAvailable.Code // created, not yet propagated
 		case !autoCreate || replica.IsInternal(name):
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case b.storeHasTopic(name):
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code // created, not yet propagated, or being deleted
 		case !b.mayAutoCreate(ctx, name):
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		default:
@@ -162,6 +163,12 @@ func (b *API) handleDescribeClusterCluster(ctx *network.RequestContext, req *kms
 		}
 	}
 	return resp
+}
+
+// storeHasTopic reports whether ZooKeeper holds the topic.
+func (b *API) storeHasTopic(name string) bool {
+	_, ok := b.store.Topic(name)
+	return ok
 }
 
 // coordinatorTopic is the internal topic and partition that coordinates key

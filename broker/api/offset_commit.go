@@ -2,10 +2,12 @@ package api
 
 // OffsetCommit v0–v10 goes to the group coordinator (coordinator/group holds
 // the version rules). The broker first answers UNKNOWN_TOPIC_OR_PARTITION for
-// partitions that do not exist, as Kafka does, and hands the rest on. v10
-// (KIP-848) names topics by id: the broker resolves them to names, answers
-// UNKNOWN_TOPIC_ID for an id it does not know, hands the coordinator the
-// request as v9 (the same request with names) and answers by id.
+// partitions that do not exist in the cluster (topic_lookup.go: the
+// coordinator need host no replica of them), as Kafka does, and hands the
+// rest on. v10 (KIP-848) names topics by id: the broker resolves them to
+// names, answers UNKNOWN_TOPIC_ID for an id the cluster does not know, hands
+// the coordinator the request as v9 (the same request with names) and
+// answers by id.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -29,8 +31,8 @@ func (b *API) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.OffsetCo
 		if byID {
 			kt.Topic = ""
 			code = kerr.UnknownTopicID.Code
-			if t := b.rm.TopicByID(rt.TopicID); t != nil {
-				kt.Topic = t.Meta.Name
+			if t, ok := b.topicWithID(rt.TopicID); ok {
+				kt.Topic = t.Name
 				ids[kt.Topic] = rt.TopicID
 			}
 		}
@@ -41,7 +43,7 @@ func (b *API) handleOffsetCommit(ctx *network.RequestContext, req *kmsg.OffsetCo
 				ut.Partitions = append(ut.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: code})
 				continue
 			}
-			if b.rm.PartitionOf(kt.Topic, rp.Partition) == nil {
+			if !b.partitionExists(kt.Topic, rp.Partition) {
 				ut.Partitions = append(ut.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 				continue
 			}

@@ -5,10 +5,10 @@ package api
 // marked UNSTABLE_OFFSET_COMMIT when the client asked for stable offsets
 // (v7+). v10 (KIP-848) names topics by id: the broker resolves the ids to
 // names and hands the coordinators the request as v9 (the same request with
-// names), answers UNKNOWN_TOPIC_ID for the partitions of an id it does not
-// know, and names every topic of the answer by id again. Committed offsets
-// of a topic that no longer exists have no id to be named by, so a v10
-// "all topics" fetch leaves them out.
+// names), answers UNKNOWN_TOPIC_ID for the partitions of an id the cluster
+// does not know (topic_lookup.go), and names every topic of the answer by id
+// again. Committed offsets of a topic that no longer exists have no id to be
+// named by, so a v10 "all topics" fetch leaves them out.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -42,13 +42,13 @@ func (b *API) offsetFetchByID(ctx *network.RequestContext, req *kmsg.OffsetFetch
 			ng.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
 		}
 		for _, rt := range g.Topics {
-			t := b.rm.TopicByID(rt.TopicID)
-			if t == nil {
+			t, ok := b.topicWithID(rt.TopicID)
+			if !ok {
 				unknown[g.Group] = append(unknown[g.Group], rt)
 				continue
 			}
 			nt := rt
-			nt.Topic = t.Meta.Name
+			nt.Topic = t.Name
 			ng.Topics = append(ng.Topics, nt)
 		}
 		named.Groups[i] = ng
@@ -66,11 +66,11 @@ func (b *API) offsetFetchByID(ctx *network.RequestContext, req *kmsg.OffsetFetch
 		g := &r.Groups[i]
 		kept := g.Topics[:0]
 		for _, st := range g.Topics {
-			t := b.rm.TopicByName(st.Topic)
-			if t == nil {
+			t, ok := b.topicNamed(st.Topic)
+			if !ok {
 				continue // deleted: no id to name it by
 			}
-			st.TopicID = t.Meta.ID
+			st.TopicID = t.ID
 			kept = append(kept, st)
 		}
 		g.Topics = kept

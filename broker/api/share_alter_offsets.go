@@ -49,20 +49,20 @@ func (b *API) alterShareOffsetsTopics(req *kmsg.AlterShareGroupOffsetsRequest, s
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.rm.TopicByName(rt.Topic)
-		if t != nil {
-			st.TopicID = t.Meta.ID
+		t, ok := b.topicNamed(rt.Topic) // topic_lookup.go
+		if ok {
+			st.TopicID = t.ID
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			switch {
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+			case !ok || !t.has(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.StartOffset < 0:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			default:
-				sp.ErrorCode = set(share.TopicPartition{TopicID: t.Meta.ID, Partition: rp.Partition}, rp.StartOffset)
+				sp.ErrorCode = set(share.TopicPartition{TopicID: t.ID, Partition: rp.Partition}, rp.StartOffset)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

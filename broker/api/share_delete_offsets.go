@@ -28,11 +28,11 @@ func (b *API) handleDeleteShareGroupOffsets(ctx *network.RequestContext, req *km
 		for _, rt := range req.Topics {
 			st := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 			st.Topic = rt.Topic
-			if t := b.rm.TopicByName(rt.Topic); t == nil {
+			if t, ok := b.topicNamed(rt.Topic); !ok {
 				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				st.TopicID = t.Meta.ID
-				c.DeleteTopicOffsets(req.GroupID, t.Meta.ID)
+				st.TopicID = t.ID
+				c.DeleteTopicOffsets(req.GroupID, t.ID)
 			}
 			resp.Topics = append(resp.Topics, st)
 		}

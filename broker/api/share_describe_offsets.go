@@ -62,8 +62,8 @@ func (b *API) shareOffsetsGroup(rg kmsg.DescribeShareGroupOffsetsRequestGroup, c
 	if all {
 		byName := map[string][]int32{}
 		for _, tp := range candidates {
-			if t := b.rm.TopicByID(tp.TopicID); t != nil {
-				byName[t.Meta.Name] = append(byName[t.Meta.Name], tp.Partition)
+			if t, ok := b.topicWithID(tp.TopicID); ok {
+				byName[t.Name] = append(byName[t.Name], tp.Partition)
 			}
 		}
 		for name, parts := range byName {
@@ -75,32 +75,36 @@ func (b *API) shareOffsetsGroup(rg kmsg.DescribeShareGroupOffsetsRequestGroup, c
 	for _, rt := range topics {
 		st := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 		st.Topic = rt.Topic
-		t := b.rm.TopicByName(rt.Topic)
-		if t != nil {
-			st.TopicID = t.Meta.ID
+		t, ok := b.topicNamed(rt.Topic) // topic_lookup.go
+		if ok {
+			st.TopicID = t.ID
 		}
 		for _, part := range rt.Partitions {
 			sp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			sp.Partition = part
 			sp.StartOffset, sp.Lag, sp.LeaderEpoch = -1, -1, -1
-			if t == nil || part < 0 || int(part) >= len(t.Partitions) {
+			if !ok || !t.has(part) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			p := t.Partitions[part]
-			o, found, code := lookup(share.TopicPartition{TopicID: t.Meta.ID, Partition: part})
+			// The lag needs the high watermark, which only a replica
+			// here knows: -1 (unknown) for a partition hosted elsewhere.
+			epoch, hw := b.partitionState(rt.Topic, part)
+			o, found, code := lookup(share.TopicPartition{TopicID: t.ID, Partition: part})
 			switch {
 			case code != 0:
 				sp.ErrorCode = code
 			case found:
-				sp.LeaderEpoch = p.LeaderEpoch()
+				sp.LeaderEpoch = epoch
 				sp.StartOffset = o.start
-				sp.Lag = max(0, p.HighWatermark()-o.start-o.finished)
+				if hw >= 0 {
+					sp.Lag = max(0, hw-o.start-o.finished)
+				}
 			case all:
 				continue // no state: not one of the group's partitions
 			default:
-				sp.LeaderEpoch = p.LeaderEpoch()
+				sp.LeaderEpoch = epoch
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -45,13 +45,13 @@ func (b *API) shareAdminContext() (context.Context, context.CancelFunc) {
 // allSharePartitions are the partitions of every topic share groups may consume.
 func (b *API) allSharePartitions() []share.TopicPartition {
 	var out []share.TopicPartition
-	for _, name := range b.rm.TopicNames() {
-		t := b.rm.TopicByName(name)
-		if t == nil || replica.IsInternal(name) {
+	for _, name := range b.topicNames() {
+		t, ok := b.topicNamed(name)
+		if !ok || replica.IsInternal(name) {
 			continue
 		}
-		for i := range t.Partitions {
-			out = append(out, share.TopicPartition{TopicID: t.Meta.ID, Partition: int32(i)})
+		for _, p := range t.Partitions {
+			out = append(out, share.TopicPartition{TopicID: t.ID, Partition: p})
 		}
 	}
 	return out
@@ -139,15 +139,15 @@ func (b *API) deleteShareGroupOffsetsCluster(ctx *network.RequestContext, req *k
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.rm.TopicByName(rt.Topic)
-		if t == nil {
+		t, ok := b.topicNamed(rt.Topic)
+		if !ok {
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		st.TopicID = t.Meta.ID
-		for i := range t.Partitions {
-			code, err := b.co.ShareDeleteState(actx, req.GroupID, share.TopicPartition{TopicID: t.Meta.ID, Partition: int32(i)})
+		st.TopicID = t.ID
+		for _, p := range t.Partitions {
+			code, err := b.co.ShareDeleteState(actx, req.GroupID, share.TopicPartition{TopicID: t.ID, Partition: p})
 			if err != nil && code == 0 {
 				code = kerr.CoordinatorNotAvailable.Code
 			}

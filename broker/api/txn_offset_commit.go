@@ -3,7 +3,7 @@ package api
 // TxnOffsetCommit v0–v6. v2 leader epochs; v3 flexible, generation, member
 // and instance ids checked like OffsetCommit; v5 (KIP-890 part 2) adds the
 // group's __consumer_offsets partition to the transaction itself; v6 names
-// topics by id (resolved here, UNKNOWN_TOPIC_ID for an id this broker does
+// topics by id (resolved here, UNKNOWN_TOPIC_ID for an id the cluster does
 // not know; the rest goes on as v5 with names). The offsets are written at once
 // as a transactional batch of the producer to the group's __consumer_offsets
 // partition but become visible only when the transaction's commit marker is
@@ -27,8 +27,8 @@ func (b *API) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOf
 	ids := map[string][16]byte{}
 	var unknown []kmsg.TxnOffsetCommitResponseTopic
 	for _, rt := range req.Topics {
-		t := b.rm.TopicByID(rt.TopicID)
-		if t == nil {
+		t, ok := b.topicWithID(rt.TopicID)
+		if !ok {
 			ut := kmsg.NewTxnOffsetCommitResponseTopic()
 			ut.TopicID = rt.TopicID
 			for _, rp := range rt.Partitions {
@@ -38,7 +38,7 @@ func (b *API) handleTxnOffsetCommit(ctx *network.RequestContext, req *kmsg.TxnOf
 			continue
 		}
 		nt := rt
-		nt.Topic = t.Meta.Name
+		nt.Topic = t.Name
 		ids[nt.Topic] = rt.TopicID
 		named.Topics = append(named.Topics, nt)
 	}

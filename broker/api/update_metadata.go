@@ -5,7 +5,8 @@ package api
 // states grouped by topic and the broker epoch, v6 flexible, v7 topic ids,
 // v8 IsKRaftController (always false from a ZooKeeper controller). The
 // request replaces the metadata cache's live brokers and updates the named
-// partitions (metacache.Cache.Apply), after the controller fence.
+// partitions (metacache.Cache.Apply), after the controller fence; when a
+// topic was created, deleted or grew, the KIP-848 coordinator is told.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -26,6 +27,8 @@ func (b *API) handleUpdateMetadata(ctx *network.RequestContext, req *kmsg.Update
 		resp.ErrorCode = kerrv.Code
 		return resp
 	}
-	c.Cache.Apply(req)
+	if c.Cache.Apply(req) {
+		b.co.TopicsChanged() // KIP-848 groups follow created, deleted and grown topics
+	}
 	return resp
 }

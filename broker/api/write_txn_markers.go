@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/kbroker/kbroker/broker/network"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,7 +37,7 @@ func (b *API) handleWriteTxnMarkers(_ *network.RequestContext, req *kmsg.WriteTx
 				p := b.rm.PartitionOf(rt.Topic, part)
 				switch {
 				case p == nil:
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					sp.ErrorCode = b.notHostedErr(rt.Topic, part).Code
 				default:
 					wg.Add(1)
 					b.co.WriteTxnMarker(p, rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch, func(code int16) {

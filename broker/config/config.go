@@ -134,6 +134,8 @@ type Config struct {
 
 	// HTTP is the broker's own HTTP listener (http.go).
 	HTTP HTTPConfig
+	// SchemaRegistry is the built-in Schema Registry (schemaregistry.go).
+	SchemaRegistry SchemaRegistryConfig
 	// RestProxy is the Confluent REST Proxy listener (restproxy.go).
 	RestProxy RestProxyConfig
 	// Logging is log.level and log.format (logging.go).
@@ -433,6 +435,9 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 		return Config{}, nil, err
 	}
 	if err := cfg.resolveConsoleSASL(p); err != nil { // http.go
+		return Config{}, nil, err
+	}
+	if err := cfg.resolveSchemaRegistryTLS(p); err != nil { // schemaregistry.go
 		return Config{}, nil, err
 	}
 	if err := cfg.resolveHTTPTLS(p); err != nil { // http.go

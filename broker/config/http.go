@@ -92,13 +92,9 @@ var httpProps = map[string]prop{
 		c.HTTP.Listeners, err = parseHTTPListeners(v)
 		return err
 	}},
-	"http.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: HTTP Basic authentication with a SASL user of the broker (PLAIN or SCRAM) on every path of the HTTP listeners but /healthz and /readyz. Use basic, over https, on a listener that is not loopback.", func(c *Config, v string) error {
-		switch a := strings.ToLower(strings.TrimSpace(v)); a {
-		case HTTPAuthNone, HTTPAuthBasic:
-			c.HTTP.Authentication = a
-			return nil
-		}
-		return fmt.Errorf("%q is not none or basic", v)
+	"http.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: HTTP Basic authentication with a SASL user of the broker (PLAIN or SCRAM) on every path of the HTTP listeners but /healthz and /readyz. Use basic, over https, on a listener that is not loopback.", func(c *Config, v string) (err error) {
+		c.HTTP.Authentication, err = parseHTTPAuthentication(v)
+		return err
 	}},
 	"http.pprof.enable":   {"false", kmsg.ConfigTypeBoolean, "Serve Go's profiles at /debug/pprof/ on the HTTP listeners.", boolProp(func(c *Config, v bool) { c.HTTP.PprofEnable = v })},
 	"http.console.enable": {"true", kmsg.ConfigTypeBoolean, "Serve the web console at / on the HTTP listeners (it acts as a Kafka client of this broker's first PLAINTEXT listener).", boolProp(func(c *Config, v bool) { c.HTTP.ConsoleEnable = v })},
@@ -127,10 +123,7 @@ func (c *Config) resolveHTTPTLS(p map[string]string) error {
 	if c.HTTP.Authentication == "" {
 		c.HTTP.Authentication = HTTPAuthNone
 	}
-	if !slices.ContainsFunc(c.HTTP.Listeners, func(l HTTPListener) bool { return l.TLS }) {
-		return nil
-	}
-	tc, err := httpListenerTLS(p, httpListenerName)
+	tc, err := listenerTLS(p, c.HTTP.Listeners, httpListenerName)
 	if err != nil {
 		return fmt.Errorf("http.listeners (https): %w", err)
 	}
@@ -138,14 +131,17 @@ func (c *Config) resolveHTTPTLS(p map[string]string) error {
 	return nil
 }
 
-// httpListenerTLS is the TLS configuration of HTTP listeners named name:
-// each ssl.* property from listener.name.<name>.ssl.* when set there, else
-// from ssl.*.
-func httpListenerTLS(p map[string]string, name string) (*TLSConfig, error) {
-	prefix := listenerKeyPrefix + strings.ToLower(name) + "."
+// listenerTLS is the TLS configuration of the https:// entries of ls (nil
+// without one): each ssl.* property from listener.name.<name>.ssl.* when
+// set there, else from ssl.*.
+func listenerTLS(p map[string]string, ls []HTTPListener, listenerName string) (*TLSConfig, error) {
+	if !slices.ContainsFunc(ls, func(l HTTPListener) bool { return l.TLS }) {
+		return nil, nil
+	}
+	prefix := listenerKeyPrefix + strings.ToLower(listenerName) + "."
 	perListener := map[string]string{}
 	for k, v := range p {
-		if n, rest, ok := listenerKey(k); ok && n == name && strings.HasPrefix(rest, sslPrefix) {
+		if name, rest, ok := listenerKey(k); ok && name == listenerName && strings.HasPrefix(rest, sslPrefix) {
 			perListener[rest] = v
 		}
 	}
@@ -174,6 +170,15 @@ func init() {
 	for k, p := range httpProps {
 		props[k] = p
 	}
+}
+
+// parseHTTPAuthentication reads an HTTPAuthNone or HTTPAuthBasic value.
+func parseHTTPAuthentication(v string) (string, error) {
+	switch a := strings.ToLower(strings.TrimSpace(v)); a {
+	case HTTPAuthNone, HTTPAuthBasic:
+		return a, nil
+	}
+	return "", fmt.Errorf("%q is not none or basic", v)
 }
 
 // parseHTTPListeners parses "http://host:port,https://host:port,..."; an

@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -44,13 +42,9 @@ var restProxyProps = map[string]prop{
 		c.RestProxy.Listeners, err = parseHTTPListeners(v)
 		return err
 	}},
-	"rest.proxy.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: HTTP Basic authentication with a SASL user of the broker (PLAIN or SCRAM); every call then acts as that user, logging in to the broker's first SASL_PLAINTEXT listener with the same credentials, so ACLs and quotas apply. With none the proxy uses the first PLAINTEXT listener.", func(c *Config, v string) error {
-		switch a := strings.ToLower(strings.TrimSpace(v)); a {
-		case HTTPAuthNone, HTTPAuthBasic:
-			c.RestProxy.Authentication = a
-			return nil
-		}
-		return fmt.Errorf("%q is not none or basic", v)
+	"rest.proxy.authentication": {HTTPAuthNone, kmsg.ConfigTypeString, "none, or basic: HTTP Basic authentication with a SASL user of the broker (PLAIN or SCRAM); every call then acts as that user, logging in to the broker's first SASL_PLAINTEXT listener with the same credentials, so ACLs and quotas apply. With none the proxy uses the first PLAINTEXT listener.", func(c *Config, v string) (err error) {
+		c.RestProxy.Authentication, err = parseHTTPAuthentication(v)
+		return err
 	}},
 	"consumer.instance.timeout.ms": {"300000", kmsg.ConfigTypeInt, "A REST Proxy v2 consumer instance unused for this long is closed (it leaves its group).", intProp(func(c *Config, v int64) { c.RestProxy.InstanceTimeoutMs = v }, 1, 1<<31-1)},
 	"rest.proxy.max.request.bytes": {"16777216", kmsg.ConfigTypeLong, "Largest REST Proxy request body; a larger one is answered 413.", intProp(func(c *Config, v int64) { c.RestProxy.MaxRequestBytes = v }, 1024, 1<<31-1)},
@@ -68,10 +62,7 @@ func (c *Config) resolveRestProxyTLS(p map[string]string) error {
 	if c.RestProxy.Authentication == "" {
 		c.RestProxy.Authentication = HTTPAuthNone
 	}
-	if !slices.ContainsFunc(c.RestProxy.Listeners, func(l HTTPListener) bool { return l.TLS }) {
-		return nil
-	}
-	tc, err := httpListenerTLS(p, restListenerName)
+	tc, err := listenerTLS(p, c.RestProxy.Listeners, restListenerName)
 	if err != nil {
 		return fmt.Errorf("rest.proxy.listeners (https): %w", err)
 	}

@@ -35,8 +35,14 @@ func (h *Host) consumerGroupConfig() consumer.Config {
 	return cfg
 }
 
-// topicInfos is the topic snapshot KIP-848 assignment works from (internal topics excluded by the coordinator).
+// topicInfos is the topic snapshot KIP-848 assignment works from (internal
+// topics excluded by the coordinator): in cluster mode every topic of the
+// metadata cache, which this broker need host no replica of; on a single
+// node the replica manager's.
 func (h *Host) topicInfos() []consumer.TopicInfo {
+	if h.cluster != nil {
+		return h.cluster.Topics()
+	}
 	ts := h.rm.Topics()
 	out := make([]consumer.TopicInfo, 0, len(ts))
 	for _, t := range ts {

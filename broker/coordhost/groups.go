@@ -99,13 +99,9 @@ func (g *groups) ensureLocked() (*group.Coordinator, error) {
 		return g.mu.c, nil
 	}
 	b := g.b
-	t, err := b.rm.InternalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
-		"cleanup.policy":   "compact",
-		"compression.type": "producer",
-		"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
-	})
+	t, err := g.topicLocked()
 	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", offsetsTopic, err)
+		return nil, err
 	}
 	c, err := group.New(b.groupConfig())
 	if err != nil {
@@ -144,6 +140,33 @@ func (g *groups) ensureLocked() (*group.Coordinator, error) {
 	g.rearmLocked()
 	b.log.Info("loaded group coordinator", "records", n, "partitions", len(g.mu.loaded), "took", time.Since(start).Round(time.Millisecond).String())
 	return c, nil
+}
+
+// errNoOffsetsReplica: in a cluster this broker hosts no replica of
+// __consumer_offsets (yet), so it coordinates no group.
+var errNoOffsetsReplica = fmt.Errorf("%s has no replica on this broker", offsetsTopic)
+
+// topicLocked returns __consumer_offsets: on a single node created on first
+// use; in a cluster the controller creates it (FindCoordinator asks for it
+// with offsets.topic.replication.factor) and this broker has it once
+// LeaderAndIsr gave it a replica, else errNoOffsetsReplica.
+func (g *groups) topicLocked() (*replica.Topic, error) {
+	b := g.b
+	if b.cfg.Cluster.Enabled() {
+		if t := b.rm.TopicByName(offsetsTopic); t != nil {
+			return t, nil
+		}
+		return nil, errNoOffsetsReplica
+	}
+	t, err := b.rm.InternalTopic(offsetsTopic, b.cfg.OffsetsTopicNumPartitions, map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", offsetsTopic, err)
+	}
+	return t, nil
 }
 
 // loadPartitionLocked replays __consumer_offsets partition p into the
@@ -557,6 +580,12 @@ func failResponse(resp kmsg.Response, code int16) {
 func (h *Host) GroupRequest(client group.Client, req kmsg.Request, tok Token) error {
 	var handleErr error
 	g := &h.groups
+	if lg, ok := req.(*kmsg.ListGroupsRequest); ok && h.cluster != nil && h.rm.TopicByName(offsetsTopic) == nil {
+		// A broker with no replica of __consumer_offsets coordinates
+		// no group: its list is empty, as Kafka's.
+		deliver(tok, lg.ResponseKind())
+		return nil
+	}
 	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
 		handleErr = err

@@ -84,15 +84,15 @@ func (h *Host) shareConfig() share.Config {
 }
 
 // shareTopics is the topic snapshot share-group assignment works from:
-// every topic but the internal ones.
+// every topic but the internal ones, of the whole cluster (topicInfos).
 func (h *Host) shareTopics() []share.TopicInfo {
-	ts := h.rm.Topics()
+	ts := h.topicInfos()
 	out := make([]share.TopicInfo, 0, len(ts))
 	for _, t := range ts {
-		if replica.IsInternal(t.Meta.Name) {
+		if replica.IsInternal(t.Name) {
 			continue
 		}
-		out = append(out, share.TopicInfo{Name: t.Meta.Name, ID: t.Meta.ID, Partitions: int32(len(t.Partitions))})
+		out = append(out, share.TopicInfo{Name: t.Name, ID: t.ID, Partitions: t.Partitions})
 	}
 	return out
 }

@@ -43,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,6 +64,10 @@ type Cluster interface {
 	Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
 	// LiveBrokers is the number of brokers the metadata cache lists.
 	LiveBrokers() int
+	// Topics are the topics the metadata cache lists, with their ids and
+	// partition counts: those of the whole cluster, whether or not this
+	// broker hosts a replica (KIP-848 assignment works from them).
+	Topics() []consumer.TopicInfo
 }
 
 // markerBackoff is how soon a marker whose partition answered with a

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,6 +41,8 @@ type sentMarkers struct {
 func (f *fakeMarkerCluster) BrokerID() int32 { return f.self }
 
 func (f *fakeMarkerCluster) LiveBrokers() int { return 3 }
+
+func (f *fakeMarkerCluster) Topics() []consumer.TopicInfo { return nil }
 
 func (f *fakeMarkerCluster) Leader(topic string, partition int32) (int32, bool) {
 	f.mu.Lock()

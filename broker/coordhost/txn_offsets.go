@@ -33,7 +33,8 @@ func (h *Host) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok Token) {
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
-	// Partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION, as in OffsetCommit.
+	// Partitions that do not exist in the cluster get
+	// UNKNOWN_TOPIC_OR_PARTITION, as in OffsetCommit.
 	known := *req
 	known.Topics = nil
 	var unknown []kmsg.TxnOffsetCommitResponseTopic
@@ -41,7 +42,7 @@ func (h *Host) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok Token) {
 		kt, ut := rt, kmsg.NewTxnOffsetCommitResponseTopic()
 		kt.Partitions, ut.Topic = nil, rt.Topic
 		for _, rp := range rt.Partitions {
-			if h.rm.PartitionOf(rt.Topic, rp.Partition) == nil {
+			if !h.partitionExists(rt.Topic, rp.Partition) {
 				ut.Partitions = append(ut.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 				continue
 			}

@@ -64,15 +64,20 @@ func (h *Host) txnConfig() txn.Config {
 	tc.TransactionStateLogNumPartitions = h.cfg.TransactionStateLogNumPartitions
 	tc.OffsetsTopicNumPartitions = h.cfg.OffsetsTopicNumPartitions
 	tc.NextProducerID = h.pids.allocate
-	tc.PartitionExists = func(topic string, partition int32) bool {
-		if h.cluster != nil {
-			// The partition may have no replica on this broker.
-			_, ok := h.cluster.Leader(topic, partition)
-			return ok
-		}
-		return h.rm.PartitionOf(topic, partition) != nil
-	}
+	tc.PartitionExists = h.partitionExists
 	return tc
+}
+
+// partitionExists reports whether the partition exists in the cluster: in
+// cluster mode the metadata cache knows it, as Kafka's coordinators ask
+// (this broker may host no replica of it); on a single node the replica
+// manager holds it.
+func (h *Host) partitionExists(topic string, partition int32) bool {
+	if h.cluster != nil {
+		_, ok := h.cluster.Leader(topic, partition)
+		return ok
+	}
+	return h.rm.PartitionOf(topic, partition) != nil
 }
 
 // loadTxns replays __transaction_state if it exists; called from New.

@@ -70,7 +70,15 @@ type Snapshot struct {
 	Brokers map[int32]Broker
 	Topics  map[string]*Topic
 	byID    map[[16]byte]*Topic
+	// replaced is closed when a newer snapshot takes this one's place.
+	replaced chan struct{}
 }
+
+// Replaced returns a channel closed once a newer snapshot replaces s: the
+// wake-up of a request waiting for the cache to show something (Kafka's
+// delayed admin operations, completed by metadata updates). Read the
+// snapshot, test it, and wait on its channel: no update is missed between.
+func (s *Snapshot) Replaced() <-chan struct{} { return s.replaced }
 
 // Cache is the metadata cache. Safe for concurrent use.
 type Cache struct {
@@ -86,7 +94,7 @@ type Cache struct {
 // New returns an empty cache.
 func New() *Cache {
 	c := &Cache{}
-	c.cur.Store(&Snapshot{ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, byID: map[[16]byte]*Topic{}})
+	c.cur.Store(&Snapshot{ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, byID: map[[16]byte]*Topic{}, replaced: make(chan struct{})})
 	return c
 }
 
@@ -96,12 +104,14 @@ func (c *Cache) Snapshot() *Snapshot { return c.cur.Load() }
 // Apply takes an UpdateMetadata request (any version, 0–8): the live
 // brokers are replaced; the partitions named are updated, and those with
 // leader LeaderDuringDelete removed (a topic left with no partition goes);
-// partitions not named keep their state, as Kafka's cache does.
-func (c *Cache) Apply(req *kmsg.UpdateMetadataRequest) {
+// partitions not named keep their state, as Kafka's cache does. It reports
+// whether the topics changed: one created, deleted or grown (not a leader
+// or ISR change).
+func (c *Cache) Apply(req *kmsg.UpdateMetadataRequest) (topicsChanged bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.cur.Load()
-	next := &Snapshot{ControllerID: req.ControllerID, Brokers: map[int32]Broker{}, Topics: make(map[string]*Topic, len(old.Topics)), byID: map[[16]byte]*Topic{}}
+	next := &Snapshot{ControllerID: req.ControllerID, Brokers: map[int32]Broker{}, Topics: make(map[string]*Topic, len(old.Topics)), byID: map[[16]byte]*Topic{}, replaced: make(chan struct{})}
 	for _, lb := range req.LiveBrokers {
 		b := Broker{ID: lb.ID, Rack: lb.Rack}
 		if req.Version == 0 {
@@ -166,7 +176,15 @@ func (c *Cache) Apply(req *kmsg.UpdateMetadataRequest) {
 			next.byID[t.ID] = t
 		}
 	}
+	for name, t := range touched {
+		o := old.Topics[name]
+		if _, kept := next.Topics[name]; !kept || o == nil || o.ID != t.ID || len(o.Partitions) != len(t.Partitions) {
+			topicsChanged = true
+		}
+	}
 	c.cur.Store(next)
+	close(old.replaced)
+	return topicsChanged
 }
 
 var protocolNames = map[int16]string{0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}

@@ -93,7 +93,9 @@ func (p *Partition) observeLocked(data []byte) error {
 		} else if h.ProducerID >= 0 {
 			p.mu.producers.update(h, h.BaseOffset)
 		}
+		n := len(p.mu.txns.aborted)
 		p.mu.txns.observe(h, h.BaseOffset, h.LastOffset(), ct)
+		p.indexAbortsLocked(n)
 		data = data[h.TotalSize():]
 	}
 	return nil
@@ -145,19 +147,11 @@ func (p *Partition) afterTruncateLocked(full bool) error {
 	p.mu.producers = producerStates{}
 	p.mu.txns = partitionTxns{}
 	p.mu.sinceSnapshot = 0
-	from := p.Log.LogStartOffset()
 	maxSnap := leo
 	if full {
 		maxSnap = -1 // every snapshot describes the old log: delete them
 	}
-	if off, data, ok := p.Log.LatestProducerSnapshot(maxSnap); ok {
-		if _, err := p.decodeSnapshotLocked(data); err != nil {
-			p.mu.producers = producerStates{}
-			p.mu.txns = partitionTxns{}
-		} else if off > from {
-			from = off
-		}
-	}
+	from := p.loadSnapshotLocked(maxSnap)
 	if err := p.rebuildState(from); err != nil {
 		return fmt.Errorf("rebuilding producer state of %s-%d after truncation: %w", p.Topic.Meta.Name, p.Index, err)
 	}

@@ -84,19 +84,16 @@ func (m *Manager) partitionEnv() partitionEnv {
 func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*Partition, error) {
 	logger := env.logger
 	p := &Partition{Topic: t, Index: index, Log: log, Dir: dir, logger: logger, env: env}
+	// Kafka's partition.metadata, so that Kafka opening this dir (the way
+	// back from kbroker) finds the topic id it expects. A file naming
+	// another id is kept, as Kafka keeps it, and reported.
+	if err := log.EnsurePartitionMetadata(t.Meta.ID); err != nil {
+		logger.Error("partition.metadata does not match the topic", "topic", t.Meta.Name, "partition", index, "err", err)
+	}
 	p.mu.arrived = make(chan struct{})
 	p.mu.producers = producerStates{}
 	p.hw.Store(log.LogEndOffset())
-	from := log.LogStartOffset()
-	if off, data, ok := log.LatestProducerSnapshot(log.LogEndOffset()); ok {
-		if _, err := p.decodeSnapshotLocked(data); err != nil {
-			logger.Warn("ignoring producer snapshot; replaying the whole log", "topic", t.Meta.Name, "partition", index, "err", err)
-			p.mu.producers = producerStates{}
-			p.mu.txns = partitionTxns{}
-		} else if off > from {
-			from = off
-		}
-	}
+	from := p.loadSnapshotLocked(log.LogEndOffset())
 	if err := p.rebuildState(from); err != nil {
 		return nil, fmt.Errorf("rebuilding producer state of %s-%d: %w", t.Meta.Name, index, err)
 	}
@@ -247,7 +244,9 @@ func (p *Partition) expireProducersLocked() {
 
 // advanceLocked moves the HW and LSO past an appended batch and wakes fetches.
 func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct records.ControlType) {
+	n := len(p.mu.txns.aborted)
 	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
+	p.indexAbortsLocked(n)
 	if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
 		if err := p.snapshotLocked(); err != nil {
 			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,6 +41,25 @@ func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
 		m.log.Error("persisting topic configs failed", "topic", name, "err", err)
 		return kerr.KafkaStorageError, err.Error()
 	}
+	m.applyTopicConfigsLocked(t, next)
+	return nil, ""
+}
+
+// ApplyTopicConfigs makes a hosted topic's overrides configs, as stored
+// elsewhere: in cluster mode another broker altered them in ZooKeeper and
+// announced it in /config/changes. A topic not hosted here is ignored.
+func (m *Manager) ApplyTopicConfigs(name string, configs map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.mu.topics[name]; ok && !maps.Equal(t.Meta.Configs, configs) {
+		m.applyTopicConfigsLocked(t, configs)
+	}
+}
+
+// applyTopicConfigsLocked installs a topic's new overrides: its settings,
+// its logs' configs and its metadata. m.mu must be held.
+func (m *Manager) applyTopicConfigsLocked(t *Topic, next map[string]string) {
+	name := t.Meta.Name
 	meta := t.Meta
 	meta.Configs = next
 	nt := &Topic{Meta: meta, Partitions: t.Partitions, conf: t.conf}
@@ -53,7 +73,6 @@ func (m *Manager) AlterTopicConfigs(name string, validateOnly bool,
 	m.mu.topics[name] = nt
 	m.mu.byID[meta.ID] = nt
 	m.log.Info("altered topic configs", "topic", name, "configs", next)
-	return nil, ""
 }
 
 // CreatePartitions grows a topic to rt.Count partitions (checked against

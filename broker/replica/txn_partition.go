@@ -14,6 +14,10 @@ type abortedTxn struct {
 	producerID  int64
 	firstOffset int64
 	lastOffset  int64
+	// lso is the last stable offset just after the marker (Kafka's
+	// AbortedTxn.lastStableOffset, kept for the .txnindex files); 0 when
+	// unknown (a legacy snapshot), which Kafka's readers accept.
+	lso int64
 }
 
 // partitionTxns tracks the transactions of one partition.
@@ -45,7 +49,7 @@ func (t *partitionTxns) observe(h records.Header, base, last int64, ct records.C
 	}
 	delete(t.ongoing, h.ProducerID)
 	if ct == records.ControlAbort {
-		t.aborted = append(t.aborted, abortedTxn{producerID: h.ProducerID, firstOffset: first, lastOffset: last})
+		t.aborted = append(t.aborted, abortedTxn{producerID: h.ProducerID, firstOffset: first, lastOffset: last, lso: t.lastStable(last + 1)})
 	}
 }
 

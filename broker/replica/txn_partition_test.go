@@ -25,6 +25,10 @@ func TestPartitionTxns(t *testing.T) {
 	if got := tx.lastStable(20); got != 10 {
 		t.Fatalf("lso = %d, want 10", got)
 	}
+	// Kafka's AbortedTxn.lastStableOffset: the LSO once the marker is in.
+	if got := tx.aborted[0].lso; got != 10 {
+		t.Fatalf("aborted transaction's LSO = %d, want 10 (producer 2 open at 10)", got)
+	}
 	tx.observe(marker(2), 15, 15, records.ControlCommit)
 	if got := tx.lastStable(20); got != 20 {
 		t.Fatalf("lso = %d, want hw 20", got)

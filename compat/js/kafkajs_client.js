@@ -67,11 +67,11 @@ async function admin (addr, topic) {
   }
 }
 
-async function create (addr, topic, partitions) {
+async function create (addr, topic, partitions, rf = '1') {
   const adm = client(addr).admin()
   await adm.connect()
   try {
-    await adm.createTopics({ waitForLeaders: true, timeout: TIMEOUT_MS, topics: [{ topic, numPartitions: Number(partitions), replicationFactor: 1 }] })
+    await adm.createTopics({ waitForLeaders: true, timeout: TIMEOUT_MS, topics: [{ topic, numPartitions: Number(partitions), replicationFactor: Number(rf) }] })
   } finally {
     await adm.disconnect()
   }

@@ -42,9 +42,9 @@ def admin(addr, topic):
     adm.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic].result(timeout=TIMEOUT_S)
 
 
-def create(addr, topic, partitions):
+def create(addr, topic, partitions, rf="1"):
     adm = AdminClient(base(addr))
-    fs = adm.create_topics([NewTopic(topic, num_partitions=int(partitions), replication_factor=1)],
+    fs = adm.create_topics([NewTopic(topic, num_partitions=int(partitions), replication_factor=int(rf))],
                            operation_timeout=TIMEOUT_S)
     fs[topic].result(timeout=TIMEOUT_S)
 

@@ -53,10 +53,10 @@ def admin(addr, topic):
         adm.close()
 
 
-def create(addr, topic, partitions):
+def create(addr, topic, partitions, rf="1"):
     adm = KafkaAdminClient(bootstrap_servers=addr, client_id="kbroker-compat")
     try:
-        resp = adm.create_topics([NewTopic(topic, int(partitions), 1)], timeout_ms=TIMEOUT_S * 1000)
+        resp = adm.create_topics([NewTopic(topic, int(partitions), int(rf))], timeout_ms=TIMEOUT_S * 1000)
         for name, code, *_ in resp.topic_errors:
             if code != 0:
                 fail("create_topics %s: error %d" % (name, code))

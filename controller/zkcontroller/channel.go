@@ -26,6 +26,11 @@ type Channel interface {
 	// Send queues req for broker id; it never blocks. A broker without a
 	// queue drops the request.
 	Send(id int32, req kmsg.Request)
+	// SendAfter is Send, but req (and whatever is queued behind it) leaves
+	// only once every request queued so far for the brokers others is
+	// answered (or their queues are dropped), or GateTimeout after it was
+	// queued: the controller updates its own broker's metadata last.
+	SendAfter(id int32, req kmsg.Request, others []int32)
 	// Close stops every queue.
 	Close()
 }
@@ -61,15 +66,68 @@ func NewTCPChannel(conn kconn.Options, log *slog.Logger, onResponse ResponseFunc
 		backoff: 100 * time.Millisecond, timeout: 30 * time.Second, queues: map[int32]*brokerQueue{}}
 }
 
+// GateTimeout bounds how long a SendAfter request waits for the other
+// brokers' queues: a broker that does not answer (paused, partitioned)
+// delays the controller's own metadata by at most this much.
+const GateTimeout = 2 * time.Second
+
 type brokerQueue struct {
-	id      int32
-	addr    string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done    chan struct{}
-	wake    chan struct{}
-	mu      sync.Mutex
-	pending []kmsg.Request
+	id     int32
+	addr   string
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{}
+	mu     sync.Mutex
+	// pending are the requests not yet answered, oldest first.
+	pending []pendingReq
+	// queued and answered count the requests ever queued and answered.
+	// Invariant: answered <= queued.
+	queued, answered uint64
+	// drains are closed once answered reaches their target, or when the
+	// queue stops.
+	drains []queueDrain
+}
+
+// pendingReq is one queued request; after are the gates it waits for
+// (SendAfter), until at.Add(GateTimeout).
+type pendingReq struct {
+	req   kmsg.Request
+	after []<-chan struct{}
+	at    time.Time
+}
+
+type queueDrain struct {
+	target uint64
+	ch     chan struct{}
+}
+
+// drainedLocked returns a channel closed once every request queued so far
+// is answered. q.mu must be held.
+func (q *brokerQueue) drainedLocked() <-chan struct{} {
+	ch := make(chan struct{})
+	if q.answered >= q.queued {
+		close(ch)
+		return ch
+	}
+	q.drains = append(q.drains, queueDrain{q.queued, ch})
+	return ch
+}
+
+// answeredLocked counts one more answered request and closes the drains it
+// completes. q.mu must be held.
+func (q *brokerQueue) answeredLocked() {
+	q.pending = q.pending[1:]
+	q.answered++
+	kept := q.drains[:0]
+	for _, d := range q.drains {
+		if d.target <= q.answered {
+			close(d.ch)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	q.drains = kept
 }
 
 // AddBroker implements Channel.
@@ -104,19 +162,37 @@ func (t *TCPChannel) stopLocked(q *brokerQueue) {
 	delete(t.queues, q.id)
 	q.cancel()
 	<-q.done
+	q.mu.Lock()
+	for _, d := range q.drains {
+		close(d.ch)
+	}
+	q.drains = nil
+	q.mu.Unlock()
 }
 
 // Send implements Channel.
-func (t *TCPChannel) Send(id int32, req kmsg.Request) {
+func (t *TCPChannel) Send(id int32, req kmsg.Request) { t.SendAfter(id, req, nil) }
+
+// SendAfter implements Channel.
+func (t *TCPChannel) SendAfter(id int32, req kmsg.Request, others []int32) {
 	t.mu.Lock()
 	q := t.queues[id]
+	var gates []<-chan struct{}
+	for _, o := range others {
+		if oq := t.queues[o]; oq != nil && o != id {
+			oq.mu.Lock()
+			gates = append(gates, oq.drainedLocked())
+			oq.mu.Unlock()
+		}
+	}
 	t.mu.Unlock()
 	if q == nil {
 		t.log.Warn("dropping controller request for unknown broker", "broker", id, "key", kmsg.NameForKey(req.Key()))
 		return
 	}
 	q.mu.Lock()
-	q.pending = append(q.pending, req)
+	q.pending = append(q.pending, pendingReq{req: req, after: gates, at: time.Now()})
+	q.queued++
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -149,11 +225,12 @@ func (t *TCPChannel) run(q *brokerQueue) {
 	defer closeConn()
 	for {
 		q.mu.Lock()
-		var req kmsg.Request
+		var head pendingReq
 		if len(q.pending) > 0 {
-			req = q.pending[0]
+			head = q.pending[0]
 		}
 		q.mu.Unlock()
+		req := head.req
 		if req == nil {
 			select {
 			case <-q.ctx.Done():
@@ -161,6 +238,14 @@ func (t *TCPChannel) run(q *brokerQueue) {
 			case <-q.wake:
 				continue
 			}
+		}
+		if len(head.after) > 0 {
+			if !awaitGates(q.ctx, head) {
+				return
+			}
+			q.mu.Lock()
+			q.pending[0].after = nil
+			q.mu.Unlock()
 		}
 		if conn == nil {
 			c, err := kconn.Dial(q.ctx, q.addr, t.conn)
@@ -196,12 +281,29 @@ func (t *TCPChannel) run(q *brokerQueue) {
 			continue
 		}
 		q.mu.Lock()
-		q.pending = q.pending[1:]
+		q.answeredLocked()
 		q.mu.Unlock()
 		if t.onResponse != nil {
 			t.onResponse(q.id, req, resp)
 		}
 	}
+}
+
+// awaitGates waits until each of p's gates is closed or GateTimeout after
+// p was queued; false when ctx ends first.
+func awaitGates(ctx context.Context, p pendingReq) bool {
+	timer := time.NewTimer(time.Until(p.at.Add(GateTimeout)))
+	defer timer.Stop()
+	for _, g := range p.after {
+		select {
+		case <-g:
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 func (t *TCPChannel) sleep(q *brokerQueue) bool {

@@ -148,6 +148,72 @@ func TestTCPChannelSendsInOrderAndRetries(t *testing.T) {
 	}
 }
 
+// SendAfter holds a request until the other brokers' queues answered what
+// was queued before it: broker 1's UpdateMetadata is answered before
+// broker 2's is sent, though broker 1 loses its first connection.
+func TestTCPChannelSendAfterWaitsForOthers(t *testing.T) {
+	slow, fast := startFakeBroker(t), startFakeBroker(t)
+	var mu sync.Mutex
+	var order []int32
+	ch := NewTCPChannel(kconn.Options{ClientID: "controller-2"}, nil, func(broker int32, _ kmsg.Request, _ kmsg.Response) {
+		mu.Lock()
+		order = append(order, broker)
+		mu.Unlock()
+	})
+	ch.backoff = 50 * time.Millisecond
+	defer ch.Close()
+	ch.AddBroker(1, slow.ln.Addr().String())
+	ch.AddBroker(2, fast.ln.Addr().String())
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.Version = 8
+	ch.Send(1, um)
+	ch.SendAfter(2, um, []int32{1, 2, 9}) // itself and unknown brokers do not gate
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(order)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 answered", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if order[0] != 1 || order[1] != 2 {
+		t.Fatalf("answered in broker order %v, want [1 2]", order)
+	}
+}
+
+// Removing the broker a request waits for releases it at once.
+func TestTCPChannelSendAfterReleasedByRemoval(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	f := startFakeBroker(t)
+	answered := make(chan int32, 4)
+	ch := NewTCPChannel(kconn.Options{ClientID: "c"}, nil, func(broker int32, _ kmsg.Request, _ kmsg.Response) { answered <- broker })
+	ch.backoff = 5 * time.Millisecond
+	defer ch.Close()
+	ch.AddBroker(1, dead)
+	ch.AddBroker(2, f.ln.Addr().String())
+	ch.Send(1, kmsg.NewPtrUpdateMetadataRequest())
+	ch.SendAfter(2, kmsg.NewPtrUpdateMetadataRequest(), []int32{1})
+	ch.RemoveBroker(1)
+	select {
+	case b := <-answered:
+		if b != 2 {
+			t.Fatalf("broker %d answered", b)
+		}
+	case <-time.After(GateTimeout / 2): // the gate's own bound is not the release
+		t.Fatal("the gated request waited for a removed broker")
+	}
+}
+
 func equal16(a, b []int16) bool {
 	if len(a) != len(b) {
 		return false

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // handle runs one watch event of the active controller.
@@ -77,9 +78,7 @@ func (c *Controller) perform(out controller.Output) error {
 	for _, p := range out.Problems {
 		c.log.Warn("controller", "problem", p)
 	}
-	for _, s := range out.Sends {
-		c.channel.Send(s.Broker, s.Req)
-	}
+	c.send(out.Sends)
 	for _, n := range out.DeletedTopics {
 		if err := c.zk.DeleteRecursive(zkdata.TopicPath(n)); err != nil {
 			return fmt.Errorf("deleting topic %s: %w", n, err)
@@ -94,6 +93,38 @@ func (c *Controller) perform(out controller.Output) error {
 		c.log.Info("deleted topic", "topic", n)
 	}
 	return nil
+}
+
+// send queues a decision's requests. This broker's own UpdateMetadata
+// (and what follows it for this broker) leaves only once the other brokers
+// answered theirs (Channel.SendAfter, bounded by GateTimeout): a client
+// sends CreateTopics, CreatePartitions and DeleteTopics to the controller,
+// which answers once its own metadata shows the result (broker/api's
+// admin waits), so by then every live broker shows it too, and the
+// client's next request finds it on whichever broker it asks.
+func (c *Controller) send(sends []controller.Send) {
+	self := c.cfg.BrokerID
+	var deferred []controller.Send
+	var others []int32
+	for _, s := range sends {
+		_, um := s.Req.(*kmsg.UpdateMetadataRequest)
+		switch {
+		case s.Broker == self && (um || len(deferred) > 0):
+			deferred = append(deferred, s)
+		default:
+			c.channel.Send(s.Broker, s.Req)
+			if um {
+				others = append(others, s.Broker)
+			}
+		}
+	}
+	for i, s := range deferred {
+		if i == 0 {
+			c.channel.SendAfter(s.Broker, s.Req, others)
+			continue
+		}
+		c.channel.Send(s.Broker, s.Req)
+	}
 }
 
 // syncChannel gives the channel a queue for every live broker and drops

@@ -190,6 +190,14 @@ func (s *Store) UpdateTopicConfigs(name string, configs map[string]string) error
 // AdminZkClient.createPartitions: the new partitions continue the
 // assignment pattern from the broker that leads partition 0.
 func (s *Store) AddPartitions(name string, total int32) error {
+	return s.AddPartitionsWithAssignment(name, total, nil)
+}
+
+// AddPartitionsWithAssignment is AddPartitions with the new partitions'
+// replicas given by the client (CreatePartitions with Assignment, checked
+// by the caller): given[i] is partition cur+i. With nil given it continues
+// Kafka's assignment pattern.
+func (s *Store) AddPartitionsWithAssignment(name string, total int32, given [][]int32) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		a, version, err := s.zk.TopicAssignment(name)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -216,8 +224,15 @@ func (s *Store) AddPartitions(name string, total int32) error {
 				}
 			}
 		}
-		extra, err := controller.AssignReplicasFrom(brokers, total-cur, int16(len(p0)), start, cur, s.rand)
-		if err != nil {
+		extra := map[int32][]int32{}
+		if given != nil {
+			if int32(len(given)) != total-cur {
+				return fmt.Errorf("topic %s: %d partitions added but %d assignments given", name, total-cur, len(given))
+			}
+			for i, rs := range given {
+				extra[cur+int32(i)] = append([]int32(nil), rs...)
+			}
+		} else if extra, err = controller.AssignReplicasFrom(brokers, total-cur, int16(len(p0)), start, cur, s.rand); err != nil {
 			return fmt.Errorf("topic %s: %w", name, err)
 		}
 		for p, rs := range extra {

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -52,9 +53,9 @@ final class Admin {
         return f.get(Client.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    static void create(String addr, String topic, int partitions) throws Exception {
+    static void create(String addr, String topic, int partitions, short rf) throws Exception {
         try (org.apache.kafka.clients.admin.Admin adm = client(addr)) {
-            get(adm.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all());
+            get(adm.createTopics(List.of(new NewTopic(topic, partitions, rf))).all());
         }
     }
 
@@ -74,7 +75,10 @@ final class Admin {
             Node controller = get(cluster.controller());
             Client.check(controller != null && !controller.isEmpty(), "describeCluster: controller " + controller);
 
-            NewTopic nt = new NewTopic(topic, 2, (short) 1).configs(Map.of("retention.ms", RETENTION));
+            // The broker's default replication factor: 1 on one node, as
+            // many replicas as min.insync.replicas needs on a cluster (this
+            // exercise produces with acks=all).
+            NewTopic nt = new NewTopic(topic, Optional.of(2), Optional.empty()).configs(Map.of("retention.ms", RETENTION));
             get(adm.createTopics(List.of(nt)).all());
             Set<String> names = get(adm.listTopics().names());
             Client.check(names.contains(topic), "listTopics has " + topic + ": " + names);

@@ -101,7 +101,7 @@ public final class Client {
                 break;
             case "create":
                 need(a, 3);
-                Admin.create(a[0], a[1], Integer.parseInt(a[2]));
+                Admin.create(a[0], a[1], Integer.parseInt(a[2]), a.length > 3 ? Short.parseShort(a[3]) : (short) 1);
                 break;
             case "produce":
                 need(a, 4);

@@ -1,0 +1,104 @@
+package broker
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/kbroker/kbroker/broker/config"
+	"github.com/kbroker/kbroker/broker/httpserver"
+	"github.com/kbroker/kbroker/broker/network"
+	"github.com/kbroker/kbroker/schemaregistry"
+)
+
+// startSchemaRegistry binds the Schema Registry's listeners
+// (schema.registry.listeners) in New, as the HTTP listener is bound, so a
+// port in use fails start-up. The registry is a Kafka client of this
+// broker's first PLAINTEXT listener; it connects once Start opened the
+// listeners (Broker.Start calls registry.Start). Without a PLAINTEXT
+// listener it is not served (logged once).
+func (b *Broker) startSchemaRegistry() error {
+	ls := b.cfg.SchemaRegistry.Listeners
+	if len(ls) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(b.cfg.Listeners, func(l config.Listener) bool { return !l.IsSASL() && l.SecurityProtocol != config.ProtoSSL }) {
+		b.log.Warn("schema registry not started: it needs a PLAINTEXT listener on this broker (it does not speak SASL or TLS yet)", "schema.registry.listeners", ls)
+		return nil
+	}
+	log := b.log.With("server", "schema-registry")
+	var auth *httpserver.BasicAuth
+	if b.cfg.SchemaRegistry.Authentication == config.HTTPAuthBasic {
+		auth = b.basicAuth() // observe.go
+	}
+	var tlsConf *tls.Config
+	if tc := b.cfg.SchemaRegistry.TLS; tc != nil {
+		var err error
+		if tlsConf, err = network.ServerTLSConfig("SCHEMA_REGISTRY", tc, log); err != nil {
+			return fmt.Errorf("schema.registry.listeners: %w", err)
+		}
+	}
+	b.registry = schemaregistry.New(schemaregistry.Config{
+		Bootstrap: b.registryBootstrap,
+		NodeID:    b.cfg.NodeID,
+		Logger:    log,
+	})
+	b.registryHTTP = httpserver.New(httpserver.Config{
+		Listeners: ls,
+		Console:   b.registry.Handler(), // every path but the probes
+		Ready:     b.registry.Ready,     // /readyz: 503 until _schemas is loaded
+		Auth:      auth,
+		TLS:       tlsConf,
+		Logger:    log,
+	})
+	if err := b.registryHTTP.Start(); err != nil {
+		return fmt.Errorf("schema.registry.listeners: %w", err)
+	}
+	for _, a := range b.registryHTTP.Addrs() {
+		if tcp, ok := a.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && auth == nil {
+			log.Warn("the Schema Registry listens beyond loopback without authentication: whoever reaches it can register and delete schemas", "addr", a.String())
+		}
+	}
+	return nil
+}
+
+// registryBootstrap is the listener the registry dials: the first
+// PLAINTEXT one, once the listeners are open.
+func (b *Broker) registryBootstrap() (schemaregistry.Endpoint, error) {
+	if !b.ready.Load() {
+		return schemaregistry.Endpoint{}, errNotReady
+	}
+	if addr, ok := b.loopbackListener(false); ok {
+		return schemaregistry.Endpoint{Addr: addr}, nil
+	}
+	return schemaregistry.Endpoint{}, fmt.Errorf("no PLAINTEXT listener for the schema registry")
+}
+
+// startRegistryReader starts the registry's reader of _schemas once the
+// Kafka listeners are open.
+func (b *Broker) startRegistryReader() {
+	if b.registry != nil {
+		b.registry.Start()
+	}
+}
+
+// closeSchemaRegistry closes the registry (its reader and Kafka client)
+// before the Kafka listeners close, then its HTTP listeners.
+func (b *Broker) closeSchemaRegistry() {
+	if b.registry != nil {
+		b.registry.Close()
+	}
+	if b.registryHTTP != nil {
+		b.registryHTTP.Close()
+	}
+}
+
+// SchemaRegistryAddrs returns the bound Schema Registry listener
+// addresses (useful with port 0); none when it is off.
+func (b *Broker) SchemaRegistryAddrs() []net.Addr {
+	if b.registryHTTP == nil {
+		return nil
+	}
+	return b.registryHTTP.Addrs()
+}

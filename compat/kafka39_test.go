@@ -1,0 +1,113 @@
+package compat
+
+// Apache Kafka 3.9 (kafka_2.13 3.9.2 from compat/java/kafka-3.9), the last
+// Kafka line with ZooKeeper mode, as the reference of kbroker's cluster
+// mode: one broker on a real ZooKeeper (Debian's, through integration's
+// harness) under its own chroot, started with `java -cp … kafka.Kafka` as
+// kafka-server-start.sh would, with a small heap. Tests run the same
+// requests against it and against kbroker brokers on the same ZooKeeper.
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/integration"
+)
+
+// javaModKafka39 is the Maven module with Kafka 3.9's broker classpath.
+const javaModKafka39 = "kafka-3.9"
+
+// kafka39Proc is one Apache Kafka 3.9 process in ZooKeeper mode.
+type kafka39Proc struct {
+	id      int32
+	port    int
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	done    chan struct{}
+	started time.Time
+}
+
+// Addr is the broker's PLAINTEXT listener.
+func (k *kafka39Proc) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(k.port)) }
+
+// startKafka39 starts broker id of a Kafka 3.9 cluster on z under chroot
+// (e.g. "/kafka39"), with Kafka's defaults but for what one broker needs
+// (internal topics with replication factor 1), and waits until it serves.
+// It is stopped (SIGTERM, then SIGKILL) at test cleanup.
+func startKafka39(t testing.TB, z *integration.ZooKeeper, chroot string, id int32) *kafka39Proc {
+	t.Helper()
+	return startKafka39Dir(t, z, chroot, id, filepath.Join(t.TempDir(), "data"))
+}
+
+// startKafka39Dir is startKafka39 with log.dirs=logDir (a dir another
+// broker may have written, or will).
+func startKafka39Dir(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string) *kafka39Proc {
+	t.Helper()
+	cp := javaClasspath(t, javaModKafka39)
+	dir := t.TempDir()
+	k := &kafka39Proc{id: id, port: freePort(t), out: &syncBuffer{}, done: make(chan struct{})}
+	props := fmt.Sprintf(`broker.id=%[1]d
+listeners=PLAINTEXT://127.0.0.1:%[2]d
+advertised.listeners=PLAINTEXT://127.0.0.1:%[2]d
+zookeeper.connect=%[3]s%[4]s
+log.dirs=%[5]s
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+num.partitions=1
+`, id, k.port, z.Addr, chroot, logDir)
+	path := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.cmd = exec.Command("java", "-Xmx512m", "-Xms256m", "-XX:+UseSerialGC",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-cp", cp, "kafka.Kafka", path)
+	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
+	k.cmd.SysProcAttr = groupProcAttr()
+	k.started = time.Now()
+	if err := k.cmd.Start(); err != nil {
+		t.Fatalf("starting Kafka 3.9: %v", err)
+	}
+	go func() {
+		_ = k.cmd.Wait()
+		close(k.done)
+	}()
+	t.Cleanup(func() { k.stop(t) })
+	if err := waitListening(k.Addr(), k.done, kafkaStartTimeout); err != nil {
+		t.Fatalf("Apache Kafka 3.9: %v\n--- Kafka output ---\n%s", err, k.out.String())
+	}
+	// KafkaServer logs this once it is registered and serves clients.
+	waitFor(t, kafkaStartTimeout, "Apache Kafka 3.9 to start", func() bool {
+		return strings.Contains(k.out.String(), fmt.Sprintf("[KafkaServer id=%d] started", id))
+	})
+	t.Logf("Apache Kafka 3.9 (ZooKeeper mode) broker %d on %s ready after %v", id, k.Addr(), time.Since(k.started).Round(time.Millisecond))
+	return k
+}
+
+// stop sends SIGTERM to the process group and waits; SIGKILL after 30 s.
+func (k *kafka39Proc) stop(t testing.TB) {
+	select {
+	case <-k.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(30 * time.Second):
+		_ = killProcGroup(k.cmd)
+		<-k.done
+	}
+	if t.Failed() {
+		t.Logf("--- Apache Kafka 3.9 output (last 4000 bytes) ---\n%s", tail(k.out.String(), 4000))
+	}
+}
