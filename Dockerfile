@@ -15,7 +15,7 @@ COPY docker/server.properties /etc/kbroker/server.properties
 COPY --from=build --chown=65532:65532 /data /var/lib/kbroker
 USER 65532:65532
 # 9092: Kafka clients; 9644: /metrics, /healthz, /readyz and the console;
-# 8081: the Schema Registry.
-EXPOSE 9092 9644 8081
+# 8081: the Schema Registry; 8082: the REST proxy.
+EXPOSE 9092 9644 8081 8082
 VOLUME /var/lib/kbroker
 ENTRYPOINT ["/kbroker", "/etc/kbroker/server.properties", "--env-config"]

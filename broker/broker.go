@@ -24,6 +24,7 @@ import (
 	"github.com/kbroker/kbroker/broker/quota"
 	"github.com/kbroker/kbroker/broker/replica"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/restproxy"
 	"github.com/kbroker/kbroker/schemaregistry"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/storage/vfs"
@@ -51,9 +52,13 @@ type Broker struct {
 	net *network.Server
 	// http serves /metrics, /healthz, /readyz (observe.go); ready is set
 	// once the logs are loaded and the Kafka listeners open.
-	http      *httpserver.Server
-	metrics   *metrics.Metrics
-	console   *console.Console // nil unless http.console.enable (console.go)
+	http    *httpserver.Server
+	metrics *metrics.Metrics
+	console *console.Console // nil unless http.console.enable (console.go)
+	// restProxy and restHTTP are the REST proxy and its listeners
+	// (restproxy.go); nil unless rest.proxy.listeners.
+	restProxy *restproxy.Proxy
+	restHTTP  *httpserver.Server
 	ready     atomic.Bool
 	closeOnce sync.Once
 	// cluster is the cluster-mode state (cluster.go), nil on a single node.
@@ -95,12 +100,19 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			b.http.Close()
+			b.closeRestProxy()
+			if b.http != nil {
+				b.http.Close()
+			}
 			b.closeSchemaRegistry()
 			b.closeStorage()
 			b.closeZK()
 		}
 	}()
+	// The REST proxy first: the console (in startHTTP) links to it.
+	if err := b.startRestProxy(); err != nil { // restproxy.go
+		return nil, err
+	}
 	if err := b.startHTTP(); err != nil {
 		return nil, err
 	}
@@ -208,6 +220,7 @@ func (b *Broker) Close() error {
 		b.co.CloseShares()   // parked ShareFetches return on closing
 		b.closeController()
 		b.closeConsole()
+		b.closeRestProxy() // its instances leave their groups first
 		b.closeSchemaRegistry()
 		b.net.Close() // in-flight requests are answered first
 		b.rm.Stop()

@@ -17,7 +17,7 @@ import (
 // data in dir; it is closed when the test ends.
 func startTestBroker(t testing.TB, dir string, overrides map[string]string) *Broker {
 	t.Helper()
-	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir, "http.listeners": "", "schema.registry.listeners": ""}
+	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir, "http.listeners": "", "schema.registry.listeners": "", "rest.proxy.listeners": ""}
 	for k, v := range overrides {
 		p[k] = v
 	}

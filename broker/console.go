@@ -23,6 +23,7 @@ func (b *Broker) newConsole() (http.Handler, error) {
 	c, err := console.New(console.Config{
 		Bootstrap: b.consoleBootstrap,
 		Metrics:   b.metrics.Registry(),
+		RestProxy: b.restProxyURL, // restproxy.go
 		Logger:    b.log,
 	})
 	if err != nil {

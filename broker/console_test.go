@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"html"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/kbroker/kbroker/broker/config"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestConsoleWiring: the console answers at / once the Kafka listeners are
@@ -31,6 +33,33 @@ func TestConsoleWiring(t *testing.T) {
 	}
 	if code, _ := get("/"); code != http.StatusNotFound {
 		t.Errorf("/ with http.console.enable=false: %d, want 404", code)
+	}
+}
+
+// TestConsoleCurlLine: with the REST proxy on, a topic's page shows the
+// curl line that produces to it through the proxy; without, none.
+func TestConsoleCurlLine(t *testing.T) {
+	for _, proxy := range []bool{true, false} {
+		props := map[string]string{"auto.create.topics.enable": "true"}
+		if proxy {
+			props["rest.proxy.listeners"] = "http://127.0.0.1:0"
+		}
+		b, get := openConsoleBroker(t, props)
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kadm.NewClient(newClient(t, b)).CreateTopic(testCtx(t), 1, 1, nil, "curled"); err != nil {
+			t.Fatal(err)
+		}
+		code, body := get("/topics/curled")
+		body = html.UnescapeString(body)
+		want := "curl -X POST -H 'Content-Type: application/vnd.kafka.json.v2+json'"
+		if proxy {
+			want += ` -d '{"records":[{"key":"k","value":{"hello":"world"}}]}' http://` + b.RestProxyAddrs()[0].String() + "/topics/curled"
+		}
+		if code != http.StatusOK || strings.Contains(body, want) != proxy || strings.Contains(body, "produce-curl") != proxy {
+			t.Errorf("proxy %v: %d, curl line %q shown: %v\n%s", proxy, code, want, strings.Contains(body, want), body)
+		}
 	}
 }
 
@@ -82,6 +111,9 @@ func openConsoleBroker(t *testing.T, props map[string]string) (*Broker, func(str
 	props["log.dirs"], props["http.listeners"] = t.TempDir(), "http://127.0.0.1:0"
 	if _, ok := props["schema.registry.listeners"]; !ok {
 		props["schema.registry.listeners"] = ""
+	}
+	if _, ok := props["rest.proxy.listeners"]; !ok {
+		props["rest.proxy.listeners"] = ""
 	}
 	cfg, _, err := config.ParseConfig(props)
 	if err != nil {

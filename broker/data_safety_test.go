@@ -27,6 +27,9 @@ func newBrokerProps(p map[string]string) (*Broker, error) {
 	if _, ok := p["schema.registry.listeners"]; !ok {
 		p["schema.registry.listeners"] = ""
 	}
+	if _, ok := p["rest.proxy.listeners"]; !ok {
+		p["rest.proxy.listeners"] = ""
+	}
 	cfg, _, err := config.ParseConfig(p)
 	if err != nil {
 		return nil, err

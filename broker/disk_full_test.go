@@ -76,7 +76,7 @@ func (c logCapture) count(level slog.Level, substr string) int {
 // startLoggedBroker is startTestBroker with the broker's log going to h.
 func startLoggedBroker(t *testing.T, dir string, h slog.Handler, overrides map[string]string) *Broker {
 	t.Helper()
-	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir, "http.listeners": "", "schema.registry.listeners": ""}
+	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir, "http.listeners": "", "schema.registry.listeners": "", "rest.proxy.listeners": ""}
 	for k, v := range overrides {
 		p[k] = v
 	}

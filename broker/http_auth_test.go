@@ -33,6 +33,7 @@ func TestHTTPSBasicAuth(t *testing.T) {
 	}
 	o := saslOverrides() // PLAIN alice/alice-plain, SCRAM-SHA-256 alice/alice-secret
 	o["http.listeners"] = "https://127.0.0.1:0"
+	o["rest.proxy.listeners"] = ""
 	o["http.authentication"] = "basic"
 	o["ssl.keystore.type"], o["ssl.truststore.type"] = "PEM", "PEM"
 	o["listener.name.http.ssl.keystore.location"] = ks

@@ -23,6 +23,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		"log.flush.interval.ms":           "10",
 		"http.listeners":                  "http://127.0.0.1:0",
 		"schema.registry.listeners":       "http://127.0.0.1:0", // the registry's reader and client stop too
+		"rest.proxy.listeners":            "http://127.0.0.1:0",
 		"http.pprof.enable":               "true",
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -66,6 +67,24 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("registering a schema: %s", resp.Status)
+	}
+	// The REST proxy's Kafka clients and a consumer instance (a group
+	// member with its own client) are stopped by Close too.
+	rp := "http://" + b.RestProxyAddrs()[0].String()
+	for _, call := range []struct{ path, ct, body string }{
+		{"/topics/leak", "application/vnd.kafka.binary.v2+json", `{"records":[{"value":"dg=="}]}`},
+		{"/consumers/leak-g", "application/vnd.kafka.v2+json", `{"name":"c"}`},
+		{"/consumers/leak-g/instances/c/subscription", "application/vnd.kafka.v2+json", `{"topics":["leak"]}`},
+	} {
+		resp, err := hc.Post(rp+call.path, call.ct, strings.NewReader(call.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("POST %s: %s", call.path, resp.Status)
+		}
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // the state metrics appear only once ready.
 func TestReadyzFollowsStartAndClose(t *testing.T) {
 	cfg, _, err := config.ParseConfig(map[string]string{
-		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "http://127.0.0.1:0", "schema.registry.listeners": "",
+		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "http://127.0.0.1:0", "schema.registry.listeners": "", "rest.proxy.listeners": "",
 	})
 	if err != nil {
 		t.Fatal(err)

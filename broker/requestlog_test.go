@@ -35,7 +35,7 @@ func (s *syncBuffer) String() string {
 func startJSONLogBroker(t *testing.T, level string) (*Broker, *syncBuffer) {
 	t.Helper()
 	cfg, _, err := config.ParseConfig(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
-		"http.listeners": "", "schema.registry.listeners": "", "log.level": level, "log.format": "json"})
+		"http.listeners": "", "schema.registry.listeners": "", "rest.proxy.listeners": "", "log.level": level, "log.format": "json"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func (l *lockedBuffer) String() string {
 // log.
 func TestCredentialsNeverLogged(t *testing.T) {
 	p := saslOverrides()
-	p["log.dirs"], p["http.listeners"], p["schema.registry.listeners"] = t.TempDir(), "", ""
+	p["log.dirs"], p["http.listeners"], p["schema.registry.listeners"], p["rest.proxy.listeners"] = t.TempDir(), "", "", ""
 	cfg, _, err := config.ParseConfig(p)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 // system's files through an error-injecting wrapper that inj controls.
 func startFaultyBroker(t *testing.T, dir string, inj *vfs.Switchable, overrides map[string]string) *Broker {
 	t.Helper()
-	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir, "auto.create.topics.enable": "false", "http.listeners": "", "schema.registry.listeners": ""}
+	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir, "auto.create.topics.enable": "false", "http.listeners": "", "schema.registry.listeners": "", "rest.proxy.listeners": ""}
 	for k, v := range overrides {
 		p[k] = v
 	}

@@ -188,6 +188,7 @@ func (p *brokerProc) args() []string {
 		// (9644) would collide between brokers running at once.
 		"--override", "http.listeners=",
 		"--override", "schema.registry.listeners=",
+		"--override", "rest.proxy.listeners=",
 	}
 	for _, o := range p.overrides {
 		args = append(args, "--override", o)

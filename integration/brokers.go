@@ -121,6 +121,7 @@ func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerPro
 			"auto.leader.rebalance.enable":         "false",
 			"http.listeners":                       fmt.Sprintf("http://127.0.0.1:%d", hport),
 			"schema.registry.listeners":            "",
+			"rest.proxy.listeners":                 "",
 		}}
 		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")
 		for k, v := range props(b) {

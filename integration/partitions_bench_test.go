@@ -164,6 +164,7 @@ func startSingleHTTP(b testing.TB) *BrokerProc {
 		"listeners":                 "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
 		"http.listeners":            fmt.Sprintf("http://127.0.0.1:%d", hport),
 		"schema.registry.listeners": "",
+		"rest.proxy.listeners":      "",
 		"http.pprof.enable":         "true",
 	}}
 	p.Props["log.dirs"] = filepath.Join(p.Dir, "data")

@@ -28,6 +28,7 @@ func startRegistry(t testing.TB, dir string, extra ...string) *registryBroker {
 		"log.dirs":                         dir,
 		"http.listeners":                   "",
 		"schema.registry.listeners":        "http://127.0.0.1:0",
+		"rest.proxy.listeners":             "",
 		"offsets.topic.num.partitions":     "1",
 		"group.initial.rebalance.delay.ms": "0",
 	}

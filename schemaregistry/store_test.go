@@ -201,7 +201,7 @@ func TestListenerInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	cfg, _, err := config.ParseConfig(map[string]string{
-		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "",
+		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "", "rest.proxy.listeners": "",
 		"schema.registry.listeners": "http://" + ln.Addr().String(),
 	})
 	if err != nil {
@@ -216,7 +216,7 @@ func TestListenerInUse(t *testing.T) {
 		t.Errorf("error %q does not name the key and the cause", err)
 	}
 	// Off: no listener, no registry.
-	cfg, _, err = config.ParseConfig(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "", "schema.registry.listeners": ""})
+	cfg, _, err = config.ParseConfig(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "", "rest.proxy.listeners": "", "schema.registry.listeners": ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestHTTPS(t *testing.T) {
 		}
 	}
 	// A broken keystore stops start-up with the key named.
-	cfg, _, err := config.ParseConfig(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "",
+	cfg, _, err := config.ParseConfig(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(), "http.listeners": "", "rest.proxy.listeners": "",
 		"schema.registry.listeners": "https://127.0.0.1:0", "ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM",
 		"listener.name.schema_registry.ssl.keystore.location": "/does/not/exist.pem"})
 	if err == nil {

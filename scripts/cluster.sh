@@ -62,6 +62,7 @@ CFG
 			--override listeners="PLAINTEXT://127.0.0.1:$port" \
 			--override http.listeners="http://127.0.0.1:$((9644 + i - 1))" \
 			--override schema.registry.listeners="http://127.0.0.1:$((8081 + i - 1))" \
+			--override rest.proxy.listeners="http://127.0.0.1:$((18082 + i - 1))" \
 			--override log.dirs="$dir/broker-$i/data" \
 			--override zookeeper.connect="127.0.0.1:$zk_port/kbroker" \
 			--override default.replication.factor="$(( brokers < 3 ? brokers : 3 ))" \
@@ -72,7 +73,7 @@ CFG
 	for i in $(seq 1 "$brokers"); do
 		port=$((base_port + i - 1))
 		wait_port 127.0.0.1 "$port" 30 || { echo "broker $i did not start; see $dir/broker-$i/kbroker.log" >&2; exit 1; }
-		echo "broker $i on 127.0.0.1:$port, metrics http://127.0.0.1:$((9644 + i - 1))/metrics (log $dir/broker-$i/kbroker.log)"
+		echo "broker $i on 127.0.0.1:$port, metrics http://127.0.0.1:$((9644 + i - 1))/metrics, REST proxy http://127.0.0.1:$((18082 + i - 1)) (log $dir/broker-$i/kbroker.log)"
 	done
 	echo "bootstrap: $(seq -s, -f "127.0.0.1:%g" "$base_port" $((base_port + brokers - 1)))"
 }

@@ -136,6 +136,8 @@ type Config struct {
 	HTTP HTTPConfig
 	// SchemaRegistry is the built-in Schema Registry (schemaregistry.go).
 	SchemaRegistry SchemaRegistryConfig
+	// RestProxy is the Confluent REST Proxy listener (restproxy.go).
+	RestProxy RestProxyConfig
 	// Logging is log.level and log.format (logging.go).
 	Logging LoggingConfig
 
@@ -439,6 +441,9 @@ func ParseConfig(p map[string]string) (cfg Config, unknown []string, err error) 
 		return Config{}, nil, err
 	}
 	if err := cfg.resolveHTTPTLS(p); err != nil { // http.go
+		return Config{}, nil, err
+	}
+	if err := cfg.resolveRestProxyTLS(p); err != nil { // restproxy.go
 		return Config{}, nil, err
 	}
 	return cfg, unknown, nil

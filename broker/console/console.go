@@ -49,6 +49,10 @@ type Config struct {
 	// Metrics is the broker's registry, read for the throughput panel;
 	// nil: no panel.
 	Metrics prometheus.Gatherer
+	// RestProxy returns the base URL of the broker's REST proxy and
+	// whether it asks for a login, for the topic page's curl line; nil or
+	// "": no proxy.
+	RestProxy func() (base string, login bool)
 	// Timeout bounds the Kafka requests of one page (default 10 s).
 	Timeout time.Duration
 	Logger  *slog.Logger

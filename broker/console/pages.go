@@ -58,6 +58,9 @@ type topicView struct {
 	Messages   int64 // sum of end - start: records, less what compaction removed
 	Err        string
 	Configs    []kadm.Config
+	// ProduceCurl is a curl command line that produces to the topic
+	// through the broker's REST proxy; "" without one.
+	ProduceCurl string
 }
 
 // loadTopics describes topics (all, internal ones included, when none are
@@ -188,7 +191,26 @@ func (c *Console) topic(w http.ResponseWriter, r *http.Request) {
 	} else {
 		cerr = errors.Join(cerr, e, rc.Err)
 	}
+	t.ProduceCurl = c.produceCurl(name)
 	c.render(w, "topic", name, t, errors.Join(err, cerr))
+}
+
+// produceCurl is the curl line that produces a JSON record to topic
+// through the REST proxy (Config.RestProxy), "" without one. Topic names
+// are [a-zA-Z0-9._-], safe in a shell word.
+func (c *Console) produceCurl(topic string) string {
+	if c.cfg.RestProxy == nil {
+		return ""
+	}
+	base, login := c.cfg.RestProxy()
+	if base == "" {
+		return ""
+	}
+	user := ""
+	if login {
+		user = "-u USER:PASSWORD "
+	}
+	return "curl " + user + "-X POST -H 'Content-Type: application/vnd.kafka.json.v2+json' -d '{\"records\":[{\"key\":\"k\",\"value\":{\"hello\":\"world\"}}]}' " + base + "/topics/" + topic
 }
 
 // txnView is one transaction in progress.

@@ -44,8 +44,13 @@ type Config struct {
 	TLS *tls.Config
 	// Auth, when set, guards every path but /healthz and /readyz
 	// (http.authentication=basic); nil: no authentication.
-	Auth   *BasicAuth
-	Logger *slog.Logger
+	Auth *BasicAuth
+	// Exposure, when set, replaces the warning of a listener beyond
+	// loopback: it returns the warning to log ("" for none), given whether
+	// the listener is https. The REST proxy, which logs its users in
+	// itself, sets it.
+	Exposure func(https bool) string
+	Logger   *slog.Logger
 }
 
 // openPaths are served without a login: the probes.
@@ -170,6 +175,12 @@ func (s *Server) Start() error {
 // or with passwords in clear text.
 func (s *Server) warnExposed(l config.HTTPListener, addr net.Addr) {
 	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return
+	}
+	if s.cfg.Exposure != nil {
+		if msg := s.cfg.Exposure(l.TLS); msg != "" {
+			s.log.Warn(msg, "listener", l.String())
+		}
 		return
 	}
 	switch {
