@@ -31,7 +31,7 @@ type kafkaProc struct {
 	dir                  string
 	cmd                  *exec.Cmd
 	out                  *syncBuffer
-	done                 chan struct{}
+	done                 <-chan struct{}
 	started              time.Time
 }
 
@@ -96,7 +96,7 @@ func (k *kafkaProc) launch(t testing.TB, props, clusterID string) {
 	t.Helper()
 	ensureJava(t)
 	bin := filepath.Join(javaDir(t), "bin")
-	k.out, k.done = &syncBuffer{}, make(chan struct{})
+	k.out = &syncBuffer{}
 	path := filepath.Join(k.dir, "server.properties")
 	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
@@ -109,17 +109,8 @@ func (k *kafkaProc) launch(t testing.TB, props, clusterID string) {
 	}
 	k.cmd = exec.Command(filepath.Join(bin, "kafka-server-start.sh"), path)
 	k.cmd.Env = env
-	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
-	k.cmd.SysProcAttr = groupProcAttr()
 	k.started = time.Now()
-	if err := k.cmd.Start(); err != nil {
-		t.Fatalf("starting Kafka: %v", err)
-	}
-	go func() {
-		_ = k.cmd.Wait()
-		close(k.done)
-	}()
-	t.Cleanup(func() { k.stop(t) })
+	k.done = launchJavaProc(t, "Apache Kafka", k.cmd, k.out)
 }
 
 // await waits up to timeout for a launched Kafka to listen and serve.
@@ -137,8 +128,24 @@ func (k *kafkaProc) await(t testing.TB, timeout time.Duration) {
 	t.Logf("Apache Kafka 4.4.0 on %s ready after %v", k.Addr(), time.Since(k.started).Round(time.Millisecond))
 }
 
-// stop sends SIGTERM to the process group and waits; SIGKILL after 30 s.
-func (k *kafkaProc) stop(t testing.TB) { stopJavaProc(t, "Apache Kafka", k.cmd, k.done, k.out) }
+// launchJavaProc starts cmd, a reference JVM, in its own process group with
+// its output in out, and returns a channel closed once it exits. It is
+// stopped (stopJavaProc) at test cleanup.
+func launchJavaProc(t testing.TB, name string, cmd *exec.Cmd, out *syncBuffer) <-chan struct{} {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = groupProcAttr()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() { stopJavaProc(t, name, cmd, done, out) })
+	return done
+}
 
 // stopJavaProc stops a JVM started in its own process group (cmd, whose
 // Wait closes done): SIGTERM to the group, SIGKILL after 30 s; a failed

@@ -30,7 +30,7 @@ type kafka39Proc struct {
 	port    int
 	cmd     *exec.Cmd
 	out     *syncBuffer
-	done    chan struct{}
+	done    <-chan struct{}
 	started time.Time
 }
 
@@ -52,7 +52,7 @@ func startKafka39Dir(t testing.TB, z *integration.ZooKeeper, chroot string, id i
 	t.Helper()
 	cp := javaClasspath(t, javaModKafka39)
 	dir := t.TempDir()
-	k := &kafka39Proc{id: id, port: freePort(t), out: &syncBuffer{}, done: make(chan struct{})}
+	k := &kafka39Proc{id: id, port: freePort(t), out: &syncBuffer{}}
 	props := fmt.Sprintf(`broker.id=%[1]d
 listeners=PLAINTEXT://127.0.0.1:%[2]d
 advertised.listeners=PLAINTEXT://127.0.0.1:%[2]d
@@ -70,17 +70,8 @@ num.partitions=1
 	}
 	k.cmd = exec.Command("java", "-Xmx512m", "-Xms256m", "-XX:+UseSerialGC",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-cp", cp, "kafka.Kafka", path)
-	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
-	k.cmd.SysProcAttr = groupProcAttr()
 	k.started = time.Now()
-	if err := k.cmd.Start(); err != nil {
-		t.Fatalf("starting Kafka 3.9: %v", err)
-	}
-	go func() {
-		_ = k.cmd.Wait()
-		close(k.done)
-	}()
-	t.Cleanup(func() { k.stop(t) })
+	k.done = launchJavaProc(t, "Apache Kafka 3.9", k.cmd, k.out)
 	if err := waitListening(k.Addr(), k.done, kafkaStartTimeout); err != nil {
 		t.Fatalf("Apache Kafka 3.9: %v\n--- Kafka output ---\n%s", err, k.out.String())
 	}
