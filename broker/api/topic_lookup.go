@@ -106,10 +106,15 @@ func (b *API) topicNames() []string {
 	return b.rm.TopicNames()
 }
 
-// partitionExists reports whether topic has partition p in the cluster.
+// partitionExists reports whether topic has partition p in the cluster. It
+// is asked once per partition of an OffsetCommit, so it looks the partition
+// up directly instead of building the topic's clusterTopic.
 func (b *API) partitionExists(topic string, p int32) bool {
-	t, ok := b.topicNamed(topic)
-	return ok && t.has(p)
+	if c := b.cluster; c != nil && c.Cache != nil {
+		_, ok := c.Cache.Snapshot().Partition(topic, p)
+		return ok
+	}
+	return b.rm.PartitionOf(topic, p) != nil
 }
 
 // notHostedErr is the error for a partition this broker has no replica of:
