@@ -13,8 +13,8 @@ import (
 // cheap) makes the broker reload its own and the cluster-wide dynamic
 // configs and the group configs, and apply the new overrides of each topic
 // that a new notification names (applyTopicConfigChanges), so a change made
-// through any broker reaches them all. The goroutine is stopped by Close (stopDynamicWatch)
-// before the ZooKeeper session ends.
+// through any broker reaches them all. The goroutine is stopped by Close
+// (stopDynamicWatch) before the ZooKeeper session ends.
 func (b *Broker) startDynamicWatch() {
 	if b.cluster == nil {
 		return
@@ -60,10 +60,7 @@ func (b *Broker) stopDynamicWatch() {
 // its configs then.
 func (b *Broker) applyTopicConfigChanges(changes []string, seen string) string {
 	slices.Sort(changes)
-	newest := zkdata.ConfigChangeSeqPrefix // sorts before every notification
-	if len(changes) > 0 {
-		newest = max(changes[len(changes)-1], seen)
-	}
+	newest := newestChange(changes, seen)
 	if seen == "" {
 		return newest
 	}
@@ -87,6 +84,20 @@ func (b *Broker) applyTopicConfigChanges(changes []string, seen string) string {
 		if t, ok := b.store.Topic(topic); ok {
 			b.rm.ApplyTopicConfigs(topic, t.Configs)
 		}
+	}
+	return newest
+}
+
+// newestChange is the newest of the sorted notifications and seen: never
+// older than seen, and, with neither, a name that sorts before every
+// notification (so that the first one to come is applied).
+func newestChange(sorted []string, seen string) string {
+	newest := seen
+	if newest == "" {
+		newest = zkdata.ConfigChangeSeqPrefix
+	}
+	if len(sorted) > 0 {
+		newest = max(newest, sorted[len(sorted)-1])
 	}
 	return newest
 }
