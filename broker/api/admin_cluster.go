@@ -147,12 +147,8 @@ func manualTopicAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment) 
 		if len(rs) == 0 {
 			return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0."
 		}
-		seen := map[int32]bool{}
-		for _, r := range rs {
-			if seen[r] {
-				return nil, kerr.InvalidReplicaAssignment, fmt.Sprintf("Duplicate replica assignment found: partition %d has replicas %v", p, rs)
-			}
-			seen[r] = true
+		if repeatsBroker(rs) {
+			return nil, kerr.InvalidReplicaAssignment, fmt.Sprintf("Duplicate replica assignment found: partition %d has replicas %v", p, rs)
 		}
 	}
 	for p := range int32(len(assignment)) {
@@ -256,18 +252,26 @@ func checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, cur int32, rf int1
 		if len(a.Replicas) == 0 {
 			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Cannot have replication factor of 0 for partition id %d.", p)
 		}
-		seen := map[int32]bool{}
-		for _, r := range a.Replicas {
-			if seen[r] {
-				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Duplicate brokers not allowed in replica assignment: %s for partition id %d.", joinIDs(a.Replicas), p)
-			}
-			seen[r] = true
+		if repeatsBroker(a.Replicas) {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Duplicate brokers not allowed in replica assignment: %s for partition id %d.", joinIDs(a.Replicas), p)
 		}
 		if len(a.Replicas) != int(rf) {
 			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Inconsistent replication factor between partitions, partition 0 has %d while partitions [%d] have replication factors [%d], respectively.", rf, p, len(a.Replicas))
 		}
 	}
 	return nil, ""
+}
+
+// repeatsBroker reports whether a replica list names a broker twice.
+func repeatsBroker(replicas []int32) bool {
+	seen := make(map[int32]bool, len(replicas))
+	for _, r := range replicas {
+		if seen[r] {
+			return true
+		}
+		seen[r] = true
+	}
+	return false
 }
 
 func joinIDs(ids []int32) string {
