@@ -338,8 +338,11 @@ func (p *Proxy) routesV3ACLs() {
 			return err
 		}
 		q := url.Values{}
-		for k, val := range map[string]string{"resource_type": in.ResourceType, "resource_name": in.ResourceName, "pattern_type": in.PatternType,
-			"principal": in.Principal, "host": in.Host, "operation": in.Operation, "permission": in.Permission} {
+		// In the body's field order, so a body missing several is always
+		// answered about the same one.
+		for _, kv := range [][2]string{{"resource_type", in.ResourceType}, {"resource_name", in.ResourceName}, {"pattern_type", in.PatternType},
+			{"principal", in.Principal}, {"host", in.Host}, {"operation", in.Operation}, {"permission", in.Permission}} {
+			k, val := kv[0], kv[1]
 			if val == "" {
 				return errf(http.StatusBadRequest, http.StatusBadRequest, "Payload error. %s cannot be null or empty.", k)
 			}
