@@ -48,6 +48,9 @@ var importRules = []struct {
 	// The Schema Registry is a Kafka client of the broker's own listener
 	// too: franz-go, the schema libraries and the standard library only.
 	{"schemaregistry", []string{"broker", "storage", "controller", "coordinator", "protocol"}},
+	// The schema codec is pure: schema text and bytes in, bytes out; the
+	// registry parses with it and the REST proxy encodes with it.
+	{"schemaregistry/codec", []string{"broker", "storage", "controller", "coordinator", "protocol", "restproxy", "ext:github.com/twmb"}},
 	// The REST proxy is a Kafka client of the broker's own listener, as
 	// the console is: franz-go and the standard library only.
 	{"restproxy", []string{"broker", "storage", "controller", "coordinator", "protocol", "ext:github.com/prometheus"}},

@@ -36,6 +36,7 @@ func (b *Broker) startRestProxy() error {
 		Bootstrap:       b.restProxyBootstrap,
 		InstanceTimeout: time.Duration(rc.InstanceTimeoutMs) * time.Millisecond,
 		MaxRequestBytes: rc.MaxRequestBytes,
+		SchemaRegistry:  b.restProxyRegistry,
 		Logger:          b.log.With("component", "rest-proxy"),
 	}
 	if rc.Authentication == config.HTTPAuthBasic {
@@ -68,6 +69,22 @@ func (b *Broker) startRestProxy() error {
 		return fmt.Errorf("rest.proxy.listeners: %w", err)
 	}
 	return nil
+}
+
+// restProxyRegistry is the Schema Registry of the proxy's schema formats:
+// schema.registry.url, else this broker's own first http:// listener.
+func (b *Broker) restProxyRegistry() (string, error) {
+	if u := b.cfg.RestProxy.SchemaRegistryURL; u != "" {
+		return u, nil
+	}
+	if b.registryHTTP != nil {
+		for i, l := range b.cfg.SchemaRegistry.Listeners {
+			if addrs := b.registryHTTP.Addrs(); !l.TLS && i < len(addrs) {
+				return "http://" + addrs[i].String(), nil
+			}
+		}
+	}
+	return "", errors.New("no Schema Registry: this broker serves none on http:// (schema.registry.listeners) and schema.registry.url is not set")
 }
 
 // restProxyListener is the Kafka listener the proxy dials: the first

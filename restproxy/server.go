@@ -62,6 +62,11 @@ type Config struct {
 	// MaxRequestBytes bounds a request body (413 beyond; default 16 MiB).
 	// It also bounds the max_bytes of a v2 records read.
 	MaxRequestBytes int64
+	// SchemaRegistry returns the URL of the Schema Registry the schema
+	// formats (avro, protobuf, jsonschema) use: Confluent's
+	// schema.registry.url, by default the broker's own registry. nil: the
+	// schema formats are refused.
+	SchemaRegistry func() (string, error)
 	// RequestTimeout bounds the Kafka requests of one call (default 30 s).
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
@@ -105,6 +110,10 @@ type Proxy struct {
 
 	instances *instances // v2 consumer instances (v2_consumers.go)
 
+	// registryHTTP and codecs serve the schema formats (schemas.go).
+	registryHTTP *http.Client
+	codecs       codecCache
+
 	mu struct {
 		sync.Mutex
 		clients map[string]*userClient // by user
@@ -126,7 +135,7 @@ func New(cfg Config) *Proxy {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, instances: newInstances()}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, instances: newInstances(), registryHTTP: &http.Client{Timeout: cfg.RequestTimeout}}
 	p.mu.clients = map[string]*userClient{}
 	p.stopped, p.stop = context.WithCancel(context.Background())
 	p.mux = http.NewServeMux()
@@ -160,6 +169,7 @@ func (p *Proxy) Close() {
 	for _, uc := range clients {
 		uc.cl.Close()
 	}
+	p.registryHTTP.CloseIdleConnections()
 }
 
 var errClosed = errors.New("the broker is shutting down")

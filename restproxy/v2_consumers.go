@@ -261,10 +261,7 @@ func (c *call) v2CreateInstance() error {
 		_, _ = rand.Read(b[:])
 		in.name = "rest-consumer-" + hex.EncodeToString(b[:])
 	}
-	switch {
-	case schemaFormats[in.format]:
-		return invalid("the %s format needs a Schema Registry, which this broker does not serve yet; use binary or json", in.format)
-	case in.format != formatBinary && in.format != formatJSON:
+	if !knownFormat(in.format) {
 		return invalid("unknown format %q", in.format)
 	}
 	switch in.reset {
@@ -368,6 +365,14 @@ func (c *call) v2Records(in *instance) error {
 	if in.mode == modeNone {
 		return errIllegalState("Consumer is not subscribed to any topics or assigned any partitions")
 	}
+	var dec func([]byte) (json.RawMessage, error) // schema formats
+	if _, ok := formatSchemaType[in.format]; ok {
+		reg, err := c.registry()
+		if err != nil {
+			return err
+		}
+		dec = func(b []byte) (json.RawMessage, error) { return reg.decodeWire(c.ctx, b) }
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, wait)
 	defer cancel()
 	out := []consumerRecord{}
@@ -386,7 +391,7 @@ func (c *call) v2Records(in *instance) error {
 		}
 		n := 0
 		for _, r := range fs.Records() {
-			cr, err := in.record(r)
+			cr, err := in.record(r, dec)
 			if err != nil {
 				return err
 			}
@@ -404,12 +409,23 @@ func (c *call) v2Records(in *instance) error {
 	return c.reply(out)
 }
 
-// record is r in the instance's format.
-func (in *instance) record(r *kgo.Record) (consumerRecord, error) {
+// record is r in the instance's format; dec decodes the schema formats.
+func (in *instance) record(r *kgo.Record, dec func([]byte) (json.RawMessage, error)) (consumerRecord, error) {
 	cr := consumerRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: json.RawMessage("null"), Value: json.RawMessage("null")}
 	enc := func(b []byte) (json.RawMessage, error) {
 		if b == nil {
 			return json.RawMessage("null"), nil
+		}
+		if dec != nil {
+			j, err := dec(b)
+			var re *restError
+			if errors.As(err, &re) {
+				return nil, re
+			}
+			if err != nil {
+				return nil, errf(http.StatusInternalServerError, codeKafkaError, "Kafka error: record %s-%d@%d cannot be read as %s: %v", r.Topic, r.Partition, r.Offset, in.format, err)
+			}
+			return j, nil
 		}
 		if in.format == formatBinary {
 			return json.Marshal(base64.StdEncoding.EncodeToString(b))

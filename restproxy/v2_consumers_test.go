@@ -197,7 +197,6 @@ func TestV2ConsumerBadInput(t *testing.T) {
 	wantError(t, "unknown instance", e.do("GET", "/consumers/g/instances/nope/records", "", "", "Accept", ctBinary), 404, 40403)
 	wantError(t, "unknown instance commit", e.do("POST", "/consumers/g/instances/nope/offsets", ctV2, ""), 404, 40403)
 	wantError(t, "unknown instance delete", e.do("DELETE", "/consumers/g/instances/nope", "", ""), 404, 40403)
-	wantError(t, "avro format", e.do("POST", "/consumers/g", ctV2, `{"format":"avro"}`), 422, 42204)
 	wantError(t, "unknown format", e.do("POST", "/consumers/g", ctV2, `{"format":"xml"}`), 422, 42204)
 	wantError(t, "bad reset", e.do("POST", "/consumers/g", ctV2, `{"auto.offset.reset":"sometime"}`), 422, 42204)
 	wantError(t, "bad json", e.do("POST", "/consumers/g", ctV2, `{"name":`), 422, 42203)

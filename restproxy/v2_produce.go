@@ -4,8 +4,7 @@ package restproxy
 // with Content-Type application/vnd.kafka.{binary,json}.v2+json. A reply
 // lists, for each record in order, its partition and offset or its error
 // (error_code and error), as Confluent's ProduceResponse. Avro, Protobuf and
-// JSON Schema need a Schema Registry, which the broker does not serve yet:
-// they are answered 415 as an unknown embedded format is.
+// JSON Schema go through the Schema Registry (schemas.go).
 
 import (
 	"bytes"
@@ -21,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // Embedded formats.
@@ -28,9 +28,6 @@ const (
 	formatBinary = "binary"
 	formatJSON   = "json"
 )
-
-// schemaFormats need a Schema Registry.
-var schemaFormats = map[string]bool{"avro": true, "protobuf": true, "jsonschema": true}
 
 // embeddedFormat is the format of a content type
 // application/vnd.kafka.<format>.v2+json, or "".
@@ -46,18 +43,21 @@ func embeddedFormat(mediaType string) string {
 	return f
 }
 
-// produceFormat checks a produce call's content type: binary or json, or
-// the 415 Confluent answers to a format it cannot decode.
+// produceFormat checks a produce call's content type: binary, json or a
+// schema format, else the 415 Confluent answers to a format it cannot
+// decode.
 func produceFormat(c *call) (string, error) {
-	f := embeddedFormat(c.mediaType())
-	switch {
-	case f == formatBinary || f == formatJSON:
+	if f := embeddedFormat(c.mediaType()); knownFormat(f) {
 		return f, nil
-	case schemaFormats[f]:
-		return "", errf(http.StatusUnsupportedMediaType, http.StatusUnsupportedMediaType,
-			"HTTP 415 Unsupported Media Type: the %s embedded format needs a Schema Registry, which this broker does not serve yet; use binary or json", f)
 	}
 	return "", errUnsupportedMedia
+}
+
+// knownFormat reports whether f is an embedded format the proxy reads
+// and writes.
+func knownFormat(f string) bool {
+	_, schema := formatSchemaType[f]
+	return schema || f == formatBinary || f == formatJSON
 }
 
 type v2ProduceRecord struct {
@@ -68,8 +68,9 @@ type v2ProduceRecord struct {
 
 type v2ProduceRequest struct {
 	Records []v2ProduceRecord `json:"records"`
-	// Schemas are accepted and ignored for binary and json, as Confluent
-	// does.
+	// Schemas of the schema formats, as text (registered under the
+	// topic's subject) or id; accepted and ignored for binary and json,
+	// as Confluent does.
 	KeySchema     *string `json:"key_schema,omitempty"`
 	ValueSchema   *string `json:"value_schema,omitempty"`
 	KeySchemaID   *int    `json:"key_schema_id,omitempty"`
@@ -125,13 +126,22 @@ func (c *call) v2Produce(partition int32) error {
 	if req.Records == nil {
 		return errPayload("records is missing.")
 	}
-	recs := make([]*kgo.Record, len(req.Records))
-	for i, in := range req.Records {
-		r := &kgo.Record{Topic: c.r.PathValue("topic"), Partition: -1}
-		if r.Key, err = decodeEmbedded(format, in.Key); err != nil {
+	topic := c.r.PathValue("topic")
+	var resp v2ProduceResponse
+	encKey := func(raw json.RawMessage) ([]byte, error) { return decodeEmbedded(format, raw) }
+	encValue := encKey
+	if typ, ok := formatSchemaType[format]; ok {
+		if encKey, encValue, err = c.schemaEncoders(topic, typ, &req, &resp); err != nil {
 			return err
 		}
-		if r.Value, err = decodeEmbedded(format, in.Value); err != nil {
+	}
+	recs := make([]*kgo.Record, len(req.Records))
+	for i, in := range req.Records {
+		r := &kgo.Record{Topic: topic, Partition: -1}
+		if r.Key, err = encKey(in.Key); err != nil {
+			return err
+		}
+		if r.Value, err = encValue(in.Value); err != nil {
 			return err
 		}
 		switch {
@@ -142,12 +152,48 @@ func (c *call) v2Produce(partition int32) error {
 		}
 		recs[i] = r
 	}
-	offsets, err := c.produce(recs)
-	if err != nil {
+	if resp.Offsets, err = c.produce(recs); err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusOK, ctV2, v2ProduceResponse{Offsets: offsets})
+	writeJSON(c.w, http.StatusOK, ctV2, resp)
 	return nil
+}
+
+// schemaEncoders returns the key and value encoders of a schema-format
+// produce to topic, and sets the response's schema ids.
+func (c *call) schemaEncoders(topic string, typ sr.SchemaType, req *v2ProduceRequest, resp *v2ProduceResponse) (encKey, encValue func(json.RawMessage) ([]byte, error), err error) {
+	reg, err := c.registry()
+	if err != nil {
+		return nil, nil, err
+	}
+	used := func(get func(v2ProduceRecord) json.RawMessage) bool {
+		for _, r := range req.Records {
+			if raw := get(r); len(raw) > 0 && string(raw) != "null" {
+				return true
+			}
+		}
+		return false
+	}
+	side := func(s schemaSide, get func(v2ProduceRecord) json.RawMessage, respID **int) (func(json.RawMessage) ([]byte, error), error) {
+		id, cd, err := reg.resolve(c.ctx, topic, typ, s, used(get))
+		if err != nil {
+			return nil, err
+		}
+		if cd == nil { // no schema, and every record's side is null
+			return func(json.RawMessage) ([]byte, error) { return nil, nil }, nil
+		}
+		*respID = &id
+		return func(raw json.RawMessage) ([]byte, error) { return encodeWith(cd, id, raw) }, nil
+	}
+	if encKey, err = side(schemaSide{"key", req.KeySchema, req.KeySchemaID, codeKeySchemaMissing},
+		func(r v2ProduceRecord) json.RawMessage { return r.Key }, &resp.KeySchemaID); err != nil {
+		return nil, nil, err
+	}
+	if encValue, err = side(schemaSide{"value", req.ValueSchema, req.ValueSchemaID, codeValueSchemaMissing},
+		func(r v2ProduceRecord) json.RawMessage { return r.Value }, &resp.ValueSchemaID); err != nil {
+		return nil, nil, err
+	}
+	return encKey, encValue, nil
 }
 
 // decodeEmbedded is a key or value of format: binary is a base64 string,

@@ -102,7 +102,7 @@ func TestV2ProduceErrors(t *testing.T) {
 		{"plain json content type", "/topics/t", "application/json", rec, 415, 415},
 		{"no content type", "/topics/t", "", rec, 415, 415},
 		{"unknown format", "/topics/t", "application/vnd.kafka.xml.v2+json", rec, 415, 415},
-		{"avro without a registry", "/topics/t", "application/vnd.kafka.avro.v2+json", rec, 415, 415},
+		{"avro without a registry", "/topics/t", "application/vnd.kafka.avro.v2+json", rec, 500, 50002},
 		{"invalid base64", "/topics/t", ctBinary, `{"records":[{"value":"%%%"}]}`, 422, 42203},
 		{"binary value not a string", "/topics/t", ctBinary, `{"records":[{"value":{"a":1}}]}`, 422, 42203},
 		{"malformed json", "/topics/t", ctBinary, `{"records":[`, 422, 42203},

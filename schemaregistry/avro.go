@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hamba/avro/v2"
+	"github.com/kbroker/kbroker/schemaregistry/codec"
 )
 
 // avroSchema is an Avro schema parsed by hamba/avro. Each parse has a
@@ -17,13 +18,7 @@ type avroSchema struct {
 }
 
 func parseAvro(text string, refs []refSource) (parsedSchema, error) {
-	cache := &avro.SchemaCache{}
-	for _, r := range refs {
-		if _, err := avro.ParseWithCache(r.Schema, "", cache); err != nil {
-			return nil, fmt.Errorf("reference %q: %w", r.Name, err)
-		}
-	}
-	s, err := avro.ParseWithCache(text, "", cache)
+	s, err := codec.ParseAvro(text, codecRefs(refs))
 	if err != nil {
 		return nil, err
 	}

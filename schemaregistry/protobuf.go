@@ -1,60 +1,12 @@
 package schemaregistry
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/bufbuild/protocompile"
+	"github.com/kbroker/kbroker/schemaregistry/codec"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
-
-// protoMainFile is the name the schema being parsed compiles under; its
-// imports are its references' names, the well-known types and Confluent's
-// own imports.
-const protoMainFile = "kbroker-registry-input.proto"
-
-// confluentProtos are the imports Confluent's serializers emit that are not
-// Google's well-known types: confluent/meta.proto (field, message and file
-// metadata, extension 1088 of each options message) and
-// confluent/type/decimal.proto. Declared here as Confluent's
-// protobuf-types publishes them (package, message and field numbers).
-var confluentProtos = map[string]string{
-	"confluent/meta.proto": `syntax = "proto3";
-package confluent;
-import "google/protobuf/descriptor.proto";
-option java_package = "io.confluent.protobuf";
-option java_outer_classname = "MetaProto";
-message Meta {
-  string doc = 1;
-  map<string, string> params = 2;
-  repeated string tags = 3;
-  repeated Rule rules = 4;
-}
-message Rule {
-  string name = 1;
-  string doc = 2;
-  string expr = 3;
-  string sql = 4;
-}
-extend google.protobuf.FileOptions { Meta file_meta = 1088; }
-extend google.protobuf.MessageOptions { Meta message_meta = 1088; }
-extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
-extend google.protobuf.EnumOptions { Meta enum_meta = 1088; }
-extend google.protobuf.EnumValueOptions { Meta enum_value_meta = 1088; }
-`,
-	"confluent/type/decimal.proto": `syntax = "proto3";
-package confluent.type;
-option java_package = "io.confluent.protobuf.type";
-option java_outer_classname = "DecimalProto";
-message Decimal {
-  bytes value = 1;
-  uint32 precision = 2;
-  int32 scale = 3;
-}
-`,
-}
 
 // protoSchema is a .proto file compiled by protocompile.
 type protoSchema struct {
@@ -63,25 +15,9 @@ type protoSchema struct {
 }
 
 func parseProtobuf(text string, refs []refSource) (parsedSchema, error) {
-	srcs := map[string]string{}
-	for k, v := range confluentProtos {
-		srcs[k] = v
-	}
-	for _, r := range refs {
-		srcs[r.Name] = r.Schema
-	}
-	srcs[protoMainFile] = text
-	c := protocompile.Compiler{
-		Resolver:       protocompile.WithStandardImports(&protocompile.SourceResolver{Accessor: protocompile.SourceAccessorFromMap(srcs)}),
-		MaxParallelism: 1,
-	}
-	files, err := c.Compile(context.Background(), protoMainFile)
+	fd, err := codec.CompileProtobuf(text, codecRefs(refs))
 	if err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), protoMainFile+":", ""))
-	}
-	fd := files.FindFileByPath(protoMainFile)
-	if fd == nil {
-		return nil, errors.New("the schema did not compile")
+		return nil, err
 	}
 	return &protoSchema{fd: fd, text: strings.TrimSpace(text)}, nil
 }

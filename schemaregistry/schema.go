@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kbroker/kbroker/schemaregistry/codec"
 )
 
 // Schema types, as Confluent names them in schemaType.
@@ -35,6 +37,15 @@ type parsedSchema interface {
 // name the referring schema uses for it.
 type refSource struct {
 	Name, Type, Schema string
+}
+
+// codecRefs are refs as the codec package takes them.
+func codecRefs(refs []refSource) []codec.Ref {
+	out := make([]codec.Ref, len(refs))
+	for i, r := range refs {
+		out[i] = codec.Ref{Name: r.Name, Schema: r.Schema}
+	}
+	return out
 }
 
 // normalizeType maps a request's schemaType ("" is AVRO) to Confluent's

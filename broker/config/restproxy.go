@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -23,6 +24,11 @@ type RestProxyConfig struct {
 	// MaxRequestBytes is rest.proxy.max.request.bytes: a larger request
 	// body is answered 413.
 	MaxRequestBytes int64
+	// SchemaRegistryURL is schema.registry.url (Confluent's name): the
+	// Schema Registry of the avro, protobuf and jsonschema formats; ""
+	// means the broker's own (its first http:// schema.registry.listeners
+	// entry).
+	SchemaRegistryURL string
 	// TLS is the configuration of the https:// listeners:
 	// listener.name.rest.ssl.* over ssl.*. Invariant (after ParseConfig):
 	// non-nil exactly when some listener is https.
@@ -47,6 +53,16 @@ var restProxyProps = map[string]prop{
 		return err
 	}},
 	"consumer.instance.timeout.ms": {"300000", kmsg.ConfigTypeInt, "A REST Proxy v2 consumer instance unused for this long is closed (it leaves its group).", intProp(func(c *Config, v int64) { c.RestProxy.InstanceTimeoutMs = v }, 1, 1<<31-1)},
+	"schema.registry.url": {"", kmsg.ConfigTypeString, "URL of the Schema Registry the REST Proxy's avro, protobuf and jsonschema formats register and look up schemas in; empty uses this broker's own (its first http:// schema.registry.listeners entry).", func(c *Config, v string) error {
+		if v != "" {
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("%q is not an http:// or https:// URL", v)
+			}
+		}
+		c.RestProxy.SchemaRegistryURL = v
+		return nil
+	}},
 	"rest.proxy.max.request.bytes": {"16777216", kmsg.ConfigTypeLong, "Largest REST Proxy request body; a larger one is answered 413.", intProp(func(c *Config, v int64) { c.RestProxy.MaxRequestBytes = v }, 1024, 1<<31-1)},
 }
 

@@ -1,0 +1,236 @@
+package restproxy
+
+// The schema formats of v2 (avro, protobuf, jsonschema): records are
+// written in the Schema Registry's wire format (magic byte, schema id,
+// payload) with the schema given in the request (registered under the
+// topic's subject, TopicNameStrategy: "<topic>-key", "<topic>-value") or
+// by id, and read back as JSON through the schema their id names. The
+// registry is Config.SchemaRegistry (Confluent's schema.registry.url: by
+// default the broker's own), reached with the call's Basic login when it
+// has one.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/kbroker/kbroker/schemaregistry/codec"
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// formatSchemaType is the Schema Registry type of each schema format.
+var formatSchemaType = map[string]sr.SchemaType{
+	"avro":       sr.TypeAvro,
+	"protobuf":   sr.TypeProtobuf,
+	"jsonschema": sr.TypeJSON,
+}
+
+// Codes of the schema formats (kafka-rest's Errors).
+const (
+	codeKeySchemaMissing   = 42201
+	codeValueSchemaMissing = 42202
+	codeInvalidSchema      = 42205
+)
+
+// maxCachedCodecs bounds the proxy's codecs by schema id; past it the
+// cache starts again (ids are few; a registry with more is rare).
+const maxCachedCodecs = 10000
+
+// codecCache holds a codec per registry URL and schema id: an id names
+// one schema for ever, so an entry never goes stale.
+type codecCache struct {
+	mu sync.Mutex
+	m  map[codecKey]codec.Codec
+}
+
+type codecKey struct {
+	url string
+	id  int
+}
+
+func (cc *codecCache) get(k codecKey) codec.Codec {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.m[k]
+}
+
+func (cc *codecCache) put(k codecKey, c codec.Codec) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.m == nil || len(cc.m) >= maxCachedCodecs {
+		cc.m = map[codecKey]codec.Codec{}
+	}
+	cc.m[k] = c
+}
+
+// schemaRegistry is the registry as the call's user sees it.
+type schemaRegistry struct {
+	url string
+	cl  *sr.Client
+	p   *Proxy
+}
+
+// registry returns the call's view of the Schema Registry, or why there
+// is none.
+func (c *call) registry() (*schemaRegistry, error) {
+	if c.p.cfg.SchemaRegistry == nil {
+		return nil, errf(http.StatusInternalServerError, codeKafkaError, "the schema formats need a Schema Registry: set schema.registry.url or schema.registry.listeners")
+	}
+	url, err := c.p.cfg.SchemaRegistry()
+	if err != nil {
+		return nil, errf(http.StatusInternalServerError, codeKafkaError, "Schema Registry: %v", err)
+	}
+	opts := []sr.ClientOpt{sr.URLs(url), sr.HTTPClient(c.p.registryHTTP), sr.UserAgent("kbroker-rest-proxy")}
+	if user, pass, ok := c.r.BasicAuth(); ok {
+		opts = append(opts, sr.BasicAuth(user, pass))
+	}
+	cl, err := sr.NewClient(opts...)
+	if err != nil {
+		return nil, errf(http.StatusInternalServerError, codeKafkaError, "Schema Registry: %v", err)
+	}
+	return &schemaRegistry{url: url, cl: cl, p: c.p}, nil
+}
+
+// registryError is the answer to a failed registry call: the registry's
+// own status, code and message for what it refused, 42205 for a schema
+// it found invalid, 50002 when it could not be asked.
+func registryError(err error) error {
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		if re.ErrorCode == 42201 || re.ErrorCode == 42202 {
+			return errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %s", re.Message)
+		}
+		status, code := re.StatusCode, re.ErrorCode
+		if status < 400 || status > 599 {
+			status = http.StatusInternalServerError
+		}
+		if code == 0 {
+			code = status
+		}
+		return errf(status, code, "Schema Registry: %s", re.Error())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errf(http.StatusRequestTimeout, codeTimeout, "Schema Registry: %v", err)
+	}
+	return errf(http.StatusInternalServerError, codeKafkaError, "Schema Registry: %v", err)
+}
+
+// register registers schema of typ under subject (or finds it there) and
+// returns its id and codec.
+func (s *schemaRegistry) register(ctx context.Context, subject string, typ sr.SchemaType, schema string) (int, codec.Codec, error) {
+	ss, err := s.cl.CreateSchema(ctx, subject, sr.Schema{Schema: schema, Type: typ})
+	if err != nil {
+		return 0, nil, registryError(err)
+	}
+	cd, err := s.codec(ctx, ss.ID)
+	return ss.ID, cd, err
+}
+
+// codec is the codec of schema id, from the cache or built from the
+// schema and its references as the registry serves them.
+func (s *schemaRegistry) codec(ctx context.Context, id int) (codec.Codec, error) {
+	key := codecKey{s.url, id}
+	if cd := s.p.codecs.get(key); cd != nil {
+		return cd, nil
+	}
+	sch, err := s.cl.SchemaByID(ctx, id)
+	if err != nil {
+		return nil, registryError(err)
+	}
+	refs, err := s.references(ctx, sch.References, map[string]bool{}, 0)
+	if err != nil {
+		return nil, err
+	}
+	cd, err := codec.New(sch.Type.String(), sch.Schema, refs)
+	if err != nil {
+		return nil, errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema %d: %v", id, err)
+	}
+	s.p.codecs.put(key, cd)
+	return cd, nil
+}
+
+// maxRefDepth bounds reference chains (and so cycles).
+const maxRefDepth = 32
+
+// references resolves refs to their texts, dependencies first, each once.
+func (s *schemaRegistry) references(ctx context.Context, refs []sr.SchemaReference, seen map[string]bool, depth int) ([]codec.Ref, error) {
+	if depth > maxRefDepth {
+		return nil, errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: references nest deeper than %d", maxRefDepth)
+	}
+	var out []codec.Ref
+	for _, r := range refs {
+		key := fmt.Sprintf("%s/%d", r.Subject, r.Version)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		ss, err := s.cl.SchemaByVersion(ctx, r.Subject, r.Version)
+		if err != nil {
+			return nil, registryError(err)
+		}
+		deps, err := s.references(ctx, ss.References, seen, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, deps...), codec.Ref{Name: r.Name, Schema: ss.Schema.Schema})
+	}
+	return out, nil
+}
+
+// schemaSide is the key or value side of a v2 schema-format produce.
+type schemaSide struct {
+	name   string // "key" or "value"
+	schema *string
+	id     *int
+	code   int // 42201 or 42202 when records carry this side without a schema
+}
+
+// resolve returns the side's schema id and codec: the given id's, or the
+// given schema registered under "<topic>-<side>". (0, nil) when the
+// records have no non-null data on this side and no schema was given.
+func (s *schemaRegistry) resolve(ctx context.Context, topic string, typ sr.SchemaType, side schemaSide, used bool) (int, codec.Codec, error) {
+	switch {
+	case side.id != nil:
+		cd, err := s.codec(ctx, *side.id)
+		return *side.id, cd, err
+	case side.schema != nil:
+		return s.register(ctx, topic+"-"+side.name, typ, *side.schema)
+	case used:
+		return 0, nil, errf(http.StatusUnprocessableEntity, side.code, "Request includes %ss but does not include %s schema", side.name, side.name)
+	}
+	return 0, nil, nil
+}
+
+// encodeWith is raw (a JSON value) in the wire format of schema id; null
+// or absent is nil.
+func encodeWith(cd codec.Codec, id int, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	payload, err := cd.Encode(raw)
+	if err != nil {
+		return nil, errf(http.StatusUnprocessableEntity, codeJSONConversion, "Conversion of JSON to Object failed: %v", err)
+	}
+	return codec.Frame(id, payload), nil
+}
+
+// decodeWire is the JSON form of b, a key or value in the registry's
+// wire format.
+func (s *schemaRegistry) decodeWire(ctx context.Context, b []byte) (json.RawMessage, error) {
+	id, payload, err := codec.Unframe(b)
+	if err != nil {
+		return nil, err
+	}
+	cd, err := s.codec(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := cd.Decode(payload)
+	if err != nil {
+		return nil, fmt.Errorf("schema %d: %w", id, err)
+	}
+	return out, nil
+}

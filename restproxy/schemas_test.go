@@ -1,0 +1,255 @@
+package restproxy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+const (
+	ctAvro       = "application/vnd.kafka.avro.v2+json"
+	ctProtobuf   = "application/vnd.kafka.protobuf.v2+json"
+	ctJSONSchema = "application/vnd.kafka.jsonschema.v2+json"
+)
+
+// startWithRegistry starts a broker whose proxy uses its own registry.
+func startWithRegistry(t *testing.T) *env {
+	e := start(t, map[string]string{"schema.registry.listeners": "http://127.0.0.1:0"})
+	return e
+}
+
+// registryURL is the broker's own registry.
+func (e *env) registryURL() string { return "http://" + e.b.SchemaRegistryAddrs()[0].String() }
+
+type schemaProduceReply struct {
+	KeySchemaID   *int `json:"key_schema_id"`
+	ValueSchemaID *int `json:"value_schema_id"`
+	Offsets       []struct {
+		Partition int32   `json:"partition"`
+		Offset    int64   `json:"offset"`
+		ErrorCode *int    `json:"error_code"`
+		Error     *string `json:"error"`
+	} `json:"offsets"`
+}
+
+// consumeNative reads n records of topic from the start with franz-go.
+func (e *env) consumeNative(topic string, n int) []*kgo.Record {
+	e.t.Helper()
+	cl := e.kafka(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(e.ctx)
+		if err := e.ctx.Err(); err != nil {
+			e.t.Fatalf("reading %s: %v (%d of %d records)", topic, err, len(out), n)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// readAs creates an instance of format in a new group, subscribes it to
+// topic from the start and returns the first records it reads.
+func (e *env) readAs(format, topic string) []struct {
+	Key, Value json.RawMessage
+} {
+	e.t.Helper()
+	group := "g-" + format + "-" + topic
+	var created struct {
+		BaseURI string `json:"base_uri"`
+	}
+	e.must(200, &created, "POST", "/consumers/"+group, ctV2, fmt.Sprintf(`{"name":"c","format":%q,"auto.offset.reset":"earliest"}`, format))
+	path := "/consumers/" + group + "/instances/c"
+	e.must(204, nil, "POST", path+"/subscription", ctV2, fmt.Sprintf(`{"topics":[%q]}`, topic))
+	var recs []struct{ Key, Value json.RawMessage }
+	e.eventually("records of "+topic, func() bool {
+		e.must(200, &recs, "GET", path+"/records?timeout=500", "", "", "Accept", "application/vnd.kafka."+format+".v2+json")
+		return len(recs) > 0
+	})
+	e.must(204, nil, "DELETE", path, ctV2, "")
+	return recs
+}
+
+// TestAvroThroughTheRegistry: avro records produced over HTTP register
+// their schemas under the topic's subjects and are, byte for byte, what a
+// Confluent serializer writes (read here with franz-go's header decoder
+// and hamba/avro into a struct); a record written natively by such a
+// serializer reads back over HTTP as Avro's JSON encoding.
+func TestAvroThroughTheRegistry(t *testing.T) {
+	e := startWithRegistry(t)
+	e.createTopic("users", 1)
+	userSchema := `{"type":"record","name":"User","namespace":"kb","fields":[{"name":"name","type":"string"},{"name":"age","type":["null","int"],"default":null}]}`
+	var rep schemaProduceReply
+	e.must(200, &rep, "POST", "/topics/users", ctAvro, jsonBody(t, map[string]any{
+		"key_schema":   `"string"`,
+		"value_schema": userSchema,
+		"records": []any{
+			map[string]any{"key": "k1", "value": map[string]any{"name": "ann", "age": map[string]any{"int": 31}}},
+			map[string]any{"value": map[string]any{"name": "bob", "age": nil}},
+		},
+	}))
+	if rep.KeySchemaID == nil || rep.ValueSchemaID == nil || len(rep.Offsets) != 2 || rep.Offsets[1].Offset != 1 {
+		t.Fatalf("produce reply %+v", rep)
+	}
+	reg, err := sr.NewClient(sr.URLs(e.registryURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for subject, id := range map[string]int{"users-key": *rep.KeySchemaID, "users-value": *rep.ValueSchemaID} {
+		ss, err := reg.SchemaByVersion(e.ctx, subject, -1)
+		if err != nil || ss.ID != id {
+			t.Fatalf("%s: %+v %v, want id %d", subject, ss, err, id)
+		}
+	}
+
+	type user struct {
+		Name string `avro:"name"`
+		Age  *int   `avro:"age"`
+	}
+	var hdr sr.ConfluentHeader
+	recs := e.consumeNative("users", 2)
+	for i, want := range []user{{"ann", ptr(31)}, {"bob", nil}} {
+		id, payload, err := hdr.DecodeID(recs[i].Value)
+		if err != nil || id != *rep.ValueSchemaID {
+			t.Fatalf("record %d: id %d %v", i, id, err)
+		}
+		var got user
+		if err := avro.Unmarshal(avro.MustParse(userSchema), payload, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != want.Name || (got.Age == nil) != (want.Age == nil) || got.Age != nil && *got.Age != *want.Age {
+			t.Errorf("record %d: %+v, want %+v", i, got, want)
+		}
+	}
+	if id, payload, err := hdr.DecodeID(recs[0].Key); err != nil || id != *rep.KeySchemaID || string(payload) != "\x04k1" {
+		t.Errorf("key: %d %q %v", id, payload, err)
+	}
+	if recs[1].Key != nil {
+		t.Errorf("a record without a key got key %q", recs[1].Key)
+	}
+
+	// A serializer's record, by id, and read back as Avro JSON.
+	var serde sr.Serde
+	serde.Register(*rep.ValueSchemaID, user{}, sr.EncodeFn(func(v any) ([]byte, error) {
+		return avro.Marshal(avro.MustParse(userSchema), v)
+	}))
+	b, err := serde.Encode(user{Name: "cy", Age: ptr(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kafka().ProduceSync(e.ctx, &kgo.Record{Topic: "users", Value: b}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.must(200, &rep, "POST", "/topics/users", ctAvro, fmt.Sprintf(`{"value_schema_id":%d,"records":[{"value":{"name":"dee"}}]}`, *rep.ValueSchemaID))
+	got := e.readAs("avro", "users")
+	want := []string{`{"age":{"int":31},"name":"ann"}`, `{"age":null,"name":"bob"}`, `{"age":{"int":7},"name":"cy"}`, `{"age":null,"name":"dee"}`}
+	if len(got) != len(want) {
+		t.Fatalf("read %d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if string(got[i].Value) != want[i] {
+			t.Errorf("record %d: %s, want %s", i, got[i].Value, want[i])
+		}
+	}
+	if string(got[0].Key) != `"k1"` || string(got[1].Key) != "null" {
+		t.Errorf("keys %s %s", got[0].Key, got[1].Key)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestProtobufAndJSONSchemaThroughTheRegistry: protobuf records carry
+// Confluent's message indexes and the message's binary form; jsonschema
+// records the document, checked against its schema; both read back.
+func TestProtobufAndJSONSchemaThroughTheRegistry(t *testing.T) {
+	e := startWithRegistry(t)
+	e.createTopic("pb", 1)
+	e.createTopic("js", 1)
+	var rep schemaProduceReply
+	e.must(200, &rep, "POST", "/topics/pb", ctProtobuf, jsonBody(t, map[string]any{
+		"value_schema": `syntax = "proto3"; package kb; message Order { string id = 1; int32 qty = 2; }`,
+		"records":      []any{map[string]any{"value": map[string]any{"id": "o1", "qty": 2}}},
+	}))
+	recs := e.consumeNative("pb", 1)
+	var hdr sr.ConfluentHeader
+	id, rest, err := hdr.DecodeID(recs[0].Value)
+	if err != nil || id != *rep.ValueSchemaID {
+		t.Fatalf("protobuf id %d %v", id, err)
+	}
+	index, msg, err := hdr.DecodeIndex(rest, 8)
+	if err != nil || len(index) != 1 || index[0] != 0 {
+		t.Fatalf("message indexes %v %v", index, err)
+	}
+	// Order{id:"o1", qty:2}: field 1 bytes, field 2 varint.
+	want := protowire.AppendVarint(protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "o1"), 0)
+	want = protowire.AppendVarint(protowire.AppendTag(want[:len(want)-1], 2, protowire.VarintType), 2)
+	if string(msg) != string(want) {
+		t.Fatalf("message % x, want % x", msg, want)
+	}
+	if got := e.readAs("protobuf", "pb"); len(got) != 1 || string(got[0].Value) != `{"id":"o1","qty":2}` {
+		t.Fatalf("protobuf read back %+v", got)
+	}
+
+	schema := `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`
+	e.must(200, &rep, "POST", "/topics/js", ctJSONSchema, jsonBody(t, map[string]any{
+		"value_schema": schema,
+		"records":      []any{map[string]any{"value": map[string]any{"n": 5}}},
+	}))
+	wantError(t, "document against its schema", e.do("POST", "/topics/js", ctJSONSchema, jsonBody(t, map[string]any{
+		"value_schema_id": *rep.ValueSchemaID,
+		"records":         []any{map[string]any{"value": map[string]any{"n": "five"}}},
+	})), 422, 42203)
+	recs = e.consumeNative("js", 1)
+	if id, doc, err := hdr.DecodeID(recs[0].Value); err != nil || id != *rep.ValueSchemaID || string(doc) != `{"n":5}` {
+		t.Fatalf("jsonschema record: %d %s %v", id, doc, err)
+	}
+	if got := e.readAs("jsonschema", "js"); len(got) != 1 || string(got[0].Value) != `{"n":5}` {
+		t.Fatalf("jsonschema read back %+v", got)
+	}
+}
+
+// TestSchemaFormatErrors: Confluent's answers when a schema is missing,
+// invalid or incompatible, when a value does not fit, and when a record
+// is not in the registry's format.
+func TestSchemaFormatErrors(t *testing.T) {
+	e := startWithRegistry(t)
+	e.createTopic("t", 1)
+	s := `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`
+	cases := []struct {
+		what         string
+		body         any
+		status, code int
+	}{
+		{"values without a value schema", map[string]any{"records": []any{map[string]any{"value": 1}}}, 422, 42202},
+		{"keys without a key schema", map[string]any{"value_schema": `"int"`, "records": []any{map[string]any{"key": 1, "value": 1}}}, 422, 42201},
+		{"invalid schema", map[string]any{"value_schema": `{"type":"recordz"}`, "records": []any{map[string]any{"value": 1}}}, 422, 42205},
+		{"unknown schema id", map[string]any{"value_schema_id": 999, "records": []any{map[string]any{"value": 1}}}, 404, 40403},
+		{"value that does not fit", map[string]any{"value_schema": s, "records": []any{map[string]any{"value": map[string]any{"a": "x"}}}}, 422, 42203},
+	}
+	for _, c := range cases {
+		wantError(t, c.what, e.do("POST", "/topics/t", ctAvro, jsonBody(t, c.body)), c.status, c.code)
+	}
+	// The subject t-value now holds R (from the last case's registration);
+	// an incompatible change is refused by the registry (BACKWARD).
+	e.must(200, nil, "POST", "/topics/t", ctAvro, jsonBody(t, map[string]any{"value_schema": s, "records": []any{map[string]any{"value": map[string]any{"a": 1}}}}))
+	incompatible := `{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`
+	wantError(t, "incompatible schema", e.do("POST", "/topics/t", ctAvro, jsonBody(t, map[string]any{"value_schema": incompatible, "records": []any{map[string]any{"value": map[string]any{"a": "x"}}}})), 409, 409)
+
+	// A record not in the registry's format is an error of the read.
+	if err := e.kafka().ProduceSync(e.ctx, &kgo.Record{Topic: "t", Value: []byte("plain")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.must(200, nil, "POST", "/consumers/bad", ctV2, `{"name":"c","format":"avro","auto.offset.reset":"earliest"}`)
+	e.must(204, nil, "POST", "/consumers/bad/instances/c/assignments", ctV2, `{"partitions":[{"topic":"t","partition":0}]}`)
+	e.must(204, nil, "POST", "/consumers/bad/instances/c/positions", ctV2, `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`)
+	var r reply
+	e.eventually("the read of a plain record", func() bool {
+		r = e.do("GET", "/consumers/bad/instances/c/records?timeout=500", "", "", "Accept", ctAvro)
+		return r.status != 200 || string(r.body) != "[]"
+	})
+	wantError(t, "plain record read as avro", r, 500, 50002)
+}
