@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,16 @@ func ParseAvro(text string, refs []Ref) (avro.Schema, error) {
 	return avro.ParseWithCache(text, "", cache)
 }
 
+// avroAPI bounds what decoding a hostile payload allocates: a bytes or
+// string value is at most maxAvroBytes and an array at most maxAvroItems
+// items (hamba allocates the length a payload claims before reading it).
+var avroAPI = avro.Config{MaxByteSliceSize: maxAvroBytes, MaxSliceAllocSize: maxAvroItems}.Freeze()
+
+const (
+	maxAvroBytes = 64 << 20
+	maxAvroItems = 1 << 20
+)
+
 // avroCodec converts between Avro's JSON encoding (unions other than null
 // as {"branch": value}, bytes and fixed as strings of code points 0–255)
 // and Avro's binary encoding, which hamba/avro writes and reads from Go's
@@ -43,12 +54,12 @@ func (c avroCodec) Encode(jsonValue []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return avro.Marshal(c.schema, native)
+	return avroAPI.Marshal(c.schema, native)
 }
 
 func (c avroCodec) Decode(payload []byte) ([]byte, error) {
 	var native any
-	if err := avro.Unmarshal(c.schema, payload, &native); err != nil {
+	if err := avroAPI.Unmarshal(c.schema, payload, &native); err != nil {
 		return nil, err
 	}
 	v, err := avroToJSON(c.schema, native)
@@ -211,7 +222,7 @@ func avroFromJSON(s avro.Schema, v any, path string) (any, error) {
 		return out, nil
 	case *avro.UnionSchema:
 		if v == nil {
-			if !s.Nullable() {
+			if !slices.ContainsFunc(s.Types(), func(t avro.Schema) bool { return t.Type() == avro.Null }) {
 				return nil, fmt.Errorf("%s: null is not a branch of this union", path)
 			}
 			return nil, nil
