@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 
+	"github.com/kbroker/kbroker/broker/authz"
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/httpserver"
 	"github.com/kbroker/kbroker/broker/network"
@@ -39,11 +40,15 @@ func (b *Broker) startSchemaRegistry() error {
 			return fmt.Errorf("schema.registry.listeners: %w", err)
 		}
 	}
-	b.registry = schemaregistry.New(schemaregistry.Config{
+	rc := schemaregistry.Config{
 		Bootstrap: b.registryBootstrap,
 		NodeID:    b.cfg.NodeID,
 		Logger:    log,
-	})
+	}
+	if b.cfg.Authz.Enabled {
+		rc.AuthorizeWrite = b.authorizeRegistryWrite
+	}
+	b.registry = schemaregistry.New(rc)
 	b.registryHTTP = httpserver.New(httpserver.Config{
 		Listeners: ls,
 		Console:   b.registry.Handler(), // every path but the probes
@@ -61,6 +66,17 @@ func (b *Broker) startSchemaRegistry() error {
 		}
 	}
 	return nil
+}
+
+// authorizeRegistryWrite: a registry write needs what a Kafka client
+// writing the registry's records would need, WRITE on Topic:_schemas, as
+// the Basic user (User:ANONYMOUS without a login).
+func (b *Broker) authorizeRegistryWrite(user, host string) bool {
+	principal := network.AnonymousPrincipal
+	if user != "" {
+		principal = "User:" + user
+	}
+	return b.ready.Load() && b.api.AuthorizeUser(principal, host, authz.OpWrite, authz.Topic(schemaregistry.DefaultTopic))
 }
 
 // registryBootstrap is the listener the registry dials: the first

@@ -19,6 +19,7 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) 
 
 // Confluent's error codes (io.confluent.kafka.schemaregistry.rest.exceptions.Errors).
 const (
+	codeForbidden                    = 40301
 	codeSubjectNotFound              = 40401
 	codeVersionNotFound              = 40402
 	codeSchemaNotFound               = 40403

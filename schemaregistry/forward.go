@@ -52,16 +52,19 @@ const maxForwardedAnswer = 4 << 20
 // registry is it (or cannot tell).
 func (r *Registry) writes(f endpointFunc) endpointFunc {
 	return func(w http.ResponseWriter, req *http.Request) (int, any, error) {
+		ctx, cancel := r.requestCtx(req)
+		defer cancel()
+		if err := r.waitReady(ctx); err != nil {
+			return 0, nil, err
+		}
+		if err := r.authorizeWrite(req); err != nil {
+			return 0, nil, err
+		}
 		body, err := readBody(req)
 		if err != nil {
 			return 0, nil, err
 		}
 		if req.Header.Get(headerForwarded) == "" {
-			ctx, cancel := r.requestCtx(req)
-			defer cancel()
-			if err := r.waitReady(ctx); err != nil {
-				return 0, nil, err
-			}
 			if url := r.writerURL(ctx); url != "" {
 				return r.forward(w, req, url, body)
 			}
@@ -160,6 +163,25 @@ func writerListener(rcs kadm.ResourceConfigs, leader int32, kafkaHost string) st
 		}
 	}
 	return ""
+}
+
+// authorizeWrite asks Config.AuthorizeWrite whether req's caller may write.
+func (r *Registry) authorizeWrite(req *http.Request) error {
+	if r.cfg.AuthorizeWrite == nil {
+		return nil
+	}
+	user, _, _ := req.BasicAuth()
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		host = req.RemoteAddr
+	}
+	if r.cfg.AuthorizeWrite(user, host) {
+		return nil
+	}
+	if user == "" {
+		user = "ANONYMOUS"
+	}
+	return &Error{http.StatusForbidden, codeForbidden, fmt.Sprintf("User:%s is denied operation Write on Topic: %s", user, r.cfg.Topic)}
 }
 
 // forward sends the write to the writer and passes its answer on once

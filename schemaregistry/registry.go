@@ -57,6 +57,12 @@ type Config struct {
 	// leads _schemas partition 0 and forwards writes otherwise
 	// (forward.go); negative: it always writes.
 	NodeID int32
+	// AuthorizeWrite, when set, decides whether the caller of a write
+	// (register, delete, config and mode changes) may make it: user is
+	// the HTTP Basic user ("" without a login), host the client's
+	// address. A refusal is answered 403 (40301) before anything is read
+	// or forwarded; the writer checks a forwarded write again.
+	AuthorizeWrite func(user, host string) bool
 	// MaxBodyBytes bounds a request body (default 1 MiB, about Kafka's
 	// default largest record): a larger one is answered 413.
 	MaxBodyBytes int64

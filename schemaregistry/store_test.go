@@ -314,3 +314,56 @@ func TestHTTPS(t *testing.T) {
 		t.Errorf("a missing keystore: %v", err)
 	}
 }
+
+// TestWritesNeedWriteOnSchemasTopic: with an authorizer, a write needs
+// WRITE on Topic:_schemas for the Basic user (403, 40301 otherwise, and
+// nothing is written); reads need only the login.
+func TestWritesNeedWriteOnSchemasTopic(t *testing.T) {
+	rb := startRegistry(t, t.TempDir(),
+		"listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms", "PLAIN",
+		"sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a-pw" user_bob="b-pw";`,
+		"connection.failed.authentication.delay.ms", "0",
+		"authorizer.class.name", "kafka.security.authorizer.AclAuthorizer",
+		// The registry's own Kafka client dials PLAINTEXT as ANONYMOUS.
+		"super.users", "User:ANONYMOUS",
+		"schema.registry.authentication", "basic")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(rb.b.Addrs()[0].String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	acl := kadm.NewACLs().Allow("User:alice").Topics("_schemas").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
+	if res, err := kadm.NewClient(adm).CreateACLs(ctx, acl); err != nil || res[0].Err != nil {
+		t.Fatalf("creating the ACL: %v %v", err, res)
+	}
+	as := func(user, pw string) string {
+		return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw))
+	}
+	alice, bob := as("alice", "a-pw"), as("bob", "b-pw")
+	if r := rb.do("POST", "/subjects/a/versions", schemaBody(`"string"`, ""), alice); r.status != 200 || r.body != `{"id":1}` {
+		t.Fatalf("alice registers: %d %s", r.status, r.body)
+	}
+	for _, w := range []struct{ method, path, body string }{
+		{"POST", "/subjects/b/versions", schemaBody(`"int"`, "")},
+		{"DELETE", "/subjects/a", ""},
+		{"PUT", "/config", `{"compatibility":"NONE"}`},
+		{"PUT", "/mode/a", `{"mode":"READONLY"}`},
+	} {
+		r := rb.do(w.method, w.path, w.body, bob)
+		if r.status != 403 || !strings.Contains(r.body, `"error_code":40301`) || !strings.Contains(r.body, "User:bob is denied operation Write on Topic: _schemas") {
+			t.Errorf("bob %s %s: %d %s", w.method, w.path, r.status, r.body)
+		}
+	}
+	if r := rb.do("GET", "/subjects", "", bob); r.status != 200 || r.body != `["a"]` {
+		t.Errorf("bob reads: %d %s", r.status, r.body)
+	}
+	if r := rb.do("POST", "/subjects/a", schemaBody(`"string"`, ""), bob); r.status != 200 {
+		t.Errorf("bob looks a schema up: %d %s", r.status, r.body)
+	}
+	if r := rb.do("GET", "/config", "", alice); r.status != 200 || !strings.Contains(r.body, "BACKWARD") {
+		t.Errorf("config after bob's refused change: %d %s", r.status, r.body)
+	}
+}

@@ -46,6 +46,14 @@ func (b *API) ReloadACLs() {
 	}
 }
 
+// AuthorizeUser reports whether principal, connecting from host, may
+// perform op on r: the check of the broker's HTTP services that act as a
+// Kafka principal (the Schema Registry's writes). True without an
+// authorizer.
+func (b *API) AuthorizeUser(principal, host string, op authz.Operation, r authz.Resource) bool {
+	return b.authz == nil || b.authz.Authorize(principal, host, op, r)
+}
+
 // authorized reports whether the request's principal may perform op on r.
 func (b *API) authorized(ctx *network.RequestContext, op authz.Operation, r authz.Resource) bool {
 	if b.authz == nil {
