@@ -156,6 +156,9 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	b.loadDynamicConfigs() // dynamic.go
 	b.api = api.New(cfg, store, b.rm, b.co, b.closing, b.Addrs)
 	b.api.SetBrokerConfigs(b.brokerConfigHooks())
+	if b.registry != nil {
+		b.api.SetSchemaChecker(b.registry) // produce-side schema validation
+	}
 	if b.cluster != nil {
 		b.api.SetCluster(b.apiCluster())
 	}

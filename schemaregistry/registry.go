@@ -98,6 +98,9 @@ type Registry struct {
 	warnMu      sync.Mutex
 	lastWarning string
 
+	// names caches the record name of a schema id (validation.go).
+	names sync.Map // int → string
+
 	// writeMu serializes writes: one decision and its record at a time.
 	writeMu sync.Mutex
 

@@ -61,6 +61,9 @@ type API struct {
 	oauth oauthValidators
 	// brokerCfg enables dynamic broker configs (broker_configs.go); nil: none.
 	brokerCfg *brokerConfigState
+	// schemas answers produce's schema validation (schema_validation.go);
+	// nil without a Schema Registry on this broker.
+	schemas SchemaChecker
 	// authz decides requests (authz.go); nil without authorizer.class.name.
 	authz *authz.Authorizer
 	// aclMu serialises CreateAcls and DeleteAcls (read, change, store, reload).

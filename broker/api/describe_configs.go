@@ -11,6 +11,8 @@ package api
 // (config.BrokerConfigDoc), for group configs from groupconfig.Defs.
 
 import (
+	"slices"
+
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/broker/replica"
@@ -69,7 +71,13 @@ func (b *API) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, name string
 	if st := b.brokerConfigs(); st != nil {
 		dyn = st.cfg.Dynamic
 	}
-	for _, d := range config.TopicConfigs {
+	defs := config.TopicConfigs
+	for _, d := range config.ConfluentTopicConfigs {
+		if _, set := overrides[d.Name]; set {
+			defs = append(slices.Clip(defs), d)
+		}
+	}
+	for _, d := range defs {
 		if !want(d.Name) {
 			continue
 		}

@@ -14,11 +14,14 @@ package api
 // records.ValidateProduce: batch size against max.message.bytes
 // (MESSAGE_TOO_LARGE), then CORRUPT_MESSAGE for CRC and undecodable data,
 // INVALID_RECORD for structure and keys on compacted topics,
-// INVALID_TIMESTAMP for timestamp bounds. Topics with
+// INVALID_TIMESTAMP for timestamp bounds, then (a transactional batch's
+// partition checked) broker-side schema validation where a topic turns it
+// on (schema_validation.go). Topics with
 // message.timestamp.type=LogAppendTime get the broker's time written into the
 // batch (maxTimestamp and the timestamp-type bit, CRC recomputed).
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -79,7 +82,7 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 					break
 				}
 				var res replica.AppendResult
-				res, msg = b.produceTo(ctx, req, p, rp.Records, deadline)
+				res, msg, sp.ErrorRecords = b.produceTo(ctx, req, p, rp.Records, deadline)
 				kerrv = res.Err
 				if kerrv == nil {
 					sp.BaseOffset = res.BaseOffset
@@ -107,12 +110,20 @@ func (b *API) handleProduce(ctx *network.RequestContext, req *kmsg.ProduceReques
 // produceTo validates the partition's record set and appends it. It returns
 // the Kafka error and, for bad input, a message for the client; bad input and
 // storage failures are logged once here.
-func (b *API) produceTo(ctx *network.RequestContext, req *kmsg.ProduceRequest, p *replica.Partition, recs []byte, deadline time.Time) (replica.AppendResult, string) {
-	version, txnID := req.Version, req.TransactionID
-	bad := func(e *kerr.Error, msg string) (replica.AppendResult, string) {
+func (b *API) produceTo(ctx *network.RequestContext, req *kmsg.ProduceRequest, p *replica.Partition, recs []byte, deadline time.Time) (replica.AppendResult, string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
+	res, msg, recErrs := b.produceChecked(ctx, req, p, recs, deadline)
+	if res.Err != nil && msg != "" {
 		b.log.Warn("rejected produce", "client", ctx.RemoteAddr, "client_id", ctx.Header.ClientID,
-			"topic", p.Topic.Meta.Name, "partition", p.Index, "error", e.Message, "reason", msg)
-		return replica.AppendResult{Err: e}, msg
+			"topic", p.Topic.Meta.Name, "partition", p.Index, "error", res.Err.Message, "reason", msg)
+	}
+	return res, msg, recErrs
+}
+
+// produceChecked is produceTo but for the log line of a refusal.
+func (b *API) produceChecked(ctx *network.RequestContext, req *kmsg.ProduceRequest, p *replica.Partition, recs []byte, deadline time.Time) (replica.AppendResult, string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
+	version, txnID := req.Version, req.TransactionID
+	bad := func(e *kerr.Error, msg string) (replica.AppendResult, string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
+		return replica.AppendResult{Err: e}, msg, nil
 	}
 	if len(recs) == 0 {
 		return bad(kerr.InvalidRecord, "produce requests must have at least one record batch per partition")
@@ -152,7 +163,15 @@ func (b *API) produceTo(ctx *network.RequestContext, req *kmsg.ProduceRequest, p
 			if kerrv == nil {
 				kerrv = kerr.UnknownServerError
 			}
-			return replica.AppendResult{Err: kerrv}, ""
+			return replica.AppendResult{Err: kerrv}, "", nil
+		}
+	}
+	if (set.KeySchema.On || set.ValueSchema.On) && !h.IsControl() {
+		vctx, cancel := context.WithDeadline(context.Background(), deadline)
+		msg, recErrs := b.validateSchemas(vctx, p.Topic.Meta.Name, set, recs[:h.TotalSize()])
+		cancel()
+		if msg != "" {
+			return replica.AppendResult{Err: kerr.InvalidRecord}, msg, recErrs
 		}
 	}
 	// A trailing fragment too short to be a batch is ignored, as Kafka does.
@@ -175,5 +194,5 @@ func (b *API) produceTo(ctx *network.RequestContext, req *kmsg.ProduceRequest, p
 	}
 	res := b.rm.Produce(p, recs, h, req.Acks, deadline)
 	res.LogAppendTime = logAppendTime
-	return res, ""
+	return res, "", nil
 }

@@ -51,10 +51,44 @@ var TopicConfigs = []TopicConfigDef{
 	{"unclean.leader.election.enable", "unclean.leader.election.enable", kmsg.ConfigTypeBoolean, fixed("false"), "allow out-of-sync replicas to become leader"},
 }
 
+// Subject name strategies of broker-side schema validation: Confluent's
+// class names (the short names are accepted as well).
+const (
+	TopicNameStrategy       = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+	RecordNameStrategy      = "io.confluent.kafka.serializers.subject.RecordNameStrategy"
+	TopicRecordNameStrategy = "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy"
+)
+
+// ConfluentTopicConfigs are Confluent Server's topic configs that kbroker
+// implements: broker-side schema validation. They are not Kafka's, so
+// DescribeConfigs lists them only for a topic that sets them, and
+// CreateTopics answers do not list them: everyone else sees Kafka's
+// catalog.
+var ConfluentTopicConfigs = []TopicConfigDef{
+	{"confluent.key.schema.validation", "", kmsg.ConfigTypeBoolean, fixed("false"), "reject produced records whose key does not carry the id of a schema registered under the key subject"},
+	{"confluent.value.schema.validation", "", kmsg.ConfigTypeBoolean, fixed("false"), "reject produced records whose value does not carry the id of a schema registered under the value subject"},
+	{"confluent.key.subject.name.strategy", "", kmsg.ConfigTypeString, fixed(TopicNameStrategy), "how the key subject is named: TopicNameStrategy, RecordNameStrategy or TopicRecordNameStrategy"},
+	{"confluent.value.subject.name.strategy", "", kmsg.ConfigTypeString, fixed(TopicNameStrategy), "how the value subject is named: TopicNameStrategy, RecordNameStrategy or TopicRecordNameStrategy"},
+}
+
+// SubjectNameStrategy is the class name of a strategy given by class or
+// short name, and whether it is one.
+func SubjectNameStrategy(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	for _, s := range []string{TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy} {
+		if v == s || "io.confluent.kafka.serializers.subject."+v == s {
+			return s, true
+		}
+	}
+	return "", false
+}
+
 func TopicConfigDefByName(name string) (TopicConfigDef, bool) {
-	for _, d := range TopicConfigs {
-		if d.Name == name {
-			return d, true
+	for _, defs := range [][]TopicConfigDef{TopicConfigs, ConfluentTopicConfigs} {
+		for _, d := range defs {
+			if d.Name == name {
+				return d, true
+			}
 		}
 	}
 	return TopicConfigDef{}, false
@@ -119,6 +153,10 @@ func checkConfigValue(d TopicConfigDef, v string) error {
 		if v != "CreateTime" && v != "LogAppendTime" {
 			return fmt.Errorf("String must be one of: CreateTime, LogAppendTime")
 		}
+	case "confluent.key.subject.name.strategy", "confluent.value.subject.name.strategy":
+		if _, ok := SubjectNameStrategy(v); !ok {
+			return fmt.Errorf("String must be one of: TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy")
+		}
 	case "segment.bytes":
 		if n, _ := strconv.ParseInt(v, 10, 64); n < 14 {
 			return fmt.Errorf("Value must be at least 14")
@@ -134,11 +172,13 @@ type ResolvedConfig struct {
 }
 
 func ResolveTopicConfig(c Config, overrides map[string]string) ResolvedConfig {
-	r := ResolvedConfig{Values: make(map[string]string, len(TopicConfigs)), Overrides: overrides}
-	for _, d := range TopicConfigs {
-		r.Values[d.Name] = d.Default(c)
-		if v, ok := overrides[d.Name]; ok {
-			r.Values[d.Name] = v
+	r := ResolvedConfig{Values: make(map[string]string, len(TopicConfigs)+len(ConfluentTopicConfigs)), Overrides: overrides}
+	for _, defs := range [][]TopicConfigDef{TopicConfigs, ConfluentTopicConfigs} {
+		for _, d := range defs {
+			r.Values[d.Name] = d.Default(c)
+			if v, ok := overrides[d.Name]; ok {
+				r.Values[d.Name] = v
+			}
 		}
 	}
 	return r

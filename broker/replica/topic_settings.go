@@ -24,12 +24,30 @@ type TopicSettings struct {
 	Codec      records.Codec
 	// MinInsyncReplicas is min.insync.replicas.
 	MinInsyncReplicas int32
+	// KeySchema and ValueSchema are broker-side schema validation
+	// (confluent.{key,value}.schema.validation and their subject name
+	// strategies).
+	KeySchema, ValueSchema SchemaValidation
 	// CleanupDelete and cleanupCompact come from cleanup.policy.
 	CleanupDelete, cleanupCompact bool
 	// retentionMs and retentionBytes are retention.ms and retention.bytes (-1: none).
 	retentionMs, retentionBytes int64
 	// cleaner holds delete.retention.ms, min.compaction.lag.ms and min.cleanable.dirty.ratio.
 	cleaner storage.CleanerConfig
+}
+
+// SchemaValidation is one side's broker-side schema validation.
+type SchemaValidation struct {
+	On       bool
+	Strategy string // a config.*Strategy class name
+}
+
+func schemaValidation(rc config.ResolvedConfig, side string) SchemaValidation {
+	strategy, _ := config.SubjectNameStrategy(rc.Values["confluent."+side+".subject.name.strategy"])
+	return SchemaValidation{
+		On:       strings.EqualFold(strings.TrimSpace(rc.Values["confluent."+side+".schema.validation"]), "true"),
+		Strategy: strategy,
+	}
 }
 
 // topicConf holds a topic's current settings. It is shared by every topic
@@ -80,5 +98,6 @@ func resolveSettings(c config.Config, overrides map[string]string) *TopicSetting
 		s.cleanupCompact = s.cleanupCompact || p == "compact"
 	}
 	s.Codec, s.Recompress = codecs[rc.Values["compression.type"]]
+	s.KeySchema, s.ValueSchema = schemaValidation(rc, "key"), schemaValidation(rc, "value")
 	return s
 }
