@@ -50,7 +50,9 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 # Java (compat/java): a JDK 17+ and Maven; see the Java block below.
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
-for pkg in kcat python3 python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard; do
+# python3-requests, -jsonschema and -protobuf: confluent-kafka's
+# SchemaRegistryClient and serializers (compat/py/confluent_kafka_schema_registry.py).
+for pkg in kcat python3 python3-pip python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard python3-requests python3-jsonschema python3-protobuf; do
 	has_deb "$pkg" || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -76,6 +78,12 @@ step "kcat: $(command -v kcat); node $(node --version); npm $(npm --version)"
 # (npm keeps its download cache in ~/.npm).
 step "npm ci (compat/js)"
 (cd compat/js && npm ci --no-audit --no-fund)
+
+# fastavro (not packaged by Debian) for confluent-kafka's Avro serializer,
+# from PyPI into compat/py/.deps, which the test puts on PYTHONPATH.
+step "pip install fastavro (compat/py/.deps)"
+[ -d compat/py/.deps/fastavro ] ||
+	/usr/bin/python3 -m pip install -q --disable-pip-version-check --target compat/py/.deps fastavro==1.13.1
 
 # playwright-core (no browser download: it drives /usr/bin/chromium), as
 # compat/browser/package-lock.json pins it.

@@ -1,0 +1,79 @@
+package compat
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestConfluentPythonSchemaRegistry: confluent-kafka for Python with its
+// SchemaRegistryClient and its Avro (fastavro) and JSON Schema serializers
+// registers, serializes and produces through kbroker, consumes and
+// deserializes; a compatibility check and a registration that must fail
+// do, and a subject is deleted. kbroker's REST Proxy then reads the
+// Python serializers' records.
+func TestConfluentPythonSchemaRegistry(t *testing.T) {
+	deps := filepath.Join(compatDir(t), "py", ".deps")
+	if _, err := os.Stat(filepath.Join(deps, "fastavro")); err != nil {
+		t.Fatalf("fastavro is not installed in %s (%v): run scripts/test.sh", deps, err)
+	}
+	regPort, proxyPort := freePort(t), freePort(t)
+	b := startBroker(t, t.TempDir(),
+		fmt.Sprintf("schema.registry.listeners=http://127.0.0.1:%d", regPort),
+		fmt.Sprintf("rest.proxy.listeners=http://127.0.0.1:%d", proxyPort),
+		"group.initial.rebalance.delay.ms=0")
+	registry := fmt.Sprintf("http://127.0.0.1:%d", regPort)
+	waitHTTP(t, registry+"/readyz")
+
+	cmd := exec.Command(debianPython, filepath.Join(compatDir(t), "py", "confluent_kafka_schema_registry.py"), b.Addr(), registry, "py")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+deps)
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("python: %v\n%s\n%s", err, out, stderr)
+	}
+	var res struct {
+		IDs        map[string]int               `json:"ids"`
+		Decoded    map[string][]json.RawMessage `json:"decoded"`
+		Compatible bool                         `json:"compatible"`
+		Refused    *struct{ Status, Code int }  `json:"refused"`
+		Deleted    []int                        `json:"deleted"`
+		Subjects   []string                     `json:"subjects"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	want := map[string][]string{
+		"avro": {`{"id":"a1","note":null,"qty":2}`, `{"id":"a2","note":"rush","qty":5}`},
+		"json": {`{"id":"j1","qty":1}`, `{"id":"j2","qty":9}`},
+	}
+	for kind, vals := range want {
+		if res.IDs[kind] <= 0 {
+			t.Errorf("%s: no schema id in %+v", kind, res.IDs)
+		}
+		if got := compactAll(t, res.Decoded[kind]); !slices.Equal(got, vals) {
+			t.Errorf("%s decoded by confluent-kafka python: %v, want %v", kind, got, vals)
+		}
+	}
+	if res.Compatible {
+		t.Error("the registry called an incompatible schema compatible")
+	}
+	if res.Refused == nil || res.Refused.Status != 409 || res.Refused.Code != 409 {
+		t.Errorf("registering an incompatible schema: %+v, want 409", res.Refused)
+	}
+	if !slices.Equal(res.Deleted, []int{1}) || !slices.Equal(res.Subjects, []string{"py-avro-value"}) {
+		t.Errorf("after deleting py-json-value: deleted %v, subjects %v", res.Deleted, res.Subjects)
+	}
+	proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
+	if got := readThroughProxy(t, proxy, "avro", "py-avro", 2); strings.Join(got, " ") != `{"id":"a1","note":null,"qty":2} {"id":"a2","note":{"string":"rush"},"qty":5}` {
+		t.Errorf("the Python serializer's Avro read by kbroker's REST Proxy: %v", got)
+	}
+}
