@@ -12,7 +12,8 @@ import (
 )
 
 // TestConfluentPythonSchemaRegistry: confluent-kafka for Python with its
-// SchemaRegistryClient and its Avro (fastavro) and JSON Schema serializers
+// SchemaRegistryClient and its Avro (fastavro), Protobuf (schemas sent as
+// base64 descriptors) and JSON Schema serializers
 // registers, serializes and produces through kbroker, consumes and
 // deserializes; a compatibility check and a registration that must fail
 // do, and a subject is deleted. kbroker's REST Proxy then reads the
@@ -52,8 +53,9 @@ func TestConfluentPythonSchemaRegistry(t *testing.T) {
 		t.Fatalf("%v in %s", err, out)
 	}
 	want := map[string][]string{
-		"avro": {`{"id":"a1","note":null,"qty":2}`, `{"id":"a2","note":"rush","qty":5}`},
-		"json": {`{"id":"j1","qty":1}`, `{"id":"j2","qty":9}`},
+		"avro":     {`{"id":"a1","note":null,"qty":2}`, `{"id":"a2","note":"rush","qty":5}`},
+		"json":     {`{"id":"j1","qty":1}`, `{"id":"j2","qty":9}`},
+		"protobuf": {`{"id":"p1","qty":3}`, `{"id":"p2","qty":7}`},
 	}
 	for kind, vals := range want {
 		if res.IDs[kind] <= 0 {
@@ -69,10 +71,13 @@ func TestConfluentPythonSchemaRegistry(t *testing.T) {
 	if res.Refused == nil || res.Refused.Status != 409 || res.Refused.Code != 409 {
 		t.Errorf("registering an incompatible schema: %+v, want 409", res.Refused)
 	}
-	if !slices.Equal(res.Deleted, []int{1}) || !slices.Equal(res.Subjects, []string{"py-avro-value"}) {
+	if !slices.Equal(res.Deleted, []int{1}) || !slices.Equal(res.Subjects, []string{"py-avro-value", "py-protobuf-value"}) {
 		t.Errorf("after deleting py-json-value: deleted %v, subjects %v", res.Deleted, res.Subjects)
 	}
 	proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
+	if got := readThroughProxy(t, proxy, "protobuf", "py-protobuf", 2); strings.Join(got, " ") != `{"id":"p1","qty":3} {"id":"p2","qty":7}` {
+		t.Errorf("the Python serializer's Protobuf read by kbroker's REST Proxy: %v", got)
+	}
 	if got := readThroughProxy(t, proxy, "avro", "py-avro", 2); strings.Join(got, " ") != `{"id":"a1","note":null,"qty":2} {"id":"a2","note":{"string":"rush"},"qty":5}` {
 		t.Errorf("the Python serializer's Avro read by kbroker's REST Proxy: %v", got)
 	}

@@ -14,7 +14,15 @@ type protoSchema struct {
 	text string
 }
 
+// parseProtobuf parses a .proto file, or a base64-encoded
+// FileDescriptorProto (stored as its printed .proto text, as Confluent's
+// registry stores it).
 func parseProtobuf(text string, refs []refSource) (parsedSchema, error) {
+	if printed, ok, err := codec.ProtoFromSerialized(text); err != nil {
+		return nil, err
+	} else if ok {
+		text = printed
+	}
 	fd, err := codec.CompileProtobuf(text, codecRefs(refs))
 	if err != nil {
 		return nil, err

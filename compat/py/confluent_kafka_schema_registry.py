@@ -4,7 +4,9 @@ by compat/schema_registry_python_test.go.
 
     confluent_kafka_schema_registry.py BROKER REGISTRY_URL TOPIC_PREFIX
 
-For Avro (fastavro) and JSON Schema (jsonschema) it serializes two values
+For Avro (fastavro), Protobuf (a message class built at run time from a
+descriptor: the serializer registers it as a base64 FileDescriptorProto)
+and JSON Schema (jsonschema) it serializes two values
 (the serializer registers the schema under <topic>-value), produces them,
 consumes and deserializes them; then it asks the registry a compatibility
 check that must fail, registers an incompatible schema (refused), and
@@ -19,6 +21,8 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 AVRO = json.dumps({
@@ -32,10 +36,32 @@ JSON_SCHEMA = json.dumps({
 })
 
 
+def order_class():
+    """kb.Order {string id = 1; int32 qty = 2;} without protoc."""
+    fdp = descriptor_pb2.FileDescriptorProto(name="kb_order.proto", package="kb", syntax="proto3")
+    msg = fdp.message_type.add(name="Order")
+    F = descriptor_pb2.FieldDescriptorProto
+    msg.field.add(name="id", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    msg.field.add(name="qty", number=2, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("kb.Order"))
+
+
 def serializers(kind, registry):
     # confluent-kafka 1.7 takes (schema, client, ...); 1.8+ (client, schema, ...).
     to_dict = lambda obj, ctx: obj
     from_dict = lambda d, ctx: d
+    if kind == "protobuf":
+        order = order_class()
+        to_msg = lambda d: json_format.ParseDict(d, order())
+        # 1.8.2+ insists on use.deprecated.format; 1.7 does not know it.
+        try:
+            ser = ProtobufSerializer(order, registry, {"use.deprecated.format": False})
+            de = ProtobufDeserializer(order, {"use.deprecated.format": False})
+        except (TypeError, ValueError):
+            ser, de = ProtobufSerializer(order, registry), ProtobufDeserializer(order)
+        return (lambda d, ctx: ser(to_msg(d), ctx)), (lambda b, ctx: json_format.MessageToDict(de(b, ctx)))
     if kind == "avro":
         try:
             return AvroSerializer(registry, AVRO, to_dict), AvroDeserializer(registry, AVRO, from_dict)
@@ -54,6 +80,7 @@ def main():
     values = {
         "avro": [{"id": "a1", "qty": 2, "note": None}, {"id": "a2", "qty": 5, "note": "rush"}],
         "json": [{"id": "j1", "qty": 1}, {"id": "j2", "qty": 9}],
+        "protobuf": [{"id": "p1", "qty": 3}, {"id": "p2", "qty": 7}],
     }
     out = {"ids": {}, "decoded": {}}
     for kind, vals in values.items():

@@ -2,11 +2,14 @@ package codec
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 )
 
 // TestRoundTrip: a JSON value encodes to the payload the schema's own
@@ -178,4 +181,40 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// TestProtoFromSerialized: a schema sent as a base64 FileDescriptorProto
+// (confluent-kafka python's form) becomes .proto text that compiles to
+// the same messages; a .proto file is not taken for one.
+func TestProtoFromSerialized(t *testing.T) {
+	src := `syntax = "proto3"; package kb; import "google/protobuf/timestamp.proto"; message Order { string id = 1; repeated int32 qty = 2; google.protobuf.Timestamp at = 3; map<string, string> tags = 4; oneof pay { string card = 5; bool cash = 6; } enum Kind { A = 0; B = 1; } Kind kind = 7; }`
+	fd, err := CompileProtobuf(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := proto.Marshal(protodesc.ToFileDescriptorProto(fd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, ok, err := ProtoFromSerialized(base64.StdEncoding.EncodeToString(raw))
+	if err != nil || !ok {
+		t.Fatalf("%v %v", ok, err)
+	}
+	again, err := CompileProtobuf(text, nil)
+	if err != nil {
+		t.Fatalf("the printed text does not compile: %v\n%s", err, text)
+	}
+	want, got := fd.Messages().Get(0), again.Messages().Get(0)
+	if want.FullName() != got.FullName() || want.Fields().Len() != got.Fields().Len() {
+		t.Fatalf("printed %s, fields %d, want %s with %d:\n%s", got.FullName(), got.Fields().Len(), want.FullName(), want.Fields().Len(), text)
+	}
+	for i := range want.Fields().Len() {
+		w, g := want.Fields().Get(i), got.Fields().Get(i)
+		if w.Name() != g.Name() || w.Number() != g.Number() || w.Kind() != g.Kind() || w.Cardinality() != g.Cardinality() || w.IsMap() != g.IsMap() {
+			t.Errorf("field %s: printed as %s %d %v", w.Name(), g.Name(), g.Number(), g.Kind())
+		}
+	}
+	if _, ok, _ := ProtoFromSerialized(src); ok {
+		t.Error("a .proto file was taken for a serialized descriptor")
+	}
 }

@@ -2,15 +2,20 @@ package codec
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
+	"github.com/jhump/protoreflect/v2/protoprint"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
 
@@ -58,6 +63,34 @@ message Decimal {
   int32 scale = 3;
 }
 `,
+}
+
+// ProtoFromSerialized returns the .proto text of a schema sent as a
+// base64-encoded FileDescriptorProto (how confluent-kafka python's
+// Protobuf serializer registers schemas; Confluent's registry takes both
+// forms and keeps the text), printed by jhump/protoreflect's protoprint.
+// ok is false when text is not such a descriptor (a .proto file is not
+// valid base64).
+func ProtoFromSerialized(text string) (out string, ok bool, err error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(raw) == 0 {
+		return "", false, nil
+	}
+	var fdp descriptorpb.FileDescriptorProto
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, &fdp); err != nil {
+		return "", false, nil
+	}
+	// Imports are only named here: the text is compiled against the
+	// schema's references afterwards.
+	fd, err := (protodesc.FileOptions{AllowUnresolvable: true}).New(&fdp, new(protoregistry.Files))
+	if err != nil {
+		return "", true, fmt.Errorf("the serialized descriptor is not a valid file: %w", err)
+	}
+	var b strings.Builder
+	if err := (&protoprint.Printer{}).PrintProtoFile(fd, &b); err != nil {
+		return "", true, fmt.Errorf("printing the serialized descriptor: %w", err)
+	}
+	return b.String(), true, nil
 }
 
 // CompileProtobuf compiles a .proto file with protocompile; its imports
