@@ -43,7 +43,13 @@ const maxCachedCodecs = 10000
 // one schema for ever, so an entry never goes stale.
 type codecCache struct {
 	mu sync.Mutex
-	m  map[codecKey]codec.Codec
+	m  map[codecKey]cachedCodec
+}
+
+// cachedCodec is a schema id's codec and schema type.
+type cachedCodec struct {
+	cd  codec.Codec
+	typ sr.SchemaType
 }
 
 type codecKey struct {
@@ -51,17 +57,18 @@ type codecKey struct {
 	id  int
 }
 
-func (cc *codecCache) get(k codecKey) codec.Codec {
+func (cc *codecCache) get(k codecKey) (cachedCodec, bool) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return cc.m[k]
+	c, ok := cc.m[k]
+	return c, ok
 }
 
-func (cc *codecCache) put(k codecKey, c codec.Codec) {
+func (cc *codecCache) put(k codecKey, c cachedCodec) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if cc.m == nil || len(cc.m) >= maxCachedCodecs {
-		cc.m = map[codecKey]codec.Codec{}
+		cc.m = map[codecKey]cachedCodec{}
 	}
 	cc.m[k] = c
 }
@@ -76,6 +83,9 @@ type schemaRegistry struct {
 // registry returns the call's view of the Schema Registry, or why there
 // is none.
 func (c *call) registry() (*schemaRegistry, error) {
+	if c.reg != nil {
+		return c.reg, nil
+	}
 	if c.p.cfg.SchemaRegistry == nil {
 		return nil, errf(http.StatusInternalServerError, codeKafkaError, "the schema formats need a Schema Registry: set schema.registry.url or schema.registry.listeners")
 	}
@@ -91,7 +101,8 @@ func (c *call) registry() (*schemaRegistry, error) {
 	if err != nil {
 		return nil, errf(http.StatusInternalServerError, codeKafkaError, "Schema Registry: %v", err)
 	}
-	return &schemaRegistry{url: url, cl: cl, p: c.p}, nil
+	c.reg = &schemaRegistry{url: url, cl: cl, p: c.p}
+	return c.reg, nil
 }
 
 // registryError is the answer to a failed registry call: the registry's
@@ -132,24 +143,31 @@ func (s *schemaRegistry) register(ctx context.Context, subject string, typ sr.Sc
 // codec is the codec of schema id, from the cache or built from the
 // schema and its references as the registry serves them.
 func (s *schemaRegistry) codec(ctx context.Context, id int) (codec.Codec, error) {
+	c, err := s.schema(ctx, id)
+	return c.cd, err
+}
+
+// schema is schema id's codec and type.
+func (s *schemaRegistry) schema(ctx context.Context, id int) (cachedCodec, error) {
 	key := codecKey{s.url, id}
-	if cd := s.p.codecs.get(key); cd != nil {
-		return cd, nil
+	if c, ok := s.p.codecs.get(key); ok {
+		return c, nil
 	}
 	sch, err := s.cl.SchemaByID(ctx, id)
 	if err != nil {
-		return nil, registryError(err)
+		return cachedCodec{}, registryError(err)
 	}
 	refs, err := s.references(ctx, sch.References, map[string]bool{}, 0)
 	if err != nil {
-		return nil, err
+		return cachedCodec{}, err
 	}
 	cd, err := codec.New(sch.Type.String(), sch.Schema, refs)
 	if err != nil {
-		return nil, errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema %d: %v", id, err)
+		return cachedCodec{}, errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema %d: %v", id, err)
 	}
-	s.p.codecs.put(key, cd)
-	return cd, nil
+	c := cachedCodec{cd, sch.Type}
+	s.p.codecs.put(key, c)
+	return c, nil
 }
 
 // maxRefDepth bounds reference chains (and so cycles).
@@ -233,4 +251,84 @@ func (s *schemaRegistry) decodeWire(ctx context.Context, b []byte) (json.RawMess
 		return nil, fmt.Errorf("schema %d: %w", id, err)
 	}
 	return out, nil
+}
+
+// v3SchemaTypes maps v3's schema types to the registry's.
+var v3SchemaTypes = map[string]sr.SchemaType{"AVRO": sr.TypeAvro, "PROTOBUF": sr.TypeProtobuf, "JSONSCHEMA": sr.TypeJSON}
+
+func isV3SchemaType(t string) bool {
+	_, ok := v3SchemaTypes[t]
+	return ok
+}
+
+// v3TypeNames is the v3 name of each registry type.
+var v3TypeNames = map[sr.SchemaType]string{sr.TypeAvro: "AVRO", sr.TypeProtobuf: "PROTOBUF", sr.TypeJSON: "JSONSCHEMA"}
+
+// v3SchemaBytes is a v3 key or value in the registry's wire format. Its
+// schema is schema_id, or the schema text (with type, default AVRO)
+// registered under the subject, or the subject's schema_version (default
+// the latest). The subject is "subject", else "<topic>-key" or
+// "<topic>-value" (TOPIC_NAME, the only subject_name_strategy taken).
+func (c *call) v3SchemaBytes(topic string, isKey bool, d *v3Data) ([]byte, *v3DataInfo, error) {
+	bad := func(format string, args ...any) error {
+		return errf(http.StatusBadRequest, http.StatusBadRequest, format, args...)
+	}
+	if d.SubjectNameStrategy != nil && *d.SubjectNameStrategy != "TOPIC_NAME" {
+		return nil, nil, bad("subject_name_strategy %q is not supported: give subject, or TOPIC_NAME", *d.SubjectNameStrategy)
+	}
+	typ := sr.TypeAvro
+	if d.Type != nil {
+		t, ok := v3SchemaTypes[*d.Type]
+		if !ok {
+			return nil, nil, bad("Type %s takes no schema: AVRO, PROTOBUF or JSONSCHEMA.", *d.Type)
+		}
+		typ = t
+	}
+	reg, err := c.registry()
+	if err != nil {
+		return nil, nil, err
+	}
+	subject := topic + "-value"
+	if isKey {
+		subject = topic + "-key"
+	}
+	if d.Subject != nil {
+		subject = *d.Subject
+	}
+	var id int
+	switch {
+	case d.SchemaID != nil:
+		id = *d.SchemaID
+	case len(d.Schema) > 0:
+		var text string
+		if err := json.Unmarshal(d.Schema, &text); err != nil {
+			return nil, nil, bad("schema must be a string: %v", err)
+		}
+		if id, _, err = reg.register(c.ctx, subject, typ, text); err != nil {
+			return nil, nil, err
+		}
+	default:
+		version := -1
+		if d.SchemaVersion != nil {
+			version = *d.SchemaVersion
+		}
+		ss, err := reg.cl.SchemaByVersion(c.ctx, subject, version)
+		if err != nil {
+			return nil, nil, registryError(err)
+		}
+		id = ss.ID
+	}
+	sc, err := reg.schema(c.ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.Type != nil && sc.typ != typ {
+		return nil, nil, bad("schema %d is %s, not %s", id, v3TypeNames[sc.typ], *d.Type)
+	}
+	payload, err := sc.cd.Encode(d.Data)
+	if err != nil {
+		return nil, nil, bad("Conversion of JSON to Object failed: %v", err)
+	}
+	b := codec.Frame(id, payload)
+	return b, &v3DataInfo{Type: v3TypeNames[sc.typ], Size: len(b)}, nil
 }

@@ -53,8 +53,8 @@ func (e *env) consumeNative(topic string, n int) []*kgo.Record {
 }
 
 // readAs creates an instance of format in a new group, subscribes it to
-// topic from the start and returns the first records it reads.
-func (e *env) readAs(format, topic string) []struct {
+// topic from the start and returns the first n records it reads.
+func (e *env) readAs(format, topic string, n int) []struct {
 	Key, Value json.RawMessage
 } {
 	e.t.Helper()
@@ -67,8 +67,10 @@ func (e *env) readAs(format, topic string) []struct {
 	e.must(204, nil, "POST", path+"/subscription", ctV2, fmt.Sprintf(`{"topics":[%q]}`, topic))
 	var recs []struct{ Key, Value json.RawMessage }
 	e.eventually("records of "+topic, func() bool {
-		e.must(200, &recs, "GET", path+"/records?timeout=500", "", "", "Accept", "application/vnd.kafka."+format+".v2+json")
-		return len(recs) > 0
+		var more []struct{ Key, Value json.RawMessage }
+		e.must(200, &more, "GET", path+"/records?timeout=500", "", "", "Accept", "application/vnd.kafka."+format+".v2+json")
+		recs = append(recs, more...)
+		return len(recs) >= n
 	})
 	e.must(204, nil, "DELETE", path, ctV2, "")
 	return recs
@@ -145,7 +147,7 @@ func TestAvroThroughTheRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.must(200, &rep, "POST", "/topics/users", ctAvro, fmt.Sprintf(`{"value_schema_id":%d,"records":[{"value":{"name":"dee"}}]}`, *rep.ValueSchemaID))
-	got := e.readAs("avro", "users")
+	got := e.readAs("avro", "users", 4)
 	want := []string{`{"age":{"int":31},"name":"ann"}`, `{"age":null,"name":"bob"}`, `{"age":{"int":7},"name":"cy"}`, `{"age":null,"name":"dee"}`}
 	if len(got) != len(want) {
 		t.Fatalf("read %d records, want %d", len(got), len(want))
@@ -190,7 +192,7 @@ func TestProtobufAndJSONSchemaThroughTheRegistry(t *testing.T) {
 	if string(msg) != string(want) {
 		t.Fatalf("message % x, want % x", msg, want)
 	}
-	if got := e.readAs("protobuf", "pb"); len(got) != 1 || string(got[0].Value) != `{"id":"o1","qty":2}` {
+	if got := e.readAs("protobuf", "pb", 1); len(got) != 1 || string(got[0].Value) != `{"id":"o1","qty":2}` {
 		t.Fatalf("protobuf read back %+v", got)
 	}
 
@@ -207,7 +209,7 @@ func TestProtobufAndJSONSchemaThroughTheRegistry(t *testing.T) {
 	if id, doc, err := hdr.DecodeID(recs[0].Value); err != nil || id != *rep.ValueSchemaID || string(doc) != `{"n":5}` {
 		t.Fatalf("jsonschema record: %d %s %v", id, doc, err)
 	}
-	if got := e.readAs("jsonschema", "js"); len(got) != 1 || string(got[0].Value) != `{"n":5}` {
+	if got := e.readAs("jsonschema", "js", 1); len(got) != 1 || string(got[0].Value) != `{"n":5}` {
 		t.Fatalf("jsonschema read back %+v", got)
 	}
 }
@@ -252,4 +254,71 @@ func TestSchemaFormatErrors(t *testing.T) {
 		return r.status != 200 || string(r.body) != "[]"
 	})
 	wantError(t, "plain record read as avro", r, 500, 50002)
+}
+
+// TestV3RecordsWithSchemas: v3's POST .../records takes AVRO, PROTOBUF and
+// JSONSCHEMA data with the schema as text (registered under the topic's
+// subject), as an id, or as a subject's version; the records read back
+// through a v2 instance of the schema's format.
+func TestV3RecordsWithSchemas(t *testing.T) {
+	e := startWithRegistry(t)
+	e.createTopic("t3", 1)
+	path := "/v3/clusters/" + e.clusterID() + "/topics/t3/records"
+	schema := `{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}`
+	type reply struct {
+		ErrorCode int `json:"error_code"`
+		Message   string
+		Offset    int64
+		Value     *struct {
+			Type string
+			Size int
+		}
+	}
+	var r reply
+	e.must(200, &r, "POST", path, "application/json", jsonBody(t, map[string]any{
+		"value": map[string]any{"type": "AVRO", "schema": schema, "data": map[string]any{"x": 1}},
+	}))
+	if r.ErrorCode != 200 || r.Value == nil || r.Value.Type != "AVRO" || r.Value.Size != 6 {
+		t.Fatalf("schema as text: %+v", r)
+	}
+	reg, err := sr.NewClient(sr.URLs(e.registryURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := reg.SchemaByVersion(e.ctx, "t3-value", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.must(200, &r, "POST", path, "application/json", jsonBody(t, map[string]any{
+		"value": map[string]any{"schema_id": ss.ID, "data": map[string]any{"x": 2}},
+	}))
+	if r.ErrorCode != 200 || r.Value == nil || r.Value.Type != "AVRO" || r.Offset != 1 {
+		t.Fatalf("schema by id: %+v", r)
+	}
+	e.must(200, &r, "POST", path, "application/json", jsonBody(t, map[string]any{
+		"value": map[string]any{"subject": "t3-value", "schema_version": 1, "data": map[string]any{"x": 3}},
+	}))
+	if r.ErrorCode != 200 || r.Offset != 2 {
+		t.Fatalf("schema by subject and version: %+v", r)
+	}
+	for what, body := range map[string]any{
+		"data that does not fit": map[string]any{"value": map[string]any{"schema_id": ss.ID, "data": map[string]any{"x": "no"}}},
+		"a type that is not the schema's": map[string]any{"value": map[string]any{"type": "PROTOBUF", "schema_id": ss.ID, "data": map[string]any{"x": 4}}},
+		"another strategy": map[string]any{"value": map[string]any{"subject_name_strategy": "RECORD_NAME", "data": map[string]any{"x": 4}}},
+	} {
+		e.must(200, &r, "POST", path, "application/json", jsonBody(t, body))
+		if r.ErrorCode != 400 {
+			t.Errorf("%s: %+v, want error_code 400", what, r)
+		}
+	}
+	e.must(200, &r, "POST", path, "application/json", jsonBody(t, map[string]any{
+		"value": map[string]any{"schema_id": 4242, "data": 1},
+	}))
+	if r.ErrorCode != 404 {
+		t.Errorf("an unknown schema id: %+v, want 404", r)
+	}
+	got := e.readAs("avro", "t3", 3)
+	if len(got) != 3 || string(got[0].Value) != `{"x":1}` || string(got[2].Value) != `{"x":3}` {
+		t.Fatalf("read back: %+v", got)
+	}
 }

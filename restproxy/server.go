@@ -182,6 +182,7 @@ type call struct {
 	p     *Proxy
 	login login
 	uc    *userClient
+	reg   *schemaRegistry // the call's registry client, once asked for (schemas.go)
 }
 
 // handlerFunc serves one route; an error is answered with Confluent's body.

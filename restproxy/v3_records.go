@@ -31,7 +31,8 @@ const streamWindow = 64
 type v3Data struct {
 	Type *string         `json:"type"`
 	Data json.RawMessage `json:"data"`
-	// Schema fields name a Schema Registry; they are refused for now.
+	// Schema fields (schemas.go): the AVRO, PROTOBUF and JSONSCHEMA types
+	// name their schema by text, id, or subject and version.
 	Subject             *string         `json:"subject"`
 	SubjectNameStrategy *string         `json:"subject_name_strategy"`
 	SchemaID            *int            `json:"schema_id"`
@@ -70,13 +71,15 @@ type v3ProduceReply struct {
 }
 
 // v3Bytes is a key or value's bytes: BINARY is base64, STRING a JSON
-// string taken as UTF-8, JSON (and no type) any JSON value as its text.
-func v3Bytes(d *v3Data) ([]byte, *v3DataInfo, error) {
+// string taken as UTF-8, JSON (and no type) any JSON value as its text;
+// the schema types and any schema field go through the Schema Registry.
+func (c *call) v3Bytes(topic string, isKey bool, d *v3Data) ([]byte, *v3DataInfo, error) {
 	if d == nil {
 		return nil, nil, nil
 	}
-	if d.Subject != nil || d.SubjectNameStrategy != nil || d.SchemaID != nil || d.SchemaVersion != nil || len(d.Schema) > 0 {
-		return nil, nil, errf(http.StatusBadRequest, http.StatusBadRequest, "Schemas need a Schema Registry, which this broker does not serve yet; use the BINARY, JSON or STRING type.")
+	if d.Subject != nil || d.SubjectNameStrategy != nil || d.SchemaID != nil || d.SchemaVersion != nil || len(d.Schema) > 0 ||
+		d.Type != nil && isV3SchemaType(*d.Type) {
+		return c.v3SchemaBytes(topic, isKey, d)
 	}
 	typ := "JSON"
 	if d.Type != nil {
@@ -103,16 +106,14 @@ func v3Bytes(d *v3Data) ([]byte, *v3DataInfo, error) {
 		if len(d.Data) > 0 && string(d.Data) != "null" {
 			b = []byte(d.Data)
 		}
-	case "AVRO", "PROTOBUF", "JSONSCHEMA":
-		return nil, nil, errf(http.StatusBadRequest, http.StatusBadRequest, "The %s type needs a Schema Registry, which this broker does not serve yet.", typ)
 	default:
-		return nil, nil, errf(http.StatusBadRequest, http.StatusBadRequest, "Unknown type %q: BINARY, JSON or STRING.", typ)
+		return nil, nil, errf(http.StatusBadRequest, http.StatusBadRequest, "Unknown type %q: BINARY, JSON, STRING, AVRO, PROTOBUF or JSONSCHEMA.", typ)
 	}
 	return b, &v3DataInfo{Type: typ, Size: len(b)}, nil
 }
 
 // v3Record converts one request record for topic.
-func v3Record(topic string, in v3ProduceRecord) (*kgo.Record, *v3DataInfo, *v3DataInfo, error) {
+func (c *call) v3Record(topic string, in v3ProduceRecord) (*kgo.Record, *v3DataInfo, *v3DataInfo, error) {
 	r := &kgo.Record{Topic: topic, Partition: -1}
 	if in.PartitionID != nil {
 		r.Partition = *in.PartitionID
@@ -122,10 +123,10 @@ func v3Record(topic string, in v3ProduceRecord) (*kgo.Record, *v3DataInfo, *v3Da
 	}
 	var ki, vi *v3DataInfo
 	var err error
-	if r.Key, ki, err = v3Bytes(in.Key); err != nil {
+	if r.Key, ki, err = c.v3Bytes(topic, true, in.Key); err != nil {
 		return nil, nil, nil, err
 	}
-	if r.Value, vi, err = v3Bytes(in.Value); err != nil {
+	if r.Value, vi, err = c.v3Bytes(topic, false, in.Value); err != nil {
 		return nil, nil, nil, err
 	}
 	for _, h := range in.Headers {
@@ -214,7 +215,7 @@ func (p *Proxy) routesV3Records() {
 				lim.read = int64(br.Len())
 			}
 			replies <- pr
-			r, ki, vi, err := v3Record(topic, in)
+			r, ki, vi, err := v.v3Record(topic, in)
 			if err == nil {
 				err = pl.place(r)
 			}
