@@ -238,6 +238,7 @@ func (p *Proxy) routesV3() {
 	p.routesV3Groups()
 	p.routesV3ACLs()
 	p.routesV3Records()
+	p.routesV3Reassignments()
 }
 
 func (v *v3Call) brokerParam() (kadm.BrokerDetail, error) {

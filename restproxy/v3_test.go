@@ -405,3 +405,27 @@ func TestV3Records(t *testing.T) {
 		t.Errorf("native read %q", vals)
 	}
 }
+
+// TestV3Reassignments: the reassignment routes list ongoing
+// reassignments (none on one broker, where every reassignment ends at
+// once) with Confluent's shapes; a partition not being reassigned is 404.
+func TestV3Reassignments(t *testing.T) {
+	e := start(t, nil)
+	e.createTopic("ra", 2)
+	c := "/v3/clusters/" + e.clusterID()
+	var list struct {
+		Kind string
+		Data []json.RawMessage
+	}
+	e.must(200, &list, "GET", c+"/topics/-/partitions/-/reassignment", "", "")
+	if list.Kind != "KafkaReassignmentList" || len(list.Data) != 0 {
+		t.Errorf("all reassignments: %+v", list)
+	}
+	e.must(200, &list, "GET", c+"/topics/ra/partitions/-/reassignment", "", "")
+	if list.Kind != "KafkaReassignmentList" || len(list.Data) != 0 {
+		t.Errorf("the topic's reassignments: %+v", list)
+	}
+	wantError(t, "a partition not being reassigned", e.do("GET", c+"/topics/ra/partitions/1/reassignment", "", ""), 404, 404)
+	wantError(t, "an unknown partition", e.do("GET", c+"/topics/ra/partitions/9/reassignment", "", ""), 404, 404)
+	wantError(t, "an unknown topic", e.do("GET", c+"/topics/nope/partitions/-/reassignment", "", ""), 404, 404)
+}
