@@ -239,6 +239,7 @@ func (p *Proxy) routesV3() {
 	p.routesV3ACLs()
 	p.routesV3Records()
 	p.routesV3Reassignments()
+	p.routesV3RecordsBatch()
 }
 
 func (v *v3Call) brokerParam() (kadm.BrokerDetail, error) {

@@ -429,3 +429,66 @@ func TestV3Reassignments(t *testing.T) {
 	wantError(t, "an unknown partition", e.do("GET", c+"/topics/ra/partitions/9/reassignment", "", ""), 404, 404)
 	wantError(t, "an unknown topic", e.do("GET", c+"/topics/nope/partitions/-/reassignment", "", ""), 404, 404)
 }
+
+// TestV3RecordsBatch: records:batch produces every entry and answers 207
+// with successes and failures by entry id, in entry order; a batch that
+// is empty, too long, or has bad or repeated ids is refused whole.
+func TestV3RecordsBatch(t *testing.T) {
+	e := start(t, nil)
+	e.createTopic("rb", 2)
+	path := "/v3/clusters/" + e.clusterID() + "/topics/rb/records:batch"
+	var resp struct {
+		Successes []struct {
+			ID          string
+			PartitionID int32 `json:"partition_id"`
+			Offset      int64
+			Value       *struct{ Type string }
+		}
+		Failures []struct {
+			ID        string
+			ErrorCode int `json:"error_code"`
+			Message   string
+		}
+	}
+	e.must(207, &resp, "POST", path, "application/json", jsonBody(t, map[string]any{"entries": []any{
+		map[string]any{"id": "a", "partition_id": 0, "value": map[string]any{"type": "STRING", "data": "one"}},
+		map[string]any{"id": "b", "partition_id": 9, "value": map[string]any{"data": 1}},
+		map[string]any{"id": "c", "partition_id": 0, "value": map[string]any{"type": "JSON", "data": map[string]any{"n": 2}}},
+		map[string]any{"id": "d", "value": map[string]any{"type": "BINARY", "data": "%%"}},
+	}}))
+	if len(resp.Successes) != 2 || resp.Successes[0].ID != "a" || resp.Successes[1].ID != "c" ||
+		resp.Successes[0].Offset != 0 || resp.Successes[1].Offset != 1 || resp.Successes[1].Value == nil || resp.Successes[1].Value.Type != "JSON" {
+		t.Errorf("successes %+v", resp.Successes)
+	}
+	if len(resp.Failures) != 2 || resp.Failures[0].ID != "b" || resp.Failures[0].ErrorCode != 404 || resp.Failures[1].ID != "d" || resp.Failures[1].ErrorCode != 400 {
+		t.Errorf("failures %+v", resp.Failures)
+	}
+	cl := e.kafka(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"rb": {0: kgo.NewOffset().AtStart()}}))
+	var got []string
+	for len(got) < 2 {
+		fs := cl.PollFetches(e.ctx)
+		if e.ctx.Err() != nil {
+			t.Fatalf("read %v", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if got[0] != "one" || got[1] != `{"n":2}` {
+		t.Errorf("partition 0 holds %q", got)
+	}
+	many := make([]any, 11)
+	for i := range many {
+		many[i] = map[string]any{"id": fmt.Sprint(i), "value": map[string]any{"data": i}}
+	}
+	for what, c := range map[string]struct {
+		body         any
+		status, code int
+	}{
+		"empty":        {map[string]any{"entries": []any{}}, 400, 400},
+		"eleven":       {map[string]any{"entries": many}, 400, 400},
+		"repeated ids": {map[string]any{"entries": []any{map[string]any{"id": "x"}, map[string]any{"id": "x"}}}, 400, 400},
+		"a numeric id": {map[string]any{"entries": []any{map[string]any{"id": 1}}}, 422, 422},
+		"an id with /": {map[string]any{"entries": []any{map[string]any{"id": "a/b"}}}, 422, 422},
+	} {
+		wantError(t, what, e.do("POST", path, "application/json", jsonBody(t, c.body)), c.status, c.code)
+	}
+}
