@@ -24,7 +24,14 @@ func (b *Broker) newConsole() (http.Handler, error) {
 		Bootstrap: b.consoleBootstrap,
 		Metrics:   b.metrics.Registry(),
 		RestProxy: b.restProxyURL, // restproxy.go
-		Logger:    b.log,
+		SchemaRegistry: func() string {
+			u, err := b.restProxyRegistry() // restproxy.go: schema.registry.url, else our own
+			if err != nil {
+				return ""
+			}
+			return u
+		},
+		Logger: b.log,
 	})
 	if err != nil {
 		return nil, err

@@ -1,14 +1,20 @@
 package broker
 
 import (
+	"fmt"
 	"html"
 	"io"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/hamba/avro/v2"
 	"github.com/kbroker/kbroker/broker/config"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // TestConsoleWiring: the console answers at / once the Kafka listeners are
@@ -134,5 +140,92 @@ func openConsoleBroker(t *testing.T, props map[string]string) (*Broker, func(str
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
+	}
+}
+
+// TestConsoleSchemas: with the Schema Registry on, the Schemas page lists
+// its subjects, a subject's page shows a version, a diff between two and
+// the answer of the compatibility test box, and the message browser shows
+// a record that carries a schema id decoded, with its id.
+func TestConsoleSchemas(t *testing.T) {
+	b, get := openConsoleBroker(t, map[string]string{"schema.registry.listeners": "http://127.0.0.1:0"})
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	reg, err := sr.NewClient(sr.URLs("http://" + b.SchemaRegistryAddrs()[0].String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := `{"type":"record","name":"User","fields":[{"name":"name","type":"string"}]}`
+	v2 := `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"age","type":"int","default":0}]}`
+	var id2 int
+	for _, s := range []string{v1, v2} {
+		ss, err := reg.CreateSchema(ctx, "users-value", sr.Schema{Schema: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id2 = ss.ID
+	}
+	code, body := get("/schemas")
+	if code != http.StatusOK || !strings.Contains(body, `href="/schemas/users-value"`) || !strings.Contains(body, "<td>2</td>") || !strings.Contains(body, "BACKWARD (global)") {
+		t.Errorf("/schemas: %d\n%s", code, body)
+	}
+	code, body = get("/schemas/users-value?version=2&diff=1")
+	body = html.UnescapeString(body)
+	if code != http.StatusOK || !strings.Contains(body, `"name": "age"`) || !strings.Contains(body, "--- version 1") ||
+		!strings.Contains(body, "+++ version 2") || !strings.Contains(body, `+    {`) {
+		t.Errorf("version 2 with a diff from 1: %d\n%s", code, body)
+	}
+
+	// The test box: a type change of name is not compatible.
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(body)
+	if csrf == nil {
+		t.Fatalf("no CSRF token on the page:\n%s", body)
+	}
+	form := url.Values{"csrf": {csrf[1]}, "type": {"AVRO"}, "schema": {`{"type":"record","name":"User","fields":[{"name":"name","type":"int"}]}`}}
+	resp, err := http.PostForm("http://"+b.HTTPAddrs()[0].String()+"/schemas/users-value/test", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if page := html.UnescapeString(string(data)); !strings.Contains(page, "Not compatible:") || !strings.Contains(page, "name") {
+		t.Errorf("an incompatible schema tested: %d\n%s", resp.StatusCode, page)
+	}
+	form.Set("schema", v2)
+	resp, err = http.PostForm("http://"+b.HTTPAddrs()[0].String()+"/schemas/users-value/test", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(data), "Compatible with the latest version") {
+		t.Errorf("a compatible schema tested: %d\n%s", resp.StatusCode, data)
+	}
+	form.Set("csrf", "wrong")
+	if resp, err := http.PostForm("http://"+b.HTTPAddrs()[0].String()+"/schemas/users-value/test", form); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a wrong CSRF token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// A record in the registry's wire format, decoded in the browser.
+	var serde sr.Serde
+	serde.Register(id2, map[string]any{}, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(avro.MustParse(v2), v) }))
+	val, err := serde.Encode(map[string]any{"name": "ann", "age": 41})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(newClient(t, b)).CreateTopic(ctx, 1, 1, nil, "users"); err != nil {
+		t.Fatal(err)
+	}
+	if err := newClient(t, b).ProduceSync(ctx, &kgo.Record{Topic: "users", Value: val}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	code, body = get("/messages?topic=users&partition=0&offset=0")
+	body = html.UnescapeString(body)
+	if code != http.StatusOK || !strings.Contains(body, fmt.Sprintf("schema %d", id2)) || !strings.Contains(body, `"name": "ann"`) || !strings.Contains(body, `"age": 41`) {
+		t.Errorf("the browser decoding a record with schema id %d: %d\n%s", id2, code, body)
 	}
 }

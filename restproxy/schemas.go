@@ -157,8 +157,18 @@ func (s *schemaRegistry) schema(ctx context.Context, id int) (cachedCodec, error
 	if err != nil {
 		return cachedCodec{}, registryError(err)
 	}
-	refs, err := s.references(ctx, sch.References, map[string]bool{}, 0)
+	refs, err := codec.ResolveRefs(srRefs(sch.References), func(subject string, version int) (string, []codec.Reference, error) {
+		ss, err := s.cl.SchemaByVersion(ctx, subject, version)
+		if err != nil {
+			return "", nil, registryError(err)
+		}
+		return ss.Schema.Schema, srRefs(ss.References), nil
+	})
 	if err != nil {
+		var re *restError
+		if !errors.As(err, &re) {
+			err = errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", err)
+		}
 		return cachedCodec{}, err
 	}
 	cd, err := codec.New(sch.Type.String(), sch.Schema, refs)
@@ -170,32 +180,13 @@ func (s *schemaRegistry) schema(ctx context.Context, id int) (cachedCodec, error
 	return c, nil
 }
 
-// maxRefDepth bounds reference chains (and so cycles).
-const maxRefDepth = 32
-
-// references resolves refs to their texts, dependencies first, each once.
-func (s *schemaRegistry) references(ctx context.Context, refs []sr.SchemaReference, seen map[string]bool, depth int) ([]codec.Ref, error) {
-	if depth > maxRefDepth {
-		return nil, errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: references nest deeper than %d", maxRefDepth)
+// srRefs are franz-go's references as codec.ResolveRefs takes them.
+func srRefs(refs []sr.SchemaReference) []codec.Reference {
+	out := make([]codec.Reference, len(refs))
+	for i, r := range refs {
+		out[i] = codec.Reference{Name: r.Name, Subject: r.Subject, Version: r.Version}
 	}
-	var out []codec.Ref
-	for _, r := range refs {
-		key := fmt.Sprintf("%s/%d", r.Subject, r.Version)
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		ss, err := s.cl.SchemaByVersion(ctx, r.Subject, r.Version)
-		if err != nil {
-			return nil, registryError(err)
-		}
-		deps, err := s.references(ctx, ss.References, seen, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(out, deps...), codec.Ref{Name: r.Name, Schema: ss.Schema.Schema})
-	}
-	return out, nil
+	return out
 }
 
 // schemaSide is the key or value side of a v2 schema-format produce.

@@ -22,8 +22,11 @@ const maxShown = 4096
 
 // valueView is a key, header value or record value as the browser shows it.
 type valueView struct {
-	Kind string // "null", "text", "json" (pretty-printed) or "hex" (a dump)
+	Kind string // "null", "text", "json" (pretty-printed), "hex" (a dump) or "schema" (decoded JSON)
 	Text string
+	// SchemaID is the schema id of a value the Schema Registry decoded.
+	SchemaID int
+	raw      []byte // the bytes, for decoding with a schema
 	Size int
 	Cut  int // bytes not shown
 }
@@ -34,7 +37,7 @@ func renderValue(b []byte) valueView {
 	if b == nil {
 		return valueView{Kind: "null", Text: "null"}
 	}
-	v := valueView{Size: len(b)}
+	v := valueView{Size: len(b), raw: b}
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed) {
 		var out bytes.Buffer
@@ -198,6 +201,11 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	d.From = max(d.From, d.Start)
 	d.Records, err = readRecords(ctx, seed, q.Topic, q.Partition, d.From, d.End, q.Limit)
+	dec := c.decoder(r) // schemas.go: nil without a registry
+	for i := range d.Records {
+		dec.view(ctx, &d.Records[i].Key)
+		dec.view(ctx, &d.Records[i].Value)
+	}
 	c.render(w, "messages", "Messages", d, err)
 }
 

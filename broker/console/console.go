@@ -1,6 +1,7 @@
 // Package console is the broker's built-in web console, served at / by the
 // broker's HTTP listener (broker/httpserver): pages for brokers, topics,
-// consumer groups, transactions and a message browser, live throughput from
+// consumer groups, transactions, Schema Registry subjects and a message
+// browser that decodes records carrying a schema id, live throughput from
 // the broker's own Prometheus registry, and four actions (create a topic,
 // add partitions, delete records, reset a group's offsets).
 //
@@ -53,6 +54,10 @@ type Config struct {
 	// whether it asks for a login, for the topic page's curl line; nil or
 	// "": no proxy.
 	RestProxy func() (base string, login bool)
+	// SchemaRegistry returns the base URL of the broker's Schema Registry
+	// for the Schemas pages and the message browser's decoding; nil or
+	// "": none.
+	SchemaRegistry func() string
 	// Timeout bounds the Kafka requests of one page (default 10 s).
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -184,6 +189,9 @@ func (c *Console) routes() *http.ServeMux {
 	mux.HandleFunc("GET /groups/{group}", c.group)
 	mux.HandleFunc("GET /transactions", c.transactions)
 	mux.HandleFunc("GET /messages", c.messages)
+	mux.HandleFunc("GET /schemas", c.schemas)
+	mux.HandleFunc("GET /schemas/{subject}", c.subject)
+	mux.HandleFunc("POST /schemas/{subject}/test", c.testCompatibility)
 	mux.HandleFunc("GET /api/throughput", c.throughput)
 	for name, a := range actions {
 		mux.HandleFunc("POST /actions/"+name, c.action(name, a))

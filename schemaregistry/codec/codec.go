@@ -93,3 +93,45 @@ func Unframe(b []byte) (id int, payload []byte, err error) {
 	}
 	return int(int32(binary.BigEndian.Uint32(b[1:headerLen]))), b[headerLen:], nil
 }
+
+// Reference names a referenced schema: the name the referring schema uses
+// for it and the subject version that holds it.
+type Reference struct {
+	Name, Subject string
+	Version       int
+}
+
+// maxRefDepth bounds reference chains (and so cycles).
+const maxRefDepth = 32
+
+// ResolveRefs resolves refs to their texts with fetch, transitively,
+// dependencies before the schemas that use them, each subject version
+// once: what New takes.
+func ResolveRefs(refs []Reference, fetch func(subject string, version int) (schema string, refs []Reference, err error)) ([]Ref, error) {
+	seen := map[Reference]bool{}
+	var walk func(refs []Reference, depth int) ([]Ref, error)
+	walk = func(refs []Reference, depth int) ([]Ref, error) {
+		if depth > maxRefDepth {
+			return nil, fmt.Errorf("references nest deeper than %d", maxRefDepth)
+		}
+		var out []Ref
+		for _, r := range refs {
+			key := Reference{Subject: r.Subject, Version: r.Version}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			text, deps, err := fetch(r.Subject, r.Version)
+			if err != nil {
+				return nil, err
+			}
+			sub, err := walk(deps, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(append(out, sub...), Ref{Name: r.Name, Schema: text})
+		}
+		return out, nil
+	}
+	return walk(refs, 0)
+}
