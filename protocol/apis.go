@@ -14,7 +14,7 @@ type VersionRange struct{ Min, Max int16 }
 // is advertised that does not work.
 var supported = map[int16]VersionRange{
 	int16(kmsg.Produce):                {3, 13},
-	int16(kmsg.Fetch):                  {4, 16},
+	int16(kmsg.Fetch):                  {4, 17},
 	int16(kmsg.ListOffsets):            {1, 11},
 	int16(kmsg.Metadata):               {0, 13},
 	int16(kmsg.ApiVersions):            {0, 5},

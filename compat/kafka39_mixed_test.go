@@ -1,0 +1,189 @@
+package compat
+
+// Mixed clusters (issue 24): Apache Kafka 3.9 brokers (ZooKeeper mode) and
+// kbroker brokers in one cluster on one ZooKeeper chroot, replicating each
+// other's partitions with the inter-broker protocol of
+// inter.broker.protocol.version (3.9 on both: Kafka's followers send
+// Fetch v17).
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/integration"
+)
+
+// startKbrokerID starts one kbroker broker with broker.id id on z under
+// chroot, plus extra, and returns once it listens.
+func startKbrokerID(t *testing.T, z *integration.ZooKeeper, chroot string, id int32, extra map[string]string) *integration.BrokerProc {
+	t.Helper()
+	bs := integration.StartClusterFunc(t, z, 1, func(*integration.BrokerProc) map[string]string {
+		props := map[string]string{
+			"broker.id":         strconv.Itoa(int(id)),
+			"zookeeper.connect": z.Addr + chroot,
+		}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return props
+	})
+	return bs[0]
+}
+
+// clusterView is what one broker's Metadata says of the cluster: the
+// controller, the brokers and, per partition of topics, leader, replicas
+// and ISR.
+func clusterView(t *testing.T, addr string, topics ...string) (string, error) {
+	t.Helper()
+	m, err := newAdmin(t, addr).Metadata(testCtx(t), topics...)
+	if err != nil {
+		return "", err
+	}
+	ids := []int32{}
+	for _, b := range m.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	slices.Sort(ids)
+	s := fmt.Sprintf("controller %d brokers %v", m.Controller, ids)
+	for _, tn := range topics {
+		td := m.Topics[tn]
+		if td.Err != nil {
+			return "", fmt.Errorf("%s: %w", tn, td.Err)
+		}
+		for _, p := range td.Partitions.Sorted() {
+			isr := slices.Clone(p.ISR)
+			slices.Sort(isr)
+			s += fmt.Sprintf("; %s-%d leader %d replicas %v isr %v", tn, p.Partition, p.Leader, p.Replicas, isr)
+		}
+	}
+	return s, nil
+}
+
+// waitViews waits until every broker at addrs answers Metadata with want.
+func waitViews(t *testing.T, what, want string, addrs []string, topics ...string) {
+	t.Helper()
+	var last []string
+	deadline := time.Now().Add(kafkaStartTimeout)
+	for {
+		last = last[:0]
+		ok := true
+		for _, a := range addrs {
+			v, err := clusterView(t, a, topics...)
+			if err != nil {
+				v = err.Error()
+			}
+			last = append(last, a+": "+v)
+			ok = ok && v == want
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: brokers never all answered %q:\n%s", what, want, fmt.Sprint(last))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// produceAcked produces n values "<prefix>-<i>" to topic with acks=all,
+// one at a time, and returns them: every one was acknowledged.
+func produceAcked(t *testing.T, seeds []string, topic, prefix string, n int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []string
+	for i := range n {
+		v := fmt.Sprintf("%s-%d", prefix, i)
+		if err := cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("producing %s to %s: %v", v, topic, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestKafka39MixedReplication: a kbroker broker (1, the controller) and an
+// Apache Kafka 3.9 broker (2) in one cluster. A topic led by kbroker gets
+// Kafka as follower (Kafka's replica fetcher sends Fetch v17 and
+// OffsetForLeaderEpoch v4), one led by Kafka gets kbroker as follower;
+// both reach a full ISR, so acks=all with min.insync.replicas=2 is
+// acknowledged, and both brokers' Metadata agree. Then kbroker (the
+// controller and a leader) is killed with SIGKILL: Kafka becomes the
+// controller and the leader of both, and serves every acknowledged record
+// of both topics, once and in order.
+func TestKafka39MixedReplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: ZooKeeper, Apache Kafka 3.9 and a kbroker broker")
+	}
+	const chroot, kbLed, kfLed = "/mixed", "kbroker-led", "kafka-led"
+	z := integration.StartZooKeeper(t)
+	kb := startKbrokerID(t, z, chroot, 1, nil)
+	waitFor(t, kafkaStartTimeout, "kbroker to be the controller", func() bool {
+		m, err := newAdmin(t, kb.Addr()).BrokerMetadata(testCtx(t))
+		return err == nil && m.Controller == 1
+	})
+	kf := startKafka39With(t, z, chroot, 2, t.TempDir(), map[string]string{"replica.fetch.wait.max.ms": "100"})
+	addrs := []string{kb.Addr(), kf.Addr()}
+	waitViews(t, "both brokers registered", "controller 1 brokers [1 2]", addrs)
+
+	createAssigned(t, kb.Addr(), kbLed, map[string]string{"min.insync.replicas": "2"}, []int32{1, 2})
+	createAssigned(t, kb.Addr(), kfLed, map[string]string{"min.insync.replicas": "2"}, []int32{2, 1})
+	full := "controller 1 brokers [1 2]; " + kbLed + "-0 leader 1 replicas [1 2] isr [1 2]; " + kfLed + "-0 leader 2 replicas [2 1] isr [1 2]"
+	waitViews(t, "both followers in the ISR", full, addrs, kbLed, kfLed)
+
+	start := time.Now()
+	wantKb := produceAcked(t, addrs, kbLed, "kb", 200)
+	wantKf := produceAcked(t, addrs, kfLed, "kf", 200)
+	t.Logf("400 records acknowledged with acks=all in %v", time.Since(start).Round(time.Millisecond))
+	waitViews(t, "after the writes", full, addrs, kbLed, kfLed)
+
+	// kill -9 of the controller, leader of kbLed: Kafka takes both over.
+	kb.Kill()
+	after := "controller 2 brokers [2]; " + kbLed + "-0 leader 2 replicas [1 2] isr [2]; " + kfLed + "-0 leader 2 replicas [2 1] isr [2]"
+	waitViews(t, "Kafka alone after kbroker's kill", after, []string{kf.Addr()}, kbLed, kfLed)
+	checkValues(t, kf.Addr(), kbLed, false, wantKb)
+	checkValues(t, kf.Addr(), kfLed, false, wantKf)
+}
+
+// createAssigned creates topic with one partition on replicas (the first
+// the preferred leader) and configs, through the broker at addr.
+func createAssigned(t *testing.T, addr, topic string, configs map[string]string, replicas ...[]int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for i, r := range replicas {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = int32(i), r
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(configs[k])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), newKgo(t, addr))
+	if err != nil {
+		t.Fatalf("CreateTopics %s: %v", topic, err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		msg := ""
+		if m := resp.Topics[0].ErrorMessage; m != nil {
+			msg = *m
+		}
+		t.Fatalf("CreateTopics %s: %v (%s)", topic, err, msg)
+	}
+}
