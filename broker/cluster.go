@@ -70,6 +70,7 @@ func ControllerConfig(cfg config.Config, zk *zkclient.Client) zkcontroller.Confi
 		BrokerID:               cfg.NodeID,
 		ZK:                     zk,
 		Listener:               cfg.InterBrokerListener().Name,
+		IBP:                    cfg.Cluster.IBP,
 		UncleanLeaderElection:  cfg.Cluster.UncleanLeaderElection,
 		Logger:                 cfg.Logger,
 		AutoLeaderRebalance:    cfg.Cluster.AutoLeaderRebalance,

@@ -15,8 +15,9 @@ import (
 type IBP int
 
 // The IBPs kbroker accepts, oldest first (Kafka's MetadataVersion names).
+// The zero IBP is unset and means DefaultIBP.
 const (
-	IBP30IV0 IBP = iota
+	IBP30IV0 IBP = iota + 1
 	IBP30IV1
 	IBP31IV0
 	IBP32IV0
@@ -43,7 +44,7 @@ const (
 // DefaultIBP is Kafka 3.9's default inter.broker.protocol.version.
 const DefaultIBP = IBP39IV0
 
-// ibpNames are the IBPs' names, indexed by IBP.
+// ibpNames are the IBPs' names, indexed by IBP-1.
 var ibpNames = [...]string{
 	"3.0-IV0", "3.0-IV1", "3.1-IV0", "3.2-IV0",
 	"3.3-IV0", "3.3-IV1", "3.3-IV2", "3.3-IV3", "3.4-IV0",
@@ -51,12 +52,21 @@ var ibpNames = [...]string{
 	"3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0",
 }
 
+// orDefault is v, or DefaultIBP for the zero IBP.
+func (v IBP) orDefault() IBP {
+	if v == 0 {
+		return DefaultIBP
+	}
+	return v
+}
+
 // String is the IBP's name, e.g. "3.9-IV0".
 func (v IBP) String() string {
-	if v < 0 || int(v) >= len(ibpNames) {
+	v = v.orDefault()
+	if v < 1 || int(v) > len(ibpNames) {
 		return fmt.Sprintf("IBP(%d)", int(v))
 	}
-	return ibpNames[v]
+	return ibpNames[v-1]
 }
 
 // ParseIBP reads an inter.broker.protocol.version as Kafka does: a full
@@ -69,14 +79,14 @@ func ParseIBP(s string) (IBP, error) {
 	if parts := strings.Split(release, "."); len(parts) == 3 && !hasIV {
 		release = parts[0] + "." + parts[1]
 	}
-	found := IBP(-1)
+	found := IBP(0)
 	for i, n := range ibpNames {
 		r, v, _ := strings.Cut(n, "-")
 		if r == release && (!hasIV || v == iv) {
-			found = IBP(i) // the last match: a release means its latest IV
+			found = IBP(i + 1) // the last match: a release means its latest IV
 		}
 	}
-	if found < 0 {
+	if found == 0 {
 		return 0, fmt.Errorf("inter.broker.protocol.version %q: not a Kafka 3.0 to 3.9 version (3.0 … 3.9, or e.g. 3.5-IV1)", s)
 	}
 	return found, nil
@@ -85,6 +95,7 @@ func ParseIBP(s string) (IBP, error) {
 // FetchVersion is the Fetch version a follower sends (Kafka's
 // MetadataVersion.fetchRequestVersion).
 func (v IBP) FetchVersion() int16 {
+	v = v.orDefault()
 	switch {
 	case v >= IBP39IV0:
 		return 17
@@ -107,6 +118,7 @@ func (v IBP) OffsetForLeaderEpochVersion() int16 { return 4 }
 // ListOffsetsVersion is the ListOffsets version a follower sends (Kafka's
 // listOffsetRequestVersion).
 func (v IBP) ListOffsetsVersion() int16 {
+	v = v.orDefault()
 	switch {
 	case v >= IBP39IV0:
 		return 9
@@ -122,6 +134,7 @@ func (v IBP) ListOffsetsVersion() int16 {
 // the versions a ZooKeeper-mode controller sends (Kafka's
 // ControllerChannelManager).
 func (v IBP) LeaderAndISRVersion() int16 {
+	v = v.orDefault()
 	switch {
 	case v >= IBP34IV0:
 		return 7
@@ -133,6 +146,7 @@ func (v IBP) LeaderAndISRVersion() int16 {
 
 // UpdateMetadataVersion: see LeaderAndISRVersion.
 func (v IBP) UpdateMetadataVersion() int16 {
+	v = v.orDefault()
 	if v >= IBP34IV0 {
 		return 8
 	}
@@ -141,6 +155,7 @@ func (v IBP) UpdateMetadataVersion() int16 {
 
 // StopReplicaVersion: see LeaderAndISRVersion.
 func (v IBP) StopReplicaVersion() int16 {
+	v = v.orDefault()
 	if v >= IBP34IV0 {
 		return 4
 	}

@@ -40,6 +40,9 @@ func TestIBP(t *testing.T) {
 			t.Errorf("ParseIBP(%q) = %s, want an error", bad, v)
 		}
 	}
+	if var0 := IBP(0); var0.String() != DefaultIBP.String() || var0.FetchVersion() != DefaultIBP.FetchVersion() {
+		t.Errorf("the zero IBP is %s, want the default %s", var0, DefaultIBP)
+	}
 	if DefaultIBP.FetchVersion() > supported[1].Max {
 		t.Errorf("the default IBP sends Fetch v%d, above what kbroker accepts", DefaultIBP.FetchVersion())
 	}
