@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -121,7 +122,13 @@ func produceAcked(t *testing.T, seeds []string, topic, prefix string, n int) []s
 // acknowledged, and both brokers' Metadata agree. Then kbroker (the
 // controller and a leader) is killed with SIGKILL: Kafka becomes the
 // controller and the leader of both, and serves every acknowledged record
-// of both topics, once and in order.
+// of both topics, once and in order. kbroker restarts under Kafka's
+// controller: it follows Kafka's leaders back into both ISRs (Kafka's
+// leader proposes that with AlterPartition; it had addressed kbroker, the
+// old controller, which must answer NOT_CONTROLLER for Kafka to look the
+// controller up again), a preferred election through Kafka moves one
+// leadership to kbroker, and acks=all writes go on under Kafka's
+// controller with both kinds leading.
 func TestKafka39MixedReplication(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, Apache Kafka 3.9 and a kbroker broker")
@@ -153,6 +160,31 @@ func TestKafka39MixedReplication(t *testing.T) {
 	after := "controller 2 brokers [2]; " + kbLed + "-0 leader 2 replicas [1 2] isr [2]; " + kfLed + "-0 leader 2 replicas [2 1] isr [2]"
 	waitViews(t, "Kafka alone after kbroker's kill", after, []string{kf.Addr()}, kbLed, kfLed)
 	checkValues(t, kf.Addr(), kbLed, false, wantKb)
+	checkValues(t, kf.Addr(), kfLed, false, wantKf)
+
+	// kbroker comes back under Kafka's controller: Kafka's LeaderAndIsr
+	// makes it a follower of Kafka's leaders (kbroker's fetcher sends
+	// Fetch v17), Kafka's leaders take it back into the ISR.
+	kb.Restart()
+	back := "controller 2 brokers [1 2]; " + kbLed + "-0 leader 2 replicas [1 2] isr [1 2]; " + kfLed + "-0 leader 2 replicas [2 1] isr [1 2]"
+	waitViews(t, "kbroker back in both ISRs under Kafka's controller", back, addrs, kbLed, kfLed)
+
+	// A preferred leader election through Kafka's controller moves
+	// kbLed's leadership to kbroker, Kafka follows it; acks=all writes
+	// go on there.
+	res, err := newAdmin(t, kf.Addr()).ElectLeaders(testCtx(t), kadm.ElectPreferredReplica, kadm.TopicsSet{kbLed: {0: {}}})
+	if err != nil {
+		t.Fatalf("ElectLeaders: %v", err)
+	}
+	if r := res[kbLed][0]; r.Err != nil {
+		t.Fatalf("ElectLeaders of %s-0: %v (%s)", kbLed, r.Err, r.ErrMessage)
+	}
+	moved := "controller 2 brokers [1 2]; " + kbLed + "-0 leader 1 replicas [1 2] isr [1 2]; " + kfLed + "-0 leader 2 replicas [2 1] isr [1 2]"
+	waitViews(t, "kbroker leading again, elected by Kafka's controller", moved, addrs, kbLed, kfLed)
+	wantKb = append(wantKb, produceAcked(t, addrs, kbLed, "kb2", 100)...)
+	wantKf = append(wantKf, produceAcked(t, addrs, kfLed, "kf2", 100)...)
+	waitViews(t, "after the writes under Kafka's controller", moved, addrs, kbLed, kfLed)
+	checkValues(t, kb.Addr(), kbLed, false, wantKb)
 	checkValues(t, kf.Addr(), kfLed, false, wantKf)
 }
 

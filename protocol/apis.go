@@ -119,6 +119,8 @@ var interBroker = map[int16]VersionRange{
 	int16(kmsg.StopReplica):        {0, 4},
 	int16(kmsg.UpdateMetadata):     {0, 8},
 	int16(kmsg.ControlledShutdown): {0, 3},
+	// Leader → controller (Kafka's leaders; broker/api/alter_partition.go).
+	int16(kmsg.AlterPartition): {0, 3},
 }
 
 // InterBroker returns the version range of an inter-broker API key.
