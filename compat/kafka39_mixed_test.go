@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,4 +219,61 @@ func createAssigned(t *testing.T, addr, topic string, configs map[string]string,
 		}
 		t.Fatalf("CreateTopics %s: %v (%s)", topic, err, msg)
 	}
+}
+
+// TestKafka39ReassignUnderKbrokerController: replicas move between the
+// kinds with AlterPartitionReassignments through kbroker's controller,
+// and a Kafka 3.9 leader changes its ISR with AlterPartition to it.
+// Brokers: kbroker 1 (the controller), Kafka 2, kbroker 3. A topic on
+// Kafka alone gets kbroker 3 added: Kafka's leader admits it to the ISR
+// with an AlterPartition kbroker's controller applies; then the replica
+// moves off Kafka to kbroker 3 alone, with every record written on the
+// way. (The way back to Kafka alone does not work yet: after the move
+// away, Kafka answers kbroker's controller STALE_CONTROLLER_EPOCH; see
+// docs/MIGRATION.md.)
+func TestKafka39ReassignUnderKbrokerController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: ZooKeeper, Apache Kafka 3.9 and two kbroker brokers")
+	}
+	const chroot, topic = "/mixed-reassign", "moving"
+	z := integration.StartZooKeeper(t)
+	ctrl := startKbrokerID(t, z, chroot, 1, nil)
+	waitFor(t, kafkaStartTimeout, "kbroker to be the controller", func() bool {
+		m, err := newAdmin(t, ctrl.Addr()).BrokerMetadata(testCtx(t))
+		return err == nil && m.Controller == 1
+	})
+	kf := startKafka39With(t, z, chroot, 2, t.TempDir(), map[string]string{"replica.fetch.wait.max.ms": "100"})
+	kb := startKbrokerID(t, z, chroot, 3, nil)
+	addrs := []string{ctrl.Addr(), kf.Addr(), kb.Addr()}
+	waitViews(t, "three brokers registered", "controller 1 brokers [1 2 3]", addrs)
+	createAssigned(t, ctrl.Addr(), topic, map[string]string{"min.insync.replicas": "1"}, []int32{2})
+	view := func(leader int32, replicas, isr string) string {
+		return fmt.Sprintf("controller 1 brokers [1 2 3]; %s-0 leader %d replicas %s isr %s", topic, leader, replicas, isr)
+	}
+	waitViews(t, "the topic on Kafka", view(2, "[2]", "[2]"), addrs, topic)
+	want := produceAcked(t, addrs, topic, "a", 50)
+
+	adm := newAdmin(t, ctrl.Addr())
+	reassign := func(replicas ...int32) {
+		t.Helper()
+		var req kadm.AlterPartitionAssignmentsReq
+		req.Assign(topic, 0, replicas)
+		res, err := adm.AlterPartitionAssignments(testCtx(t), req)
+		if err != nil {
+			t.Fatalf("AlterPartitionReassignments to %v: %v", replicas, err)
+		}
+		if err := res.Error(); err != nil {
+			t.Fatalf("AlterPartitionReassignments to %v: %v", replicas, err)
+		}
+	}
+	reassign(2, 3)
+	waitViews(t, "kbroker 3 added to Kafka's ISR", view(2, "[2 3]", "[2 3]"), addrs, topic)
+	if n := strings.Count(ctrl.Log(), "msg=AlterPartition broker=2"); n < 1 {
+		t.Errorf("kbroker's controller applied no AlterPartition of Kafka's:\n%s", grepLines(ctrl.Log(), "AlterPartition"))
+	}
+	want = append(want, produceAcked(t, addrs, topic, "b", 50)...)
+	reassign(3)
+	waitViews(t, "the replica moved to kbroker 3", view(3, "[3]", "[3]"), addrs, topic)
+	want = append(want, produceAcked(t, addrs, topic, "c", 50)...)
+	checkValues(t, kb.Addr(), topic, false, want)
 }
