@@ -40,6 +40,18 @@ func startKbrokerID(t *testing.T, z *integration.ZooKeeper, chroot string, id in
 	return bs[0]
 }
 
+// startKbrokerController starts kbroker broker 1 on z under chroot, the
+// first broker there, and waits until it is the controller.
+func startKbrokerController(t *testing.T, z *integration.ZooKeeper, chroot string) *integration.BrokerProc {
+	t.Helper()
+	kb := startKbrokerID(t, z, chroot, 1, nil)
+	waitFor(t, kafkaStartTimeout, "kbroker to be the controller", func() bool {
+		m, err := newAdmin(t, kb.Addr()).BrokerMetadata(testCtx(t))
+		return err == nil && m.Controller == 1
+	})
+	return kb
+}
+
 // clusterView is what one broker's Metadata says of the cluster: the
 // controller, the brokers and, per partition of topics, leader, replicas
 // and ISR.
@@ -136,11 +148,7 @@ func TestKafka39MixedReplication(t *testing.T) {
 	}
 	const chroot, kbLed, kfLed = "/mixed", "kbroker-led", "kafka-led"
 	z := integration.StartZooKeeper(t)
-	kb := startKbrokerID(t, z, chroot, 1, nil)
-	waitFor(t, kafkaStartTimeout, "kbroker to be the controller", func() bool {
-		m, err := newAdmin(t, kb.Addr()).BrokerMetadata(testCtx(t))
-		return err == nil && m.Controller == 1
-	})
+	kb := startKbrokerController(t, z, chroot)
 	kf := startKafka39With(t, z, chroot, 2, t.TempDir(), map[string]string{"replica.fetch.wait.max.ms": "100"})
 	addrs := []string{kb.Addr(), kf.Addr()}
 	waitViews(t, "both brokers registered", "controller 1 brokers [1 2]", addrs)
@@ -237,11 +245,7 @@ func TestKafka39ReassignUnderKbrokerController(t *testing.T) {
 	}
 	const chroot, topic = "/mixed-reassign", "moving"
 	z := integration.StartZooKeeper(t)
-	ctrl := startKbrokerID(t, z, chroot, 1, nil)
-	waitFor(t, kafkaStartTimeout, "kbroker to be the controller", func() bool {
-		m, err := newAdmin(t, ctrl.Addr()).BrokerMetadata(testCtx(t))
-		return err == nil && m.Controller == 1
-	})
+	ctrl := startKbrokerController(t, z, chroot)
 	kf := startKafka39With(t, z, chroot, 2, t.TempDir(), map[string]string{"replica.fetch.wait.max.ms": "100"})
 	kb := startKbrokerID(t, z, chroot, 3, nil)
 	addrs := []string{ctrl.Addr(), kf.Addr(), kb.Addr()}
