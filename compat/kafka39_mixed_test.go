@@ -235,10 +235,9 @@ func createAssigned(t *testing.T, addr, topic string, configs map[string]string,
 // Brokers: kbroker 1 (the controller), Kafka 2, kbroker 3. A topic on
 // Kafka alone gets kbroker 3 added: Kafka's leader admits it to the ISR
 // with an AlterPartition kbroker's controller applies; then the replica
-// moves off Kafka to kbroker 3 alone, with every record written on the
-// way. (The way back to Kafka alone does not work yet: after the move
-// away, Kafka answers kbroker's controller STALE_CONTROLLER_EPOCH; see
-// docs/MIGRATION.md.)
+// moves off Kafka to kbroker 3 alone (Kafka gets StopReplica v4, whose
+// field order kbroker writes as Kafka reads it), and back to Kafka alone.
+// Every record written on the way is there at each end.
 func TestKafka39ReassignUnderKbrokerController(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, Apache Kafka 3.9 and two kbroker brokers")
@@ -280,4 +279,13 @@ func TestKafka39ReassignUnderKbrokerController(t *testing.T) {
 	waitViews(t, "the replica moved to kbroker 3", view(3, "[3]", "[3]"), addrs, topic)
 	want = append(want, produceAcked(t, addrs, topic, "c", 50)...)
 	checkValues(t, kb.Addr(), topic, false, want)
+	reassign(2)
+	waitViews(t, "the replica moved back to Kafka", view(2, "[2]", "[2]"), addrs, topic)
+	want = append(want, produceAcked(t, addrs, topic, "d", 50)...)
+	checkValues(t, kf.Addr(), topic, false, want)
+	for _, bad := range []string{"is old. Latest known controller epoch", "from an old controller"} {
+		if strings.Contains(kf.out.String(), bad) {
+			t.Errorf("Kafka refused kbroker's controller as stale:\n%s", grepLines(kf.out.String(), bad))
+		}
+	}
 }
