@@ -237,7 +237,9 @@ func createAssigned(t *testing.T, addr, topic string, configs map[string]string,
 // with an AlterPartition kbroker's controller applies; then the replica
 // moves off Kafka to kbroker 3 alone (Kafka gets StopReplica v4, whose
 // field order kbroker writes as Kafka reads it), and back to Kafka alone.
-// Every record written on the way is there at each end.
+// Every record written on the way is there at each end. Last, with both
+// replicas again, the Kafka leader is killed with SIGKILL: kbroker's
+// controller elects kbroker 3, which has every acknowledged record.
 func TestKafka39ReassignUnderKbrokerController(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, Apache Kafka 3.9 and two kbroker brokers")
@@ -288,4 +290,17 @@ func TestKafka39ReassignUnderKbrokerController(t *testing.T) {
 			t.Errorf("Kafka refused kbroker's controller as stale:\n%s", grepLines(kf.out.String(), bad))
 		}
 	}
+
+	// kill -9 of the Kafka leader: kbroker's controller elects the kbroker
+	// follower from the ISR, and it has every acknowledged record.
+	reassign(2, 3)
+	waitViews(t, "kbroker 3 back in Kafka's ISR", view(2, "[2 3]", "[2 3]"), addrs, topic)
+	want = append(want, produceAcked(t, addrs, topic, "e", 50)...)
+	if err := killProcGroup(kf.cmd); err != nil {
+		t.Fatalf("kill -9 of Kafka: %v", err)
+	}
+	<-kf.done
+	waitViews(t, "kbroker 3 leading after Kafka's kill",
+		fmt.Sprintf("controller 1 brokers [1 3]; %s-0 leader 3 replicas [2 3] isr [3]", topic), []string{ctrl.Addr(), kb.Addr()}, topic)
+	checkValues(t, kb.Addr(), topic, false, want)
 }
