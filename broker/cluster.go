@@ -70,6 +70,7 @@ func ControllerConfig(cfg config.Config, zk *zkclient.Client) zkcontroller.Confi
 		BrokerID:               cfg.NodeID,
 		ZK:                     zk,
 		Listener:               cfg.InterBrokerListener().Name,
+		IBP:                    cfg.Cluster.IBP,
 		UncleanLeaderElection:  cfg.Cluster.UncleanLeaderElection,
 		Logger:                 cfg.Logger,
 		AutoLeaderRebalance:    cfg.Cluster.AutoLeaderRebalance,
@@ -150,6 +151,14 @@ func (r *controllerRef) ElectLeaders(ctx context.Context, tps []controller.Topic
 		return nil, zkcontroller.ErrNotController
 	}
 	return c.ElectLeaders(ctx, tps, s)
+}
+
+func (r *controllerRef) AlterPartition(ctx context.Context, leader int32, brokerEpoch int64, tp controller.TopicPartition, leaderEpoch, partitionEpoch int32, isr []int32) (zkdata.PartitionState, error) {
+	c := r.get()
+	if c == nil {
+		return zkdata.PartitionState{}, zkcontroller.ErrNotController
+	}
+	return c.AlterPartition(ctx, leader, brokerEpoch, tp, leaderEpoch, partitionEpoch, isr)
 }
 
 func (r *controllerRef) Reassign(ctx context.Context, targets map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error) {

@@ -9,10 +9,12 @@ package compat
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,6 +52,13 @@ func startKafka39(t testing.TB, z *integration.ZooKeeper, chroot string, id int3
 // broker may have written, or will).
 func startKafka39Dir(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string) *kafka39Proc {
 	t.Helper()
+	return startKafka39With(t, z, chroot, id, logDir, nil)
+}
+
+// startKafka39With is startKafka39Dir with extra properties on top (a
+// later line of server.properties wins).
+func startKafka39With(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string, extra map[string]string) *kafka39Proc {
+	t.Helper()
 	cp := javaClasspath(t, javaModKafka39)
 	dir := t.TempDir()
 	k := &kafka39Proc{id: id, port: freePort(t), out: &syncBuffer{}}
@@ -64,6 +73,9 @@ transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 num.partitions=1
 `, id, k.port, z.Addr, chroot, logDir)
+	for _, key := range slices.Sorted(maps.Keys(extra)) {
+		props += key + "=" + extra[key] + "\n"
+	}
 	path := filepath.Join(dir, "server.properties")
 	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 		t.Fatal(err)

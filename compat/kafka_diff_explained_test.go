@@ -32,8 +32,8 @@ var apiVersionsExplained = map[string]string{
 	"ShareAcknowledge(79): Kafka v1-2, kbroker v0-2":    shareV0Kept,
 
 	// Newer versions kbroker does not serve yet.
-	"Fetch(1): Kafka v4-18, kbroker v4-16": "Fetch v17-18 add the follower's directory id (KIP-853) and the high watermark it knows: replication fields, " +
-		"for the cluster work (issue 11); the fetch path (broker/api/fetch.go, broker/replica/fetch_read.go) belongs to helper hardnet",
+	"Fetch(1): Kafka v4-18, kbroker v4-17": "Fetch v18 adds the high watermark the follower knows, a replication field no Kafka 3.x broker sends; " +
+		"v17 (the directory id of KIP-853) is what Kafka 3.9 followers send a kbroker leader",
 	"DescribeLogDirs(35): Kafka v1-5, kbroker v0-4": "v5 adds IsCordoned (cordoned log dirs), not in kbroker yet; broker/api/describe_log_dirs.go belongs to helper hardcoord; v0 kept (KIP-896)",
 
 	// Missing features, with the issue that adds them.

@@ -7,8 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Versions of the controller → broker requests, those Kafka 3.9 sends in
-// ZooKeeper mode (IBP ≥ 3.4).
+// Versions of the controller → broker requests at the default
+// inter.broker.protocol.version, those Kafka 3.9 sends in ZooKeeper mode
+// (IBP ≥ 3.4); Context.IBP picks older ones (protocol.IBP).
 const (
 	LeaderAndISRVersion   int16 = 7
 	UpdateMetadataVersion int16 = 8
@@ -141,7 +142,7 @@ func sortedKeys(m map[TopicPartition]bool) []TopicPartition {
 
 func (c *Context) leaderAndISRRequest(brokerEpoch int64, parts map[TopicPartition]bool) *kmsg.LeaderAndISRRequest {
 	req := kmsg.NewPtrLeaderAndISRRequest()
-	req.Version = LeaderAndISRVersion
+	req.Version = c.IBP.LeaderAndISRVersion()
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.ControllerID, c.Epoch, brokerEpoch
 	leaders := map[int32]bool{}
 	var topic *kmsg.LeaderAndISRRequestTopicState
@@ -187,7 +188,7 @@ var securityProtocolIDs = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAIN
 
 func (c *Context) updateMetadataRequest(brokerEpoch int64, parts map[TopicPartition]bool) *kmsg.UpdateMetadataRequest {
 	req := kmsg.NewPtrUpdateMetadataRequest()
-	req.Version = UpdateMetadataVersion
+	req.Version = c.IBP.UpdateMetadataVersion()
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.ControllerID, c.Epoch, brokerEpoch
 	var topic *kmsg.UpdateMetadataRequestTopicState
 	for _, tp := range sortedKeys(parts) {
@@ -235,7 +236,7 @@ func (c *Context) updateMetadataRequest(brokerEpoch int64, parts map[TopicPartit
 
 func (c *Context) stopReplicaRequest(brokerEpoch int64, parts map[TopicPartition]bool) *kmsg.StopReplicaRequest {
 	req := kmsg.NewPtrStopReplicaRequest()
-	req.Version = StopReplicaVersion
+	req.Version = c.IBP.StopReplicaVersion()
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = c.ControllerID, c.Epoch, brokerEpoch
 	var topic *kmsg.StopReplicaRequestTopic
 	for _, tp := range sortedKeys(parts) {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/kbroker/kbroker/protocol"
 )
 
 // TopicPartition names one partition.
@@ -138,6 +139,9 @@ type Context struct {
 	// Listener is the inter-broker listener whose endpoints LeaderAndIsr
 	// lists for leaders (inter.broker.listener.name).
 	Listener string
+	// IBP is inter.broker.protocol.version: the versions of the requests
+	// sent to brokers, Kafka's or kbroker's (zero: the default, 3.9).
+	IBP protocol.IBP
 }
 
 // NewContext returns an empty context for controller id at epoch.

@@ -14,7 +14,7 @@ type VersionRange struct{ Min, Max int16 }
 // is advertised that does not work.
 var supported = map[int16]VersionRange{
 	int16(kmsg.Produce):                {3, 13},
-	int16(kmsg.Fetch):                  {4, 16},
+	int16(kmsg.Fetch):                  {4, 17},
 	int16(kmsg.ListOffsets):            {1, 11},
 	int16(kmsg.Metadata):               {0, 13},
 	int16(kmsg.ApiVersions):            {0, 5},
@@ -119,6 +119,8 @@ var interBroker = map[int16]VersionRange{
 	int16(kmsg.StopReplica):        {0, 4},
 	int16(kmsg.UpdateMetadata):     {0, 8},
 	int16(kmsg.ControlledShutdown): {0, 3},
+	// Leader → controller (Kafka's leaders; broker/api/alter_partition.go).
+	int16(kmsg.AlterPartition): {0, 3},
 }
 
 // InterBroker returns the version range of an inter-broker API key.

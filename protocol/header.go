@@ -74,6 +74,10 @@ func ParseRequest(frame []byte) (Request, error) {
 			return Request{Header: h}, fmt.Errorf("%w: %v", ErrMalformedHeader, err)
 		}
 	}
+	if needsStopReplicaOrder(h.APIKey, h.APIVersion) {
+		rest = append([]byte(nil), rest...) // the frame is not ours to reorder
+		StopReplicaFromWire(h.APIKey, h.APIVersion, rest)
+	}
 	if err := body.ReadFrom(rest); err != nil {
 		return Request{Header: h}, fmt.Errorf("decoding %s v%d body: %w", kmsg.NameForKey(h.APIKey), h.APIVersion, err)
 	}

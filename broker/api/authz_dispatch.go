@@ -217,7 +217,8 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 		if !b.authorizedCluster(ctx, opClusterAction) {
 			return deny(shareStateDenied(req))
 		}
-	case *kmsg.LeaderAndISRRequest, *kmsg.StopReplicaRequest, *kmsg.UpdateMetadataRequest, *kmsg.ControlledShutdownRequest:
+	case *kmsg.LeaderAndISRRequest, *kmsg.StopReplicaRequest, *kmsg.UpdateMetadataRequest, *kmsg.ControlledShutdownRequest,
+		*kmsg.AlterPartitionRequest:
 		if b.cluster != nil { // a single node closes the connection (cluster.go)
 			return b.needCluster(ctx, req, opClusterAction)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/kbroker/kbroker/broker/metacache"
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,6 +47,9 @@ type ClusterController interface {
 	// Reassign starts (or, with the original replicas as target, cancels)
 	// reassignments; the map holds the partitions refused.
 	Reassign(ctx context.Context, targets map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error)
+	// AlterPartition applies a leader's proposed ISR (alter_partition.go)
+	// and returns the partition's state.
+	AlterPartition(ctx context.Context, leader int32, brokerEpoch int64, tp controller.TopicPartition, leaderEpoch, partitionEpoch int32, isr []int32) (zkdata.PartitionState, error)
 	// Reassignments lists the reassignments in progress.
 	Reassignments(ctx context.Context) (map[controller.TopicPartition]controller.Assignment, error)
 }

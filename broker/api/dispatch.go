@@ -108,6 +108,7 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleStopReplica))
 	add(on((*API).handleUpdateMetadata))
 	add(on((*API).handleControlledShutdown))
+	add(on((*API).handleAlterPartition)) // alter_partition.go
 	return h
 }
 

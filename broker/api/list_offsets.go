@@ -59,6 +59,9 @@ func (b *API) listOffset(version int16, isolation int8, replicaID int32, topicNa
 	if p == nil {
 		return b.notHostedErr(topicName, rp.Partition) // topic_lookup.go
 	}
+	if !p.Hosted() {
+		return kerr.NotLeaderForPartition // a debugging consumer asked a broker with no replica
+	}
 	if replicaID != debuggingConsumerID && !p.IsLeader() {
 		return kerr.NotLeaderForPartition
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -74,6 +75,10 @@ type ClusterConfig struct {
 	// which names the inter-broker listener when inter.broker.listener.name
 	// is not set (InterBrokerListener).
 	InterBrokerProtocol string
+	// IBP is inter.broker.protocol.version (3.9, Kafka 3.9's default):
+	// the versions of the requests this broker sends other brokers, as a
+	// ZooKeeper-mode Kafka broker derives them (protocol.IBP).
+	IBP protocol.IBP
 	// Rack is broker.rack ("" none).
 	Rack string
 }
@@ -160,6 +165,11 @@ var clusterProps = map[string]prop{
 			return nil
 		}
 		return fmt.Errorf("unknown security protocol %q", v)
+	}},
+	"inter.broker.protocol.version": {protocol.DefaultIBP.String(), kmsg.ConfigTypeString, "The inter-broker protocol of a ZooKeeper-mode Kafka 3.0 to 3.9 cluster: the versions of the requests brokers send each other.", func(c *Config, v string) error {
+		ibp, err := protocol.ParseIBP(v)
+		c.Cluster.IBP = ibp
+		return err
 	}},
 	"broker.rack": {"", kmsg.ConfigTypeString, "The rack of the broker, for rack-aware replica assignment.", func(c *Config, v string) error {
 		c.Cluster.Rack = strings.TrimSpace(v)

@@ -3,6 +3,8 @@ package config
 import (
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/protocol"
 )
 
 func TestClusterDefaultsAreKafkas(t *testing.T) {
@@ -20,7 +22,7 @@ func TestClusterDefaultsAreKafkas(t *testing.T) {
 		NumReplicaFetchers: 1, ReplicaSocketTimeout: 30 * time.Second,
 		AutoLeaderRebalance: true, LeaderImbalanceCheckInterval: 300 * time.Second, LeaderImbalancePercent: 10,
 		ControlledShutdown: true, ControlledShutdownMaxRetries: 3, ControlledShutdownRetryBackoff: 5 * time.Second,
-		OffsetsTopicReplicationFactor: 3, TxnStateReplicationFactor: 3, TxnStateMinISR: 2, ShareStateReplicationFactor: 3, ShareStateMinISR: 2, InterBrokerProtocol: "PLAINTEXT",
+		OffsetsTopicReplicationFactor: 3, TxnStateReplicationFactor: 3, TxnStateMinISR: 2, ShareStateReplicationFactor: 3, ShareStateMinISR: 2, InterBrokerProtocol: "PLAINTEXT", IBP: protocol.IBP39IV0,
 	}
 	if c != want {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)

@@ -21,6 +21,9 @@ type fakeReplicas struct {
 	failAt   int
 }
 
+// PartitionOf knows no partition: appends go to the topic value's.
+func (f *fakeReplicas) PartitionOf(string, int32) *replica.Partition { return nil }
+
 func (f *fakeReplicas) AppendInternal(p *replica.Partition, batch []byte, done func(error)) {
 	if len(f.appended)+1 == f.failAt {
 		f.appended = append(f.appended, p)

@@ -269,7 +269,7 @@ func (g *groups) leadershipChanged(part int32, leader bool) {
 	}
 	switch {
 	case leader && !g.mu.loaded[part]:
-		n, err := g.loadPartitionLocked(g.mu.topic.Partitions[part])
+		n, err := g.loadPartitionLocked(currentPartition(g.b.rm, g.mu.topic, part))
 		if err != nil {
 			g.b.log.Error("loading group coordinator partition failed; reloading the coordinator", "err", err)
 			g.dropLocked()
@@ -406,6 +406,17 @@ func (g *groups) persistLocked(recs []group.Record, done func(error)) {
 	appendInternal(g.b.rm, g.mu.topic, g.b.now(), recs, group.PartitionFor, done)
 }
 
+// currentPartition is partition part of t as rm holds it now. t is the
+// snapshot a coordinator took when it loaded; in a cluster a partition
+// this broker gets a replica of later (or again) is a new value in rm, and
+// the snapshot's is absent or closed.
+func currentPartition(rm Replicas, t *replica.Topic, part int32) *replica.Partition {
+	if p := rm.PartitionOf(t.Meta.Name, part); p != nil {
+		return p
+	}
+	return t.Partitions[part]
+}
+
 // appendInternal appends coordinator records to an internal topic, one
 // batch per partition, the partition of each record chosen by partitionFor
 // of its key (group or transactional id). The batches are written in order,
@@ -439,7 +450,7 @@ func appendInternal(rm Replicas, t *replica.Topic, now time.Time, recs []group.R
 			done(err)
 			return
 		}
-		rm.AppendInternal(t.Partitions[pi], batch, func(err error) {
+		rm.AppendInternal(currentPartition(rm, t, pi), batch, func(err error) {
 			if err != nil {
 				done(fmt.Errorf("append to %s-%d: %w", t.Meta.Name, pi, err))
 				return

@@ -126,7 +126,7 @@ func (g *groups) appendTxnOffsetsLocked(part int32, producerID int64, epoch int1
 		done(err)
 		return
 	}
-	g.b.rm.AppendInternal(g.mu.topic.Partitions[part], batch, done)
+	g.b.rm.AppendInternal(currentPartition(g.b.rm, g.mu.topic, part), batch, done)
 }
 
 // MarkUnstableOffsets marks the partitions of an OffsetFetch answer that

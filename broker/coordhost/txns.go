@@ -200,7 +200,7 @@ func (x *txns) leadershipChanged(part int32, leader bool) {
 	}
 	switch {
 	case leader && !x.mu.loaded[part]:
-		n, err := x.loadPartitionLocked(x.mu.topic.Partitions[part])
+		n, err := x.loadPartitionLocked(currentPartition(x.b.rm, x.mu.topic, part))
 		if err != nil {
 			x.b.log.Error("loading transaction coordinator partition failed; reloading the coordinator", "err", err)
 			x.dropLocked()

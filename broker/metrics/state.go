@@ -91,7 +91,7 @@ func (c *stateCollector) collectPartitions(gauge func(*prometheus.Desc, float64,
 	var parts, leaders, under int
 	for _, t := range c.src.Replicas.Topics() {
 		for _, p := range t.Partitions {
-			if p == nil {
+			if p == nil || !p.Hosted() {
 				continue
 			}
 			parts++

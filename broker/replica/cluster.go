@@ -130,6 +130,9 @@ func (m *Manager) Replicated() bool { return m.cluster() != nil }
 // of the log dir checkpoint. m.mu must be held.
 func (m *Manager) enterClusterLocked(t *Topic) {
 	for _, p := range t.Partitions {
+		if !p.Hosted() {
+			continue
+		}
 		hw, ok := p.Dir.HighWatermarks()[tpOf(p)]
 		p.enterCluster(hw, ok)
 	}

@@ -38,6 +38,10 @@ type testCluster struct {
 	rc     ReplicationConfig
 	manual bool
 	minISR string
+	// zk starts the brokers with zookeeper.connect set, as brokers of a
+	// ZooKeeper cluster are (nothing dials it here): a missing log is then
+	// created only for a replica a LeaderAndIsr gives.
+	zk bool
 
 	mu      sync.Mutex
 	states  map[storage.TopicPartition]PartitionState
@@ -156,9 +160,13 @@ type testBroker struct {
 
 func (c *testCluster) start(id int32, dir string) *testBroker {
 	c.t.Helper()
-	cfg, _, err := config.ParseConfig(map[string]string{
+	props := map[string]string{
 		"log.dirs": filepath.Join(dir, "data"), "broker.id": strconv.Itoa(int(id)), "min.insync.replicas": c.minISR,
-	})
+	}
+	if c.zk {
+		props["zookeeper.connect"] = "127.0.0.1:1/unused"
+	}
+	cfg, _, err := config.ParseConfig(props)
 	if err != nil {
 		c.t.Fatal(err)
 	}

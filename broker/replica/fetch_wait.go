@@ -198,7 +198,7 @@ func (m *Manager) fetchPartitions(req *kmsg.FetchRequest) []*Partition {
 		}
 		for _, rp := range rt.Partitions {
 			if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
-				if p := t.Partitions[rp.Partition]; !seen[p] {
+				if p := t.Partitions[rp.Partition]; p.Hosted() && !seen[p] {
 					seen[p] = true
 					out = append(out, p)
 				}

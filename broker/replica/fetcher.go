@@ -326,7 +326,7 @@ const requestTimeout = 30 * time.Second
 // each log as isr.Truncate decides.
 func (f *fetcher) truncate(conn *kconn.Conn, parts map[storage.TopicPartition]fetchPart) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.Version = 3
+	req.Version = f.m.cfg.Cluster.IBP.OffsetForLeaderEpochVersion()
 	req.ReplicaID = f.self
 	byTopic := map[string]int{}
 	asked := map[storage.TopicPartition]bool{}
@@ -420,11 +420,15 @@ func (f *fetcher) applyTruncation(tp storage.TopicPartition, fp fetchPart, leade
 
 // fetch runs one Fetch for parts and applies the answer.
 func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetchPart) error {
+	// The version inter.broker.protocol.version gives, as a Kafka
+	// follower sends: a Kafka leader of a mixed cluster gets what its own
+	// followers send. v15 moved the replica id into ReplicaState; its
+	// broker epoch -1 is one Kafka's leaders accept (any epoch).
 	req := kmsg.NewPtrFetchRequest()
-	req.Version = 15
+	req.Version = f.m.cfg.Cluster.IBP.FetchVersion()
 	for _, fp := range parts {
 		if fp.topicID == ([16]byte{}) {
-			req.Version = 12 // names, not topic ids
+			req.Version = min(req.Version, 12) // names, not topic ids
 		}
 	}
 	req.ReplicaID = f.self

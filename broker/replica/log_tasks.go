@@ -105,7 +105,11 @@ func (m *Manager) AllPartitions() []*Partition {
 	defer m.mu.RUnlock()
 	var out []*Partition
 	for _, t := range m.mu.topics {
-		out = append(out, t.Partitions...)
+		for _, p := range t.Partitions {
+			if p.Hosted() {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

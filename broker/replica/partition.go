@@ -81,6 +81,24 @@ func (m *Manager) partitionEnv() partitionEnv {
 		cluster: m.cluster() != nil}
 }
 
+// newAbsentPartition is partition index of t as a broker of a cluster
+// holds it before it gets a replica of it (or after it lost one): no log,
+// no dir, closed. Kafka creates a partition's log only when a LeaderAndIsr
+// gives the broker a replica of it; so does kbroker (replicaPartition
+// replaces this value with an open one then).
+func newAbsentPartition(t *Topic, index int32, env partitionEnv) *Partition {
+	p := &Partition{Topic: t, Index: index, logger: env.logger, env: env}
+	p.mu.arrived = make(chan struct{})
+	p.mu.producers = producerStates{}
+	p.mu.repl.kind = replNone
+	p.close()
+	return p
+}
+
+// Hosted reports whether this broker holds a log of the partition; an
+// absent partition (newAbsentPartition) has none and is closed.
+func (p *Partition) Hosted() bool { return p.Log != nil }
+
 func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env partitionEnv) (*Partition, error) {
 	logger := env.logger
 	p := &Partition{Topic: t, Index: index, Log: log, Dir: dir, logger: logger, env: env}
@@ -292,6 +310,9 @@ func (p *Partition) wakeStateLocked() {
 // it without a leader, as Kafka shows a partition whose only replica is on
 // an offline dir.
 func (p *Partition) Offline() error {
+	if !p.Hosted() {
+		return nil
+	}
 	if err := p.Log.Offline(); err != nil {
 		return err
 	}
@@ -342,6 +363,10 @@ type AppendResult struct {
 	Err           *kerr.Error
 }
 
+// errPartitionAbsent reports a read of a partition this broker holds no
+// replica of.
+var errPartitionAbsent = errors.New("no replica of the partition on this broker")
+
 // errPartitionClosed reports an append to a deleted or shut-down partition.
 var errPartitionClosed = errors.New("partition closed")
 
@@ -383,6 +408,9 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 // already be acknowledged (a coordinator that stopped at the HW would forget
 // a LeaveGroup it had answered and wait for the departed member).
 func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Record)) error {
+	if !p.Hosted() {
+		return fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, errPartitionAbsent)
+	}
 	off, end := p.Log.LogStartOffset(), p.Log.LogEndOffset()
 	for off < end {
 		data, err := p.Log.Read(off, rebuildChunk, end, true)

@@ -306,8 +306,11 @@ func (m *Manager) MakeFollower(topic string, partition int32, topicID [16]byte, 
 // every partition of it is).
 func (m *Manager) StopReplica(topic string, partition int32, deletePartition bool) error {
 	p := m.PartitionOf(topic, partition)
-	if p == nil {
-		return nil // nothing hosted: already stopped
+	if p == nil || p.isClosed() {
+		// Nothing hosted (no replica here, or its log already deleted):
+		// already stopped. A closed partition's arrival channel is
+		// closed for good, so it must not be woken again.
+		return nil
 	}
 	m.removeFollower(p)
 	if p.stop() {
@@ -402,35 +405,23 @@ func (m *Manager) replicaPartition(topic string, partition int32, topicID [16]by
 }
 
 // growTopicLocked returns a topic value with meta's partitions: those of t
-// (nil: none yet) kept as they are, the others opened (logs created when
-// missing) with no role yet. m.mu must be held.
+// (nil: none yet) kept as they are, the others opened over the logs this
+// broker has of them, or absent (openPartition): the caller creates the
+// log of the one partition it was given a replica of, never those of the
+// topic's other partitions. m.mu must be held.
 func (m *Manager) growTopicLocked(t *Topic, meta controller.Topic) (*Topic, error) {
 	nt := &Topic{Meta: meta, conf: newTopicConf(m.topicDefaults(), meta.Configs)}
 	if t != nil {
 		nt.conf = t.conf
 		nt.Partitions = append(nt.Partitions, t.Partitions...)
 	}
-	for i := int32(len(nt.Partitions)); i < meta.Partitions; i++ {
-		tp := storage.TopicPartition{Topic: meta.Name, Partition: i}
-		var (
-			log *storage.Log
-			dir *storage.Dir
-		)
-		for _, d := range m.dirs {
-			if l := d.Log(tp); l != nil {
-				log, dir = l, d
-				break
-			}
-		}
-		if log == nil {
-			dir = m.leastLoadedDir()
-			var err error
-			if log, err = dir.Create(tp, m.logConfig(meta.Configs)); err != nil {
-				return nil, fmt.Errorf("creating log for %s-%d: %w", meta.Name, i, err)
-			}
-		}
-		p, err := newPartition(nt, i, log, dir, m.partitionEnv())
+	kept := len(nt.Partitions)
+	for i := int32(kept); i < meta.Partitions; i++ {
+		p, _, err := m.openPartition(nt, i)
 		if err != nil {
+			for _, p := range nt.Partitions[kept:] {
+				p.close() // opened here over logs found on disk: nothing to remove
+			}
 			return nil, err
 		}
 		nt.Partitions = append(nt.Partitions, p)

@@ -75,6 +75,9 @@ func (m *Manager) applyTopicConfigsLocked(t *Topic, next map[string]string) {
 	t.conf.p.Store(resolveSettings(m.topicDefaults(), next))
 	lc := m.logConfig(next)
 	for _, p := range t.Partitions {
+		if !p.Hosted() {
+			continue
+		}
 		if err := p.Log.SetConfig(lc); err != nil {
 			m.log.Error("applying topic configs to log failed", "topic", name, "partition", p.Index, "err", err)
 		}

@@ -142,18 +142,15 @@ func (m *Manager) openTopic(meta controller.Topic) (*Topic, error) {
 
 // openPartition opens partition i of t over its log, creating the log in
 // the least loaded dir if no dir has it (isNew). A log created here is
-// removed again if the partition cannot be opened over it.
+// removed again if the partition cannot be opened over it. In a cluster a
+// missing log is not created: the partition is absent until a LeaderAndIsr
+// gives this broker a replica of it (replicaPartition), as in Kafka, whose
+// brokers hold logs of their own replicas only.
 func (m *Manager) openPartition(t *Topic, i int32) (p *Partition, isNew bool, err error) {
 	tp := storage.TopicPartition{Topic: t.Meta.Name, Partition: i}
-	var (
-		log *storage.Log
-		dir *storage.Dir
-	)
-	for _, d := range m.dirs {
-		if l := d.Log(tp); l != nil {
-			log, dir = l, d
-			break
-		}
+	log, dir := m.findLog(tp)
+	if log == nil && (m.cfg.Cluster.Enabled() || m.Replicated()) {
+		return newAbsentPartition(t, i, m.partitionEnv()), false, nil
 	}
 	if log == nil {
 		dir = m.leastLoadedDir()
@@ -171,11 +168,24 @@ func (m *Manager) openPartition(t *Topic, i int32) (p *Partition, isNew bool, er
 	return p, isNew, nil
 }
 
+// findLog returns the log of tp and its dir, or nils when no dir has it.
+func (m *Manager) findLog(tp storage.TopicPartition) (*storage.Log, *storage.Dir) {
+	for _, d := range m.dirs {
+		if l := d.Log(tp); l != nil {
+			return l, d
+		}
+	}
+	return nil, nil
+}
+
 // removeLogs closes partitions that were created for a topic or partition
 // count that could not be completed, and removes their logs.
 func (m *Manager) removeLogs(ps []*Partition) {
 	for _, p := range ps {
 		p.close()
+		if !p.Hosted() {
+			continue
+		}
 		m.removeLog(p.Dir, storage.TopicPartition{Topic: p.Topic.Meta.Name, Partition: p.Index})
 	}
 }
@@ -315,6 +325,9 @@ func (m *Manager) DeleteTopic(name string) *kerr.Error {
 	m.mu.Unlock()
 	for _, p := range t.Partitions {
 		p.close()
+		if !p.Hosted() {
+			continue
+		}
 		tp := storage.TopicPartition{Topic: name, Partition: p.Index}
 		if err := p.Dir.Remove(tp); err != nil && !errors.Is(err, os.ErrNotExist) {
 			m.log.Error("removing partition data", "topic", name, "partition", p.Index, "err", err)
@@ -330,6 +343,9 @@ func (m *Manager) writeHighWatermarks() error {
 	m.mu.RLock()
 	for _, t := range m.mu.topics {
 		for _, p := range t.Partitions {
+			if !p.Hosted() {
+				continue
+			}
 			if per[p.Dir] == nil {
 				per[p.Dir] = map[storage.TopicPartition]int64{}
 			}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkclient"
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -118,4 +120,69 @@ func (c *Controller) Reassignments(ctx context.Context) (map[controller.TopicPar
 		return nil
 	})
 	return out, err
+}
+
+// AlterPartition handles one partition of an AlterPartition request
+// (KIP-497): leader broker at brokerEpoch (-1: not checked) proposes isr
+// for tp at its leaderEpoch and partitionEpoch (the zkVersion of the
+// partition's state znode, as Kafka's ZooKeeper controller uses it). It
+// returns the state written, or the one in place when nothing changes,
+// and a kerr for a refused proposal: FENCED_LEADER_EPOCH,
+// NOT_LEADER_OR_FOLLOWER, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA,
+// UNKNOWN_TOPIC_OR_PARTITION. Kafka 3.x leaders send it to the controller
+// instead of writing the ISR themselves; kbroker's leaders write it and
+// notify (/isr_change_notification), which Kafka's controller reads too.
+func (c *Controller) AlterPartition(ctx context.Context, leader int32, brokerEpoch int64, tp controller.TopicPartition, leaderEpoch, partitionEpoch int32, isr []int32) (zkdata.PartitionState, error) {
+	var out zkdata.PartitionState
+	err := c.call(ctx, func() error {
+		mc := c.machine.Ctx
+		if lb, ok := mc.Live[leader]; !ok || (brokerEpoch >= 0 && lb.Epoch != brokerEpoch) {
+			return fmt.Errorf("AlterPartition from broker %d at epoch %d: %w", leader, brokerEpoch, kerr.StaleBrokerEpoch)
+		}
+		st, ok := mc.States[tp]
+		a, assigned := mc.Assignment(tp)
+		if !ok || !assigned || mc.Deleting[tp.Topic] {
+			return fmt.Errorf("partition %s: %w", tp, kerr.UnknownTopicOrPartition)
+		}
+		out = st.Clone()
+		switch {
+		case leaderEpoch < st.LeaderEpoch:
+			return fmt.Errorf("partition %s: leader epoch %d, current %d: %w", tp, leaderEpoch, st.LeaderEpoch, kerr.FencedLeaderEpoch)
+		case st.Leader != leader || leaderEpoch > st.LeaderEpoch:
+			return fmt.Errorf("partition %s: broker %d is not its leader (%d, epoch %d): %w", tp, leader, st.Leader, st.LeaderEpoch, kerr.NotLeaderForPartition)
+		case partitionEpoch != st.ZkVersion:
+			return fmt.Errorf("partition %s: partition epoch %d, current %d: %w", tp, partitionEpoch, st.ZkVersion, kerr.InvalidUpdateVersion)
+		}
+		if slices.Equal(sortedIDs(isr), sortedIDs(st.ISR)) {
+			return nil // already in place
+		}
+		if !slices.Contains(isr, leader) {
+			return fmt.Errorf("partition %s: proposed ISR %v leaves out its leader %d: %w", tp, isr, leader, kerr.InvalidRequest)
+		}
+		for _, id := range isr {
+			if _, live := mc.Live[id]; !live || !slices.Contains(a.Replicas, id) {
+				return fmt.Errorf("partition %s: proposed ISR %v names broker %d that is not a live replica: %w", tp, isr, id, kerr.IneligibleReplica)
+			}
+		}
+		next, err := c.zk.ChangeISR(zkdata.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, st, isr)
+		switch {
+		case errors.Is(err, zkclient.ErrBadVersion):
+			return fmt.Errorf("partition %s: state changed in ZooKeeper: %w", tp, kerr.InvalidUpdateVersion)
+		case err != nil && next.ZkVersion == st.ZkVersion:
+			return fmt.Errorf("partition %s: writing the ISR: %w", tp, err)
+		}
+		// Written; the change notification (or its failure) only makes
+		// the controller tell the brokers, which it does now.
+		out = next
+		o, err := c.machine.OnISRChange([]controller.TopicPartition{tp})
+		return c.apply(o, err)
+	})
+	return out, err
+}
+
+// sortedIDs is a sorted copy of ids.
+func sortedIDs(ids []int32) []int32 {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
 }

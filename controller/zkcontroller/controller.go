@@ -13,6 +13,7 @@ import (
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/controller/zkclient"
 	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/protocol/kconn"
 )
 
@@ -23,6 +24,10 @@ type Config struct {
 	// Listener is inter.broker.listener.name: requests go to, and
 	// LeaderAndIsr names, the brokers' endpoints on it (default PLAINTEXT).
 	Listener string
+	// IBP is inter.broker.protocol.version (zero: 3.9): the versions of
+	// LeaderAndIsr, UpdateMetadata and StopReplica, as Kafka's
+	// ControllerChannelManager derives them.
+	IBP protocol.IBP
 	// Conn is how the controller's connections to brokers authenticate
 	// and encrypt (the inter-broker listener's security protocol).
 	Conn kconn.Options
@@ -385,6 +390,7 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	c.log.Info("became controller", "epoch", epoch)
 	ctx := controller.NewContext(c.cfg.BrokerID, epoch, epochVersion)
 	ctx.Listener = c.cfg.Listener
+	ctx.IBP = c.cfg.IBP
 	ctx.Unclean = c.unclean
 	c.machine = controller.NewMachine(ctx, zkStates{c.zk})
 	c.isActive.Store(true)

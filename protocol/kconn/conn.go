@@ -19,6 +19,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -129,6 +130,10 @@ func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	}
 	c.corr++
 	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.opts.ClientID)).AppendRequest(nil, req, c.corr)
+	if n := len(req.AppendTo(nil)); n <= len(buf) {
+		// The body ends the frame; StopReplica v4 in Kafka's field order.
+		protocol.StopReplicaToWire(req.Key(), req.GetVersion(), buf[len(buf)-n:])
+	}
 	if _, err := c.conn.Write(buf); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", name, err)
 	}
