@@ -30,14 +30,7 @@ func TestKafkaJSSchemaRegistry(t *testing.T) {
 	}
 	dir := filepath.Join(compatDir(t), "js")
 	script := filepath.Join(dir, "kafkajs_schema_registry.js")
-	regPort, proxyPort := freePort(t), freePort(t)
-	b := startBroker(t, t.TempDir(),
-		fmt.Sprintf("schema.registry.listeners=http://127.0.0.1:%d", regPort),
-		fmt.Sprintf("rest.proxy.listeners=http://127.0.0.1:%d", proxyPort),
-		"group.initial.rebalance.delay.ms=0")
-	registry := fmt.Sprintf("http://127.0.0.1:%d", regPort)
-	proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
-	waitHTTP(t, registry+"/readyz")
+	b, registry, proxy := startRegistryBroker(t)
 
 	run := func(args ...string) []byte {
 		t.Helper()
@@ -80,12 +73,12 @@ func TestKafkaJSSchemaRegistry(t *testing.T) {
 
 	// kbroker's REST Proxy reads the JavaScript serializers' records.
 	proxyWant := map[string]struct{ format, topic string }{
-		"avro":     {"avro", "sr-avro"},
-		"json":     {"jsonschema", "sr-json"},
+		"avro": {"avro", "sr-avro"},
+		"json": {"jsonschema", "sr-json"},
 	}
 	proxyVals := map[string][]string{
-		"avro":     {`{"id":"a1","note":null,"qty":2}`, `{"id":"a2","note":{"string":"rush"},"qty":5}`},
-		"json":     {`{"id":"j1","qty":1}`, `{"id":"j2","qty":9}`},
+		"avro": {`{"id":"a1","note":null,"qty":2}`, `{"id":"a2","note":{"string":"rush"},"qty":5}`},
+		"json": {`{"id":"j1","qty":1}`, `{"id":"j2","qty":9}`},
 	}
 	for name, p := range proxyWant {
 		got := readThroughProxy(t, proxy, p.format, p.topic, 2)
@@ -119,6 +112,22 @@ func TestKafkaJSSchemaRegistry(t *testing.T) {
 			t.Errorf("kafkajs reading the REST Proxy's %s record: %v, want %s last", c.format, got, c.want)
 		}
 	}
+}
+
+// startRegistryBroker starts kbroker with its Schema Registry and REST
+// Proxy on fresh ports and waits until the registry is ready; it returns
+// the broker and the two base URLs.
+func startRegistryBroker(t *testing.T) (b *brokerProc, registry, proxy string) {
+	t.Helper()
+	regPort, proxyPort := freePort(t), freePort(t)
+	b = startBroker(t, t.TempDir(),
+		fmt.Sprintf("schema.registry.listeners=http://127.0.0.1:%d", regPort),
+		fmt.Sprintf("rest.proxy.listeners=http://127.0.0.1:%d", proxyPort),
+		"group.initial.rebalance.delay.ms=0")
+	registry = fmt.Sprintf("http://127.0.0.1:%d", regPort)
+	proxy = fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
+	waitHTTP(t, registry+"/readyz")
+	return b, registry, proxy
 }
 
 // compactAll is each JSON value without insignificant whitespace.

@@ -2,7 +2,6 @@ package compat
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,13 +22,7 @@ func TestConfluentPythonSchemaRegistry(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(deps, "fastavro")); err != nil {
 		t.Fatalf("fastavro is not installed in %s (%v): run scripts/test.sh", deps, err)
 	}
-	regPort, proxyPort := freePort(t), freePort(t)
-	b := startBroker(t, t.TempDir(),
-		fmt.Sprintf("schema.registry.listeners=http://127.0.0.1:%d", regPort),
-		fmt.Sprintf("rest.proxy.listeners=http://127.0.0.1:%d", proxyPort),
-		"group.initial.rebalance.delay.ms=0")
-	registry := fmt.Sprintf("http://127.0.0.1:%d", regPort)
-	waitHTTP(t, registry+"/readyz")
+	b, registry, proxy := startRegistryBroker(t)
 
 	cmd := exec.Command(debianPython, filepath.Join(compatDir(t), "py", "confluent_kafka_schema_registry.py"), b.Addr(), registry, "py")
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+deps)
@@ -74,7 +67,6 @@ func TestConfluentPythonSchemaRegistry(t *testing.T) {
 	if !slices.Equal(res.Deleted, []int{1}) || !slices.Equal(res.Subjects, []string{"py-avro-value", "py-protobuf-value"}) {
 		t.Errorf("after deleting py-json-value: deleted %v, subjects %v", res.Deleted, res.Subjects)
 	}
-	proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
 	if got := readThroughProxy(t, proxy, "protobuf", "py-protobuf", 2); strings.Join(got, " ") != `{"id":"p1","qty":3} {"id":"p2","qty":7}` {
 		t.Errorf("the Python serializer's Protobuf read by kbroker's REST Proxy: %v", got)
 	}

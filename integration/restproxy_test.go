@@ -18,16 +18,7 @@ import (
 // know it would. v3 lists the cluster's three brokers on every proxy.
 func TestRestProxyOnThreeBrokers(t *testing.T) {
 	z := StartZooKeeper(t)
-	proxyPorts := map[int32]int{}
-	bs := StartClusterFunc(t, z, 3, func(b *BrokerProc) map[string]string {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxyPorts[b.ID] = port
-		return map[string]string{"rest.proxy.listeners": fmt.Sprintf("http://127.0.0.1:%d", port), "default.replication.factor": "2"}
-	})
-	waitClusterFormed(t, bs, 3)
+	bs, proxyPorts := startClusterWithHTTP(t, z, 3, "rest.proxy.listeners", map[string]string{"default.replication.factor": "2"})
 	do := func(b *BrokerProc, method, path, ct, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", proxyPorts[b.ID], path), strings.NewReader(body))
@@ -125,4 +116,27 @@ func TestRestProxyOnThreeBrokers(t *testing.T) {
 	if status, body := do(bs[1], "DELETE", inst, ctV2, ""); status != 204 {
 		t.Errorf("deleting the instance: %d %s", status, body)
 	}
+}
+
+// startClusterWithHTTP starts n brokers, each with its own free loopback
+// port in the HTTP listener property prop (schema.registry.listeners,
+// rest.proxy.listeners), plus extra, and waits until the cluster formed;
+// it returns the brokers and each one's port.
+func startClusterWithHTTP(t *testing.T, z *ZooKeeper, n int, prop string, extra map[string]string) ([]*BrokerProc, map[int32]int) {
+	t.Helper()
+	ports := map[int32]int{}
+	bs := StartClusterFunc(t, z, n, func(b *BrokerProc) map[string]string {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[b.ID] = port
+		props := map[string]string{prop: fmt.Sprintf("http://127.0.0.1:%d", port)}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return props
+	})
+	waitClusterFormed(t, bs, n)
+	return bs, ports
 }

@@ -19,16 +19,7 @@ import (
 // broker is back every broker serves the same subjects, versions and ids.
 func TestSchemaRegistryWriterFailover(t *testing.T) {
 	z := StartZooKeeper(t)
-	regPorts := map[int32]int{}
-	bs := StartClusterFunc(t, z, 3, func(b *BrokerProc) map[string]string {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		regPorts[b.ID] = port
-		return map[string]string{"schema.registry.listeners": fmt.Sprintf("http://127.0.0.1:%d", port)}
-	})
-	waitClusterFormed(t, bs, 3)
+	bs, regPorts := startClusterWithHTTP(t, z, 3, "schema.registry.listeners", nil)
 	url := func(b *BrokerProc) string { return fmt.Sprintf("http://127.0.0.1:%d", regPorts[b.ID]) }
 	call := func(b *BrokerProc, method, path, body string) (int, string, error) {
 		req, err := http.NewRequest(method, url(b)+path, strings.NewReader(body))
