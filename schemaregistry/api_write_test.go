@@ -195,3 +195,22 @@ func TestNormalize(t *testing.T) {
 	rb.expect("GET", "/config/n", "", 200, `{"normalize":true}`)
 	rb.expect("POST", "/subjects/n/versions", schemaBody(b, "JSON"), 200, `{"id":1}`)
 }
+
+// TestNormalizeProtobuf: with normalize=true two .proto files that differ
+// only in layout and comments are one schema, stored as protoprint prints
+// it; without normalize the text is kept as sent (so ids of schemas
+// registered before normalization existed do not change).
+func TestNormalizeProtobuf(t *testing.T) {
+	rb := startRegistry(t, t.TempDir())
+	a := "syntax = \"proto3\";\npackage kb;\nmessage M { string a = 1; int32 b = 2; }"
+	b := "// an order\nsyntax = \"proto3\";\n\npackage kb;\n\nmessage M {\n  string a = 1; // the name\n  int32 b = 2;\n}\n"
+	rb.expect("POST", "/subjects/p/versions?normalize=true", schemaBody(a, "PROTOBUF"), 200, `{"id":1}`)
+	rb.expect("POST", "/subjects/p/versions?normalize=true", schemaBody(b, "PROTOBUF"), 200, `{"id":1}`)
+	r := rb.do("GET", "/schemas/ids/1/schema", "")
+	if r.status != 200 || strings.Contains(r.body, "//") || !strings.Contains(r.body, "message M {") || !strings.Contains(r.body, "string a = 1;") {
+		t.Errorf("the normalized schema: %d %q", r.status, r.body)
+	}
+	rb.expect("PUT", "/config/q", `{"compatibility":"NONE"}`, 200, `{"compatibility":"NONE"}`)
+	rb.expect("POST", "/subjects/q/versions", schemaBody(a, "PROTOBUF"), 200, `{"id":2}`)
+	rb.expect("POST", "/subjects/q/versions", schemaBody(b, "PROTOBUF"), 200, `{"id":3}`)
+}

@@ -30,12 +30,21 @@ func parseProtobuf(text string, refs []refSource) (parsedSchema, error) {
 	return &protoSchema{fd: fd, text: strings.TrimSpace(text)}, nil
 }
 
-// canonical is the text as sent (trimmed): there is no Protobuf printer
-// among the libraries used here, so a reformatted file is a new schema.
+// canonical is the text as sent (trimmed): ids of schemas registered
+// before there was a printer must stay theirs, so the text is kept; a
+// schema sent as a serialized descriptor is stored printed.
 func (p *protoSchema) canonical() string { return p.text }
 
-// normalized is the canonical text (see canonical).
-func (p *protoSchema) normalized() string { return p.text }
+// normalized (normalize=true) is the file printed by protoprint without
+// comments: whitespace, comments and layout do not make a new schema.
+// Should the printer fail, the text as sent.
+func (p *protoSchema) normalized() string {
+	text, err := codec.PrintProto(p.fd)
+	if err != nil {
+		return p.text
+	}
+	return text
+}
 
 // canRead applies Confluent's Protobuf rules: the changes from old to this
 // schema must all be among Confluent's compatible ones.

@@ -86,11 +86,21 @@ func ProtoFromSerialized(text string) (out string, ok bool, err error) {
 	if err != nil {
 		return "", true, fmt.Errorf("the serialized descriptor is not a valid file: %w", err)
 	}
-	var b strings.Builder
-	if err := (&protoprint.Printer{}).PrintProtoFile(fd, &b); err != nil {
+	printed, err := PrintProto(fd)
+	if err != nil {
 		return "", true, fmt.Errorf("printing the serialized descriptor: %w", err)
 	}
-	return b.String(), true, nil
+	return printed, true, nil
+}
+
+// PrintProto prints fd as .proto text with protoprint's layout: two files
+// that differ only in whitespace, comments or layout print the same.
+func PrintProto(fd protoreflect.FileDescriptor) (string, error) {
+	var b strings.Builder
+	if err := (&protoprint.Printer{OmitComments: protoprint.CommentsAll}).PrintProtoFile(fd, &b); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
 }
 
 // CompileProtobuf compiles a .proto file with protocompile; its imports
