@@ -88,11 +88,18 @@ func (l login) opts() []kgo.Opt {
 	return opts
 }
 
-// userClient is the shared Kafka client of one login.
+// userClient is the shared Kafka client of one login. One unused for
+// Config.InstanceTimeout (no call holding it) is closed by the expiry
+// goroutine, so the clients of logins that stopped calling do not pile up.
 type userClient struct {
 	login login
 	cl    *kgo.Client
 	adm   *kadm.Client
+
+	// busy counts the calls holding the client and lastUsed is the unix
+	// nanoseconds of the last one's end; both change under Proxy.mu.
+	busy     int
+	lastUsed int64
 }
 
 // Proxy serves the REST Proxy API. Its Kafka clients are created at the
@@ -219,6 +226,7 @@ func (p *Proxy) handleBody(pattern, contentType string, bodyDeadline bool, h han
 		stopAfter := context.AfterFunc(p.stopped, cancel)
 		defer stopAfter()
 		c := &call{ctx: ctx, w: w, r: r, p: p, login: lg}
+		defer c.release()
 		if err := h(c); err != nil {
 			writeError(w, contentType, err)
 		}
@@ -288,8 +296,37 @@ func (c *call) client() (*userClient, error) {
 		uc = &userClient{login: c.login, cl: cl, adm: kadm.NewClient(cl)}
 		p.mu.clients[c.login.user] = uc
 	}
+	uc.busy++
 	c.uc = uc
 	return uc, nil
+}
+
+// release lets go of the call's user client, if it took one.
+func (c *call) release() {
+	if c.uc == nil {
+		return
+	}
+	c.p.mu.Lock()
+	c.uc.busy--
+	c.uc.lastUsed = time.Now().UnixNano()
+	c.p.mu.Unlock()
+}
+
+// closeIdleClients closes the user clients no call held for idle.
+func (p *Proxy) closeIdleClients(now time.Time, idle time.Duration) {
+	var closing []*userClient
+	p.mu.Lock()
+	for user, uc := range p.mu.clients {
+		if uc.busy == 0 && now.UnixNano()-uc.lastUsed > int64(idle) {
+			delete(p.mu.clients, user)
+			closing = append(closing, uc)
+		}
+	}
+	p.mu.Unlock()
+	for _, uc := range closing {
+		p.log.Info("rest proxy closed an idle Kafka client", "user", uc.login.user)
+		uc.cl.Close()
+	}
 }
 
 // admin is the call's kadm client.
@@ -384,6 +421,7 @@ func (p *Proxy) expireLoop() {
 				p.log.Info("rest proxy consumer instance expired", "group", in.group, "instance", in.name)
 				in.close()
 			}
+			p.closeIdleClients(now, p.cfg.InstanceTimeout)
 		}
 	}
 }
