@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,13 @@ func requireTool(t testing.TB, err error) {
 // it when the test ends.
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
+	return startZooKeeper(t, "127.0.0.1", 0, nil)
+}
+
+// startZooKeeper is StartZooKeeper listening on host:port (a free loopback
+// port when port is 0), run under wrap (see BrokerProc.Wrap) when set.
+func startZooKeeper(t testing.TB, host string, port int, wrap []string) *ZooKeeper {
+	t.Helper()
 	cp, err := classpath()
 	if err == nil {
 		_, err = exec.LookPath("java")
@@ -86,21 +94,22 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 	requireTool(t, err)
 	dir := t.TempDir()
 	z := &ZooKeeper{Dir: dir, TickTime: 250 * time.Millisecond, exited: make(chan struct{})}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	z.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	z.Addr = net.JoinHostPort(host, strconv.Itoa(port))
 	cfg := fmt.Sprintf(`tickTime=%d
 dataDir=%s
 clientPort=%d
-clientPortAddress=127.0.0.1
+clientPortAddress=%s
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=*
 minSessionTimeout=%d
 maxSessionTimeout=%d
-`, z.TickTime.Milliseconds(), filepath.Join(dir, "data"), port, 2*z.TickTime.Milliseconds(), 40*z.TickTime.Milliseconds())
+`, z.TickTime.Milliseconds(), filepath.Join(dir, "data"), port, host, 2*z.TickTime.Milliseconds(), 40*z.TickTime.Milliseconds())
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -109,9 +118,10 @@ maxSessionTimeout=%d
 	if err != nil {
 		t.Fatal(err)
 	}
-	z.cmd = exec.Command("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	argv := append(slices.Clone(wrap), "java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.jmx.log4j.disable=true", "-cp", cp,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	z.cmd = exec.Command(argv[0], argv[1:]...)
 	z.cmd.Stdout, z.cmd.Stderr, z.cmd.Dir = logf, logf, dir
 	z.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := z.cmd.Start(); err != nil {
