@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/integration/history"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Environment of the nemesis test (TestFaultsNemesis); the defaults are the
@@ -179,4 +180,66 @@ func joinKinds(kinds []FaultKind) string {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, ",")
+}
+
+// TestZombieLeaderAcks1LosesWrites proves the checker can fail: with
+// acks=1 a leader cut from ZooKeeper and its peers (clients still reach it)
+// goes on acknowledging writes the rest of the cluster never sees. Once the
+// controller has elected a new leader, the records the zombie acknowledged
+// from then on are truncated away when it rejoins as a follower, and the
+// history checker must report them lost. The producer knows only the
+// zombie and never refreshes its metadata, as a client that sees no error
+// has no reason to.
+func TestZombieLeaderAcks1LosesWrites(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	c := StartNetCluster(t, 3, faultProps)
+	waitClusterFormed(t, c.Brokers, 3)
+	const topic = "zombie"
+	createTopic(t, c.Brokers[0].Addr(), topic, 1, 3, false)
+	zombie := byID(c.Brokers, waitFullISR(t, c.Brokers, topic, 3)[0])
+	ch := history.New()
+	p := startAcks1Producer(t, zombie, topic, ch)
+	p.waitAcked(t, 100, "acks=1 records acknowledged before the cut")
+
+	f, err := NewNemesis(c, 0, AllFaults).Inject(FaultZombie, zombie.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("zombie: %s", f.What)
+	var others []*BrokerProc
+	for _, b := range c.Brokers {
+		if b != zombie {
+			others = append(others, b)
+		}
+	}
+	waitFor(t, time.Minute, "a new leader elected without the zombie", func() (bool, error) {
+		ps, err := partitionsOf(others[0].Addr(), topic)
+		if err != nil {
+			return false, err
+		}
+		return ps[0].Leader >= 0 && ps[0].Leader != zombie.ID, fmt.Errorf("%+v", ps[0])
+	})
+	p.waitAcked(t, 100, "acks=1 records the zombie acknowledged after the new leader's election")
+	if err := f.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	p.close(t)
+	waitReady(t, zombie)
+	waitFullISR(t, c.Brokers, topic, 3)
+	rep := ch.Check(readAll(t, c.Brokers, topic), true)
+	if len(rep.Lost) == 0 {
+		t.Fatalf("acks=1 under a zombie leader: the checker found no lost record (%d acknowledged, %d read): %v", rep.Acked, rep.Read, rep.Err())
+	}
+	t.Logf("as expected, the checker finds %d of %d acknowledged records lost, e.g. %s", len(rep.Lost), rep.Acked, rep.Lost[0])
+}
+
+// startAcks1Producer is startProducer with acks=1, no idempotence, seeded
+// with b alone and with metadata that never ages.
+func startAcks1Producer(t *testing.T, b *BrokerProc, topic string, ch *history.Checker) *producer {
+	t.Helper()
+	return startProducerOpts(t, []*BrokerProc{b}, topic, ch,
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.MetadataMinAge(time.Hour), kgo.MetadataMaxAge(time.Hour))
 }

@@ -52,10 +52,16 @@ type producer struct {
 }
 
 func startProducer(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker) *producer {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RetryTimeout(2*time.Minute), kgo.ProduceRequestTimeout(10*time.Second),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	return startProducerOpts(t, bs, topic, ch)
+}
+
+// startProducerOpts is startProducer with options added to (and
+// overriding) its own.
+func startProducerOpts(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker, opts ...kgo.Opt) *producer {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.RetryTimeout(2 * time.Minute), kgo.ProduceRequestTimeout(10 * time.Second),
+		kgo.MetadataMinAge(100 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
