@@ -50,7 +50,9 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 # Java (compat/java): a JDK 17+ and Maven; see the Java block below.
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
-for pkg in kcat python3 python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard; do
+# iproute2 and iptables: integration's fault tests build network namespaces
+# and cut links inside them (integration/netns.go).
+for pkg in iproute2 iptables kcat python3 python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard; do
 	has_deb "$pkg" || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
