@@ -181,3 +181,15 @@ func split(v string) (string, int64, bool) {
 	seq, err := strconv.ParseInt(v[i+1:], 10, 64)
 	return v[:i], seq, err == nil
 }
+
+// AckedRecords returns every acknowledged record with the partition and
+// offset it was acknowledged at.
+func (c *Checker) AckedRecords() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Record, 0, len(c.acked))
+	for v, a := range c.acked {
+		out = append(out, Record{TP: a.tp, Offset: a.offset, Value: v})
+	}
+	return out
+}
