@@ -105,12 +105,13 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 // (props sees the broker's id, ports and dir, and may read b.Props).
 func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerProc) map[string]string) []*BrokerProc {
 	t.Helper()
-	return startBrokers(t, z, n, func(*BrokerProc) {}, props)
+	return startBrokers(t, z.Addr, n, func(*BrokerProc) {}, props)
 }
 
-// startBrokers is StartClusterFunc with place, which may set a broker's
-// Host, ports and Wrap before its properties are made.
-func startBrokers(t testing.TB, z *ZooKeeper, n int, place func(b *BrokerProc), props func(b *BrokerProc) map[string]string) []*BrokerProc {
+// startBrokers is StartClusterFunc with ZooKeeper's connect string (host:port
+// list) and place, which may set a broker's Host, ports and Wrap before its
+// properties are made.
+func startBrokers(t testing.TB, zkConnect string, n int, place func(b *BrokerProc), props func(b *BrokerProc) map[string]string) []*BrokerProc {
 	t.Helper()
 	bin := buildKbroker(t)
 	var out []*BrokerProc
@@ -135,7 +136,7 @@ func startBrokers(t testing.TB, z *ZooKeeper, n int, place func(b *BrokerProc), 
 		b.Props = map[string]string{
 			"broker.id":                            strconv.Itoa(i),
 			"listeners":                            fmt.Sprintf("PLAINTEXT://%s", net.JoinHostPort(b.Host, strconv.Itoa(port))),
-			"zookeeper.connect":                    z.Addr + "/kbroker",
+			"zookeeper.connect":                    zkConnect + "/kbroker",
 			"zookeeper.session.timeout.ms":         "4000",
 			"controlled.shutdown.retry.backoff.ms": "200",
 			"controlled.shutdown.max.retries":      "20",

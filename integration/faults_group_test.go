@@ -130,7 +130,7 @@ func TestFaultsConsumerGroup(t *testing.T) {
 	duration /= 2
 	t.Logf("nemesis seed %d, %v of faults among %v (replay: %s=%d %s=%v %s=%s)", seed, duration, kinds,
 		FaultsSeedEnv, seed, FaultsDurationEnv, 2*duration, FaultsKindsEnv, joinKinds(kinds))
-	c := StartNetCluster(t, 3, faultProps)
+	c := StartNetCluster(t, 3, 3, faultProps)
 	waitClusterFormed(t, c.Brokers, 3)
 	const topic, group = "grp", "faults-group"
 	createTopic(t, c.Brokers[0].Addr(), topic, 3, 3, false)

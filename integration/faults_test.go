@@ -20,7 +20,7 @@ const (
 	// (default: the clock's, printed at the start).
 	FaultsSeedEnv = "KBROKER_FAULTS_SEED"
 	// FaultsDurationEnv is how long faults are injected (a Go duration;
-	// default 90s).
+	// default 60s).
 	FaultsDurationEnv = "KBROKER_FAULTS_DURATION"
 	// FaultsKindsEnv is a comma-separated list of fault kinds (default all;
 	// see AllFaults).
@@ -38,7 +38,7 @@ func faultsConfig(t *testing.T) (seed uint64, d time.Duration, kinds []FaultKind
 		}
 		seed = v
 	}
-	d = 90 * time.Second
+	d = 60 * time.Second
 	if s := os.Getenv(FaultsDurationEnv); s != "" {
 		v, err := time.ParseDuration(s)
 		if err != nil {
@@ -123,7 +123,7 @@ func TestFaultsNemesis(t *testing.T) {
 	seed, duration, kinds := faultsConfig(t)
 	t.Logf("nemesis seed %d, %v of faults among %v (replay: %s=%d %s=%v %s=%s)", seed, duration, kinds,
 		FaultsSeedEnv, seed, FaultsDurationEnv, duration, FaultsKindsEnv, joinKinds(kinds))
-	c := StartNetCluster(t, 3, faultProps)
+	c := StartNetCluster(t, 3, 3, faultProps)
 	waitClusterFormed(t, c.Brokers, 3)
 	const topic = "faults"
 	createTopic(t, c.Brokers[0].Addr(), topic, 3, 3, false)
@@ -205,7 +205,7 @@ func TestZombieLeaderAcks1LosesWrites(t *testing.T) {
 	if !inNetns(t) {
 		return
 	}
-	c := StartNetCluster(t, 3, faultProps)
+	c := StartNetCluster(t, 3, 1, faultProps)
 	waitClusterFormed(t, c.Brokers, 3)
 	const topic = "zombie"
 	createTopic(t, c.Brokers[0].Addr(), topic, 1, 3, false)

@@ -146,7 +146,7 @@ func TestFaultsTransactions(t *testing.T) {
 	duration /= 2
 	t.Logf("nemesis seed %d, %v of faults among %v (replay: %s=%d %s=%v %s=%s)", seed, duration, kinds,
 		FaultsSeedEnv, seed, FaultsDurationEnv, 2*duration, FaultsKindsEnv, joinKinds(kinds))
-	c := StartNetCluster(t, 3, faultProps)
+	c := StartNetCluster(t, 3, 3, faultProps)
 	waitClusterFormed(t, c.Brokers, 3)
 	const topic, partitions = "txns", 3
 	createTopic(t, c.Brokers[0].Addr(), topic, partitions, 3, false)

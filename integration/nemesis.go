@@ -17,7 +17,8 @@ const (
 	// FaultZombie isolates a partition leader from ZooKeeper and from the
 	// other brokers while clients still reach it.
 	FaultZombie FaultKind = "zombie-leader"
-	// FaultZKCut cuts one broker from ZooKeeper only.
+	// FaultZKCut cuts a partition leader from ZooKeeper only, long enough
+	// for its session to expire while it leads.
 	FaultZKCut FaultKind = "zk-cut"
 	// FaultPeerCut cuts one broker from the other brokers only.
 	FaultPeerCut FaultKind = "peer-cut"
@@ -29,6 +30,9 @@ const (
 	FaultSplit FaultKind = "split"
 	// FaultLoss drops a share of every packet each broker receives.
 	FaultLoss FaultKind = "packet-loss"
+	// FaultZKQuorum cuts a majority of the ZooKeeper ensemble off: the
+	// ensemble loses its quorum and serves nobody.
+	FaultZKQuorum FaultKind = "zk-quorum-loss"
 	// FaultKill kills one broker with SIGKILL; healing restarts it.
 	FaultKill FaultKind = "kill-9"
 	// FaultPause stops one broker with SIGSTOP; healing sends SIGCONT.
@@ -36,7 +40,7 @@ const (
 )
 
 // AllFaults is every kind, in the order the tables list them.
-var AllFaults = []FaultKind{FaultZombie, FaultZKCut, FaultPeerCut, FaultOneWay, FaultSplit, FaultLoss, FaultKill, FaultPause}
+var AllFaults = []FaultKind{FaultZombie, FaultZKCut, FaultPeerCut, FaultOneWay, FaultSplit, FaultLoss, FaultZKQuorum, FaultKill, FaultPause}
 
 // ParseFaults reads a comma-separated list of fault kinds ("" or "all" is
 // every kind).
@@ -77,8 +81,12 @@ type Nemesis struct {
 	kinds []FaultKind
 }
 
-// NewNemesis picks faults among kinds with a source seeded by seed.
+// NewNemesis picks faults among kinds with a source seeded by seed
+// (leaving out zk-quorum-loss when c has a single ZooKeeper server).
 func NewNemesis(c *NetCluster, seed uint64, kinds []FaultKind) *Nemesis {
+	if len(c.ZK) < 3 {
+		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k FaultKind) bool { return k == FaultZKQuorum })
+	}
 	return &Nemesis{c: c, rng: rand.New(rand.NewPCG(seed, seed^0x6b62726f6b6572)), kinds: kinds}
 }
 
@@ -93,12 +101,18 @@ func (n *Nemesis) Intn(k int) int { return n.rng.IntN(k) }
 func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 	c := n.c
 	victim := c.Brokers[n.rng.IntN(len(c.Brokers))]
-	if kind == FaultZombie {
-		victim = byID(c.Brokers, leader)
+	if kind == FaultZombie || kind == FaultZKCut {
+		victim = nil
+		for _, b := range c.Brokers {
+			if b.ID == leader {
+				victim = b
+			}
+		}
 		if victim == nil {
-			return nil, fmt.Errorf("no broker %d to make a zombie", leader)
+			return nil, fmt.Errorf("no broker %d to cut", leader)
 		}
 	}
+	zk := c.ZKHosts()
 	peers := func(self int32) []string {
 		var out []string
 		for _, b := range c.Brokers {
@@ -114,7 +128,9 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 		for _, b := range c.Brokers {
 			errs = append(errs, c.Net.Flush(nsOf(b.ID)))
 		}
-		errs = append(errs, c.Net.Flush(zkNs))
+		for i := range c.ZK {
+			errs = append(errs, c.Net.Flush(zkNs(i+1)))
+		}
 		return errors.Join(errs...)
 	}
 	// cut drops traffic between namespace ns and addrs: both ways, or only
@@ -137,11 +153,11 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 	case FaultZombie:
 		f.What = fmt.Sprintf("broker %d (a leader) cut from ZooKeeper and brokers %v", victim.ID, peers(victim.ID))
 		f.heal = flushAll
-		err = cut(nsOf(victim.ID), append(peers(victim.ID), zkAddr), true)
+		err = cut(nsOf(victim.ID), append(peers(victim.ID), zk...), true)
 	case FaultZKCut:
-		f.What = fmt.Sprintf("broker %d cut from ZooKeeper", victim.ID)
+		f.What = fmt.Sprintf("broker %d (a leader) cut from ZooKeeper", victim.ID)
 		f.heal = flushAll
-		err = cut(nsOf(victim.ID), []string{zkAddr}, true)
+		err = cut(nsOf(victim.ID), zk, true)
 	case FaultPeerCut:
 		f.What = fmt.Sprintf("broker %d cut from brokers %v", victim.ID, peers(victim.ID))
 		f.heal = flushAll
@@ -149,16 +165,19 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 	case FaultOneWay:
 		f.What = fmt.Sprintf("broker %d receives nothing from brokers %v and ZooKeeper", victim.ID, peers(victim.ID))
 		f.heal = flushAll
-		err = cut(nsOf(victim.ID), append(peers(victim.ID), zkAddr), false)
+		err = cut(nsOf(victim.ID), append(peers(victim.ID), zk...), false)
 	case FaultSplit:
-		// Nodes are the brokers and ZooKeeper; a random minority (one or
-		// two nodes of four) against the rest.
+		// Nodes are the brokers and the ZooKeeper servers; a random
+		// minority (at least one node, fewer than half or exactly half)
+		// against the rest.
 		type node struct{ ns, addr string }
 		var nodes []node
 		for _, b := range c.Brokers {
 			nodes = append(nodes, node{nsOf(b.ID), b.Host})
 		}
-		nodes = append(nodes, node{zkNs, zkAddr})
+		for i, h := range zk {
+			nodes = append(nodes, node{zkNs(i + 1), h})
+		}
 		n.rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 		k := 1 + n.rng.IntN((len(nodes)-1)/2+(len(nodes)-1)%2)
 		minority, majority := nodes[:k], nodes[k:]
@@ -190,6 +209,31 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 				break
 			}
 		}
+	case FaultZKQuorum:
+		if len(zk) < 3 {
+			return nil, fmt.Errorf("%s needs a ZooKeeper ensemble of 3 or more, not %d", kind, len(zk))
+		}
+		// A majority of the ensemble is cut from every other node.
+		k := len(zk)/2 + 1
+		ids := n.rng.Perm(len(zk))[:k]
+		var names []string
+		f.heal = flushAll
+		for _, i := range ids {
+			names = append(names, zkNs(i+1))
+			var others []string
+			for j, h := range zk {
+				if j != i {
+					others = append(others, h)
+				}
+			}
+			for _, b := range c.Brokers {
+				others = append(others, b.Host)
+			}
+			if err = cut(zkNs(i+1), append(others, clientAddr), true); err != nil {
+				break
+			}
+		}
+		f.What = fmt.Sprintf("ZooKeeper servers %v cut from every node: the ensemble has no quorum", names)
 	case FaultKill:
 		f.What = fmt.Sprintf("broker %d killed (SIGKILL)", victim.ID)
 		victim.Kill()

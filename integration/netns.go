@@ -35,8 +35,13 @@ const netnsBinEnv = "KBROKER_NETNS_BIN"
 const (
 	netPrefix  = "10.77.0."
 	clientAddr = netPrefix + "254" // the bridge: the test's own clients
-	zkAddr     = netPrefix + "2"
 )
+
+// zkHost is the address of ZooKeeper server id (1, 2, 3…).
+func zkHost(id int) string { return fmt.Sprintf("%s%d", netPrefix, 1+id) }
+
+// zkNs names the namespace of ZooKeeper server id.
+func zkNs(id int) string { return fmt.Sprintf("zk%d", id) }
 
 // brokerAddr is the address of broker id.
 func brokerAddr(id int32) string { return fmt.Sprintf("%s%d", netPrefix, 10+id) }
@@ -150,26 +155,47 @@ func (n *Netns) Iptables(name string, args ...string) error {
 // Flush removes every filter rule inside namespace name.
 func (n *Netns) Flush(name string) error { return n.Iptables(name, "-F") }
 
-// NetCluster is a ZooKeeper server and brokers, each in its own namespace.
+// NetCluster is ZooKeeper (one server or an ensemble) and brokers, each
+// in its own namespace.
 type NetCluster struct {
 	Net     *Netns
-	ZK      *ZooKeeper
+	ZK      []*ZooKeeper
 	Brokers []*BrokerProc
+}
+
+// ZKHosts are the addresses of the ZooKeeper servers, by id from 1.
+func (c *NetCluster) ZKHosts() []string {
+	var out []string
+	for i := range c.ZK {
+		out = append(out, zkHost(i+1))
+	}
+	return out
 }
 
 // nsOf names the namespace of broker id.
 func nsOf(id int32) string { return fmt.Sprintf("b%d", id) }
 
-// zkNs names ZooKeeper's namespace.
-const zkNs = "zk"
-
-// StartNetCluster starts ZooKeeper and n brokers (ids 1..n, each with
-// props on top of the cluster defaults) in namespaces of their own.
-func StartNetCluster(t *testing.T, n int, props map[string]string) *NetCluster {
+// StartNetCluster starts zkServers ZooKeeper servers (1: standalone; 3: an
+// ensemble) and n brokers (ids 1..n, each with props on top of the
+// cluster defaults), each in a namespace of its own.
+func StartNetCluster(t *testing.T, n, zkServers int, props map[string]string) *NetCluster {
 	t.Helper()
 	c := &NetCluster{Net: NewNetns(t)}
-	c.ZK = startZooKeeper(t, zkAddr, 2181, c.Net.Add(zkNs, zkAddr))
-	c.Brokers = startBrokers(t, c.ZK, n, func(b *BrokerProc) {
+	var ensemble []zkServer
+	if zkServers > 1 {
+		for id := 1; id <= zkServers; id++ {
+			ensemble = append(ensemble, zkServer{id, zkHost(id)})
+		}
+	}
+	var connect []string
+	for id := 1; id <= zkServers; id++ {
+		c.ZK = append(c.ZK, startZooKeeper(t, zkHost(id), 2181, c.Net.Add(zkNs(id), zkHost(id)), ensemble, id))
+		connect = append(connect, c.ZK[id-1].Addr)
+	}
+	for _, z := range c.ZK {
+		z.waitServing(t, "standalone", "leader", "follower")
+	}
+	c.Brokers = startBrokers(t, strings.Join(connect, ","), n, func(b *BrokerProc) {
 		b.Host, b.Port, b.HTTPPort = brokerAddr(b.ID), 9092, 8080
 		b.Wrap = c.Net.Add(nsOf(b.ID), b.Host)
 	}, func(*BrokerProc) map[string]string { return props })

@@ -80,12 +80,24 @@ func requireTool(t testing.TB, err error) {
 // it when the test ends.
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
-	return startZooKeeper(t, "127.0.0.1", 0, nil)
+	z := startZooKeeper(t, "127.0.0.1", 0, nil, nil, 0)
+	z.waitServing(t, "standalone")
+	return z
 }
 
-// startZooKeeper is StartZooKeeper listening on host:port (a free loopback
-// port when port is 0), run under wrap (see BrokerProc.Wrap) when set.
-func startZooKeeper(t testing.TB, host string, port int, wrap []string) *ZooKeeper {
+// zkServer is one member of an ensemble: its id (myid) and host.
+type zkServer struct {
+	id   int
+	host string
+}
+
+// startZooKeeper starts a ZooKeeper server listening on host:port (a free
+// loopback port when port is 0), run under wrap (see BrokerProc.Wrap)
+// when set. With ensemble (the servers, this one among them as myid) it
+// is a member of a quorum (peer port 2888, election port 3888 on each
+// host); the caller waits for it to serve (waitServing), once every
+// member is started.
+func startZooKeeper(t testing.TB, host string, port int, wrap []string, ensemble []zkServer, myid int) *ZooKeeper {
 	t.Helper()
 	cp, err := classpath()
 	if err == nil {
@@ -110,6 +122,18 @@ admin.enableServer=false
 minSessionTimeout=%d
 maxSessionTimeout=%d
 `, z.TickTime.Milliseconds(), filepath.Join(dir, "data"), port, host, 2*z.TickTime.Milliseconds(), 40*z.TickTime.Milliseconds())
+	if len(ensemble) > 0 {
+		cfg += "initLimit=20\nsyncLimit=8\n"
+		for _, m := range ensemble {
+			cfg += fmt.Sprintf("server.%d=%s:2888:3888\n", m.id, m.host)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(strconv.Itoa(myid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -141,17 +165,28 @@ maxSessionTimeout=%d
 			}
 		}
 	})
+	return z
+}
+
+// waitServing waits until the server serves requests in one of modes
+// (standalone, leader, follower).
+func (z *ZooKeeper) waitServing(t testing.TB, modes ...string) {
+	t.Helper()
 	// ruok answers imok before the server has loaded its database (its
 	// first clients are then dropped half-closed); srvr says "Mode:" only
 	// once it serves requests.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if out, err := z.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: standalone") {
-			return z
+		if out, err := z.FourLetter("srvr"); err == nil {
+			for _, m := range modes {
+				if strings.Contains(out, "Mode: "+m) {
+					return
+				}
+			}
 		}
 		select {
 		case <-z.exited:
-			t.Fatalf("ZooKeeper exited at start-up; see %s", filepath.Join(dir, "zookeeper.log"))
+			t.Fatalf("ZooKeeper exited at start-up; see %s", filepath.Join(z.Dir, "zookeeper.log"))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
