@@ -126,15 +126,8 @@ func TestFaultsConsumerGroup(t *testing.T) {
 	if !inNetns(t) {
 		return
 	}
-	seed, duration, kinds := faultsConfig(t)
-	duration /= 2
-	t.Logf("nemesis seed %d, %v of faults among %v (replay: %s=%d %s=%v %s=%s)", seed, duration, kinds,
-		FaultsSeedEnv, seed, FaultsDurationEnv, 2*duration, FaultsKindsEnv, joinKinds(kinds))
-	c := StartNetCluster(t, 3, 3, faultProps)
-	waitClusterFormed(t, c.Brokers, 3)
 	const topic, group = "grp", "faults-group"
-	createTopic(t, c.Brokers[0].Addr(), topic, 3, 3, false)
-	waitFullISR(t, c.Brokers, topic, 3)
+	c, seed, duration, kinds := startFaultCluster(t, topic, 2)
 	seeds := addrsOf(c.Brokers)
 	ch := history.New()
 	p := startProducer(t, c.Brokers, topic, ch)

@@ -120,14 +120,8 @@ func TestFaultsNemesis(t *testing.T) {
 	if !inNetns(t) {
 		return
 	}
-	seed, duration, kinds := faultsConfig(t)
-	t.Logf("nemesis seed %d, %v of faults among %v (replay: %s=%d %s=%v %s=%s)", seed, duration, kinds,
-		FaultsSeedEnv, seed, FaultsDurationEnv, duration, FaultsKindsEnv, joinKinds(kinds))
-	c := StartNetCluster(t, 3, 3, faultProps)
-	waitClusterFormed(t, c.Brokers, 3)
 	const topic = "faults"
-	createTopic(t, c.Brokers[0].Addr(), topic, 3, 3, false)
-	waitFullISR(t, c.Brokers, topic, 3)
+	c, seed, duration, kinds := startFaultCluster(t, topic, 1)
 	ch := history.New()
 	p := startProducer(t, c.Brokers, topic, ch)
 	p.waitAcked(t, 100, "records acknowledged before the first fault")
@@ -136,6 +130,22 @@ func TestFaultsNemesis(t *testing.T) {
 	p.close(t)
 	checkHistory(t, c.Brokers, topic, ch, fmt.Sprintf("seed %d", seed))
 	t.Logf("seed %d faults:\n%s", seed, faultsTable(stats))
+}
+
+// startFaultCluster reads the nemesis environment (the duration divided
+// by share), logs how to replay the run, and starts three brokers on a
+// three-server ZooKeeper ensemble with topic (3 partitions, RF 3) led and
+// fully in sync.
+func startFaultCluster(t *testing.T, topic string, share int) (c *NetCluster, seed uint64, d time.Duration, kinds []FaultKind) {
+	t.Helper()
+	seed, d, kinds = faultsConfig(t)
+	t.Logf("nemesis seed %d, %v of faults among %v (replay: %s=%d %s=%v %s=%s)", seed, d/time.Duration(share), kinds,
+		FaultsSeedEnv, seed, FaultsDurationEnv, d, FaultsKindsEnv, joinKinds(kinds))
+	c = StartNetCluster(t, 3, 3, faultProps)
+	waitClusterFormed(t, c.Brokers, 3)
+	createTopic(t, c.Brokers[0].Addr(), topic, 3, 3, false)
+	waitFullISR(t, c.Brokers, topic, 3)
+	return c, seed, d / time.Duration(share), kinds
 }
 
 // runNemesis injects faults one at a time for duration, each held 6 to 12

@@ -142,15 +142,8 @@ func TestFaultsTransactions(t *testing.T) {
 	if !inNetns(t) {
 		return
 	}
-	seed, duration, kinds := faultsConfig(t)
-	duration /= 2
-	t.Logf("nemesis seed %d, %v of faults among %v (replay: %s=%d %s=%v %s=%s)", seed, duration, kinds,
-		FaultsSeedEnv, seed, FaultsDurationEnv, 2*duration, FaultsKindsEnv, joinKinds(kinds))
-	c := StartNetCluster(t, 3, 3, faultProps)
-	waitClusterFormed(t, c.Brokers, 3)
 	const topic, partitions = "txns", 3
-	createTopic(t, c.Brokers[0].Addr(), topic, partitions, 3, false)
-	waitFullISR(t, c.Brokers, topic, 3)
+	c, seed, duration, kinds := startFaultCluster(t, topic, 2)
 	seeds := addrsOf(c.Brokers)
 
 	tc := history.NewTxnChecker()

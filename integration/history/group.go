@@ -1,10 +1,8 @@
 package history
 
 import (
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -138,21 +136,8 @@ type GroupReport struct {
 
 // Err is nil when the report holds no anomaly.
 func (r GroupReport) Err() error {
-	var errs []error
-	for _, k := range []struct {
-		name  string
-		lines []string
-	}{{"committed offsets moved back", r.Backwards}, {"new owners started below the committed offset", r.BelowCommitted}, {"acknowledged records skipped", r.Skipped}} {
-		if len(k.lines) == 0 {
-			continue
-		}
-		shown := k.lines
-		if len(shown) > 10 {
-			shown = append(shown[:10:10], fmt.Sprintf("… and %d more", len(k.lines)-10))
-		}
-		errs = append(errs, fmt.Errorf("%d %s: %s", len(k.lines), k.name, strings.Join(shown, "; ")))
-	}
-	return errors.Join(errs...)
+	return anomalies([]anomaly{{"committed offsets moved back", r.Backwards},
+		{"new owners started below the committed offset", r.BelowCommitted}, {"acknowledged records skipped", r.Skipped}})
 }
 
 // Check reports the anomalies, given the acknowledged records (see

@@ -85,11 +85,21 @@ type Report struct {
 
 // Err is nil when the report holds no anomaly.
 func (r Report) Err() error {
+	return anomalies([]anomaly{{"lost", r.Lost}, {"duplicated", r.Duplicated}, {"reordered", r.Reordered},
+		{"moved", r.Moved}, {"gaps", r.Gaps}, {"unknown", r.Unknown}})
+}
+
+// anomaly is one kind of anomaly a report lists, one line each.
+type anomaly struct {
+	name  string
+	lines []string
+}
+
+// anomalies joins an error per kind that holds lines (the first ten of
+// them shown), or returns nil when none does.
+func anomalies(kinds []anomaly) error {
 	var errs []error
-	for _, k := range []struct {
-		name  string
-		lines []string
-	}{{"lost", r.Lost}, {"duplicated", r.Duplicated}, {"reordered", r.Reordered}, {"moved", r.Moved}, {"gaps", r.Gaps}, {"unknown", r.Unknown}} {
+	for _, k := range kinds {
 		if len(k.lines) == 0 {
 			continue
 		}

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -155,23 +154,9 @@ type TxnReport struct {
 
 // Err is nil when the report holds no anomaly.
 func (r TxnReport) Err() error {
-	var errs []error
-	for _, k := range []struct {
-		name  string
-		lines []string
-	}{{"aborted reads", r.AbortedReads}, {"uncommitted reads", r.UncommittedReads}, {"lost committed writes", r.LostCommitted},
-		{"fractured transactions", r.Fractured}, {"non-monotonic reads", r.NonMonotonic}, {"duplicated", r.Duplicated},
-		{"unknown values", r.Unknown}, {"G1c cycles", r.G1c}} {
-		if len(k.lines) == 0 {
-			continue
-		}
-		shown := k.lines
-		if len(shown) > 10 {
-			shown = append(shown[:10:10], fmt.Sprintf("… and %d more", len(k.lines)-10))
-		}
-		errs = append(errs, fmt.Errorf("%d %s: %s", len(k.lines), k.name, strings.Join(shown, "; ")))
-	}
-	return errors.Join(errs...)
+	return anomalies([]anomaly{{"aborted reads", r.AbortedReads}, {"uncommitted reads", r.UncommittedReads},
+		{"lost committed writes", r.LostCommitted}, {"fractured transactions", r.Fractured},
+		{"non-monotonic reads", r.NonMonotonic}, {"duplicated", r.Duplicated}, {"unknown values", r.Unknown}, {"G1c cycles", r.G1c}})
 }
 
 // txnOf splits a value into its transaction id.
