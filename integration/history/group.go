@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
+
+// stamp is how reports show a time (UTC, to match the brokers' logs).
+const stamp = "15:04:05.000"
 
 // Consumer groups: members report what they were assigned, every record
 // they polled and every offset commit with its outcome; GroupChecker then
@@ -26,6 +30,7 @@ type commit struct {
 	member     string
 	offsets    map[TP]int64
 	sent, done int
+	at         time.Time // when it was answered, for the report
 }
 
 // GroupChecker collects a group's events; it is safe for concurrent use.
@@ -124,7 +129,7 @@ func (g *GroupChecker) Committed(member string, sent int, offsets map[TP]int64) 
 	if len(offsets) == 0 {
 		return
 	}
-	g.commits = append(g.commits, commit{member: member, offsets: offsets, sent: sent, done: g.nextLocked()})
+	g.commits = append(g.commits, commit{member: member, offsets: offsets, sent: sent, done: g.nextLocked(), at: time.Now()})
 }
 
 // GroupReport lists the anomalies found, one line each.
@@ -156,9 +161,9 @@ func (g *GroupChecker) Check(acked []Record, final map[TP]int64) GroupReport {
 				switch {
 				case !ok:
 				case a.done < b.sent && bo < ao:
-					r.Backwards = append(r.Backwards, fmt.Sprintf("%s: %s committed %d after %s's %d", tp, b.member, bo, a.member, ao))
+					r.Backwards = append(r.Backwards, fmt.Sprintf("%s: %s committed %d (answered %s) after %s's %d (answered %s)", tp, b.member, bo, b.at.UTC().Format(stamp), a.member, ao, a.at.UTC().Format(stamp)))
 				case b.done < a.sent && ao < bo:
-					r.Backwards = append(r.Backwards, fmt.Sprintf("%s: %s committed %d after %s's %d", tp, a.member, ao, b.member, bo))
+					r.Backwards = append(r.Backwards, fmt.Sprintf("%s: %s committed %d (answered %s) after %s's %d (answered %s)", tp, a.member, ao, a.at.UTC().Format(stamp), b.member, bo, b.at.UTC().Format(stamp)))
 				}
 			}
 		}
