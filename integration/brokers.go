@@ -3,10 +3,12 @@ package integration
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +74,13 @@ type BrokerProc struct {
 	Dir      string
 	// Props are the --override properties it starts with.
 	Props map[string]string
+	// Host is the address it listens on: 127.0.0.1, or its own address
+	// inside a network namespace (netns.go).
+	Host string
+	// Wrap, when set, is the command the broker runs under (for example
+	// `ip netns exec <name>`); it must exec the broker in place, so that
+	// signals sent to the process reach the broker itself.
+	Wrap []string
 
 	t      testing.TB
 	mu     sync.Mutex
@@ -82,7 +91,7 @@ type BrokerProc struct {
 }
 
 // Addr is the broker's client address.
-func (b *BrokerProc) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) }
+func (b *BrokerProc) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(b.Port)) }
 
 // StartCluster starts n brokers (ids 1..n) joined through ZooKeeper z
 // under the chroot /kbroker, each with props on top of the cluster
@@ -96,21 +105,38 @@ func StartCluster(t testing.TB, z *ZooKeeper, n int, props map[string]string) []
 // (props sees the broker's id, ports and dir, and may read b.Props).
 func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerProc) map[string]string) []*BrokerProc {
 	t.Helper()
+	return startBrokers(t, z.Addr, n, func(*BrokerProc) {}, props)
+}
+
+// startBrokers is StartClusterFunc with ZooKeeper's connect string (host:port
+// list) and place, which may set a broker's Host, ports and Wrap before its
+// properties are made.
+func startBrokers(t testing.TB, zkConnect string, n int, place func(b *BrokerProc), props func(b *BrokerProc) map[string]string) []*BrokerProc {
+	t.Helper()
 	bin := buildKbroker(t)
 	var out []*BrokerProc
 	for i := 1; i <= n; i++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
+		b := &BrokerProc{ID: int32(i), Host: "127.0.0.1", Dir: t.TempDir(), t: t}
+		place(b)
+		if b.Port == 0 {
+			port, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Port = port
 		}
-		hport, err := freePort()
-		if err != nil {
-			t.Fatal(err)
+		if b.HTTPPort == 0 {
+			hport, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.HTTPPort = hport
 		}
-		b := &BrokerProc{ID: int32(i), Port: port, HTTPPort: hport, Dir: t.TempDir(), t: t, Props: map[string]string{
+		port, hport := b.Port, b.HTTPPort
+		b.Props = map[string]string{
 			"broker.id":                            strconv.Itoa(i),
-			"listeners":                            fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port),
-			"zookeeper.connect":                    z.Addr + "/kbroker",
+			"listeners":                            fmt.Sprintf("PLAINTEXT://%s", net.JoinHostPort(b.Host, strconv.Itoa(port))),
+			"zookeeper.connect":                    zkConnect + "/kbroker",
 			"zookeeper.session.timeout.ms":         "4000",
 			"controlled.shutdown.retry.backoff.ms": "200",
 			"controlled.shutdown.max.retries":      "20",
@@ -119,10 +145,10 @@ func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerPro
 			"transaction.state.log.num.partitions": "3",
 			"group.initial.rebalance.delay.ms":     "0",
 			"auto.leader.rebalance.enable":         "false",
-			"http.listeners":                       fmt.Sprintf("http://127.0.0.1:%d", hport),
+			"http.listeners":                       fmt.Sprintf("http://%s", net.JoinHostPort(b.Host, strconv.Itoa(hport))),
 			"schema.registry.listeners":            "",
 			"rest.proxy.listeners":                 "",
-		}}
+		}
 		b.Props["log.dirs"] = filepath.Join(b.Dir, "data")
 		for k, v := range props(b) {
 			b.Props[k] = v
@@ -157,7 +183,7 @@ func StartClusterFunc(t testing.TB, z *ZooKeeper, n int, props func(b *BrokerPro
 
 // Readyz returns the status code and body of the broker's /readyz.
 func (b *BrokerProc) Readyz() (int, string, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", b.HTTPPort))
+	resp, err := http.Get(fmt.Sprintf("http://%s/readyz", net.JoinHostPort(b.Host, strconv.Itoa(b.HTTPPort))))
 	if err != nil {
 		return 0, "", err
 	}
@@ -178,7 +204,8 @@ func (b *BrokerProc) start(bin string) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
+	argv := append(append(slices.Clone(b.Wrap), bin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

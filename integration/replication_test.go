@@ -52,10 +52,16 @@ type producer struct {
 }
 
 func startProducer(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker) *producer {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RetryTimeout(2*time.Minute), kgo.ProduceRequestTimeout(10*time.Second),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	return startProducerOpts(t, bs, topic, ch)
+}
+
+// startProducerOpts is startProducer with options added to (and
+// overriding) its own.
+func startProducerOpts(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker, opts ...kgo.Opt) *producer {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.RetryTimeout(2 * time.Minute), kgo.ProduceRequestTimeout(10 * time.Second),
+		kgo.MetadataMinAge(100 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +123,14 @@ func (p *producer) close(t *testing.T) {
 // through the running brokers.
 func readAll(t *testing.T, bs []*BrokerProc, topic string) []history.Record {
 	t.Helper()
+	return readAllOpts(t, bs, topic)
+}
+
+// readAllOpts is readAll with the consumer's options added; with
+// kgo.KeepControlRecords it counts control records towards the end offset
+// and leaves them out of what it returns.
+func readAllOpts(t *testing.T, bs []*BrokerProc, topic string, opts ...kgo.Opt) []history.Record {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...))
@@ -140,9 +154,9 @@ func readAll(t *testing.T, bs []*BrokerProc, topic string) []history.Record {
 			offsets[o.Partition] = kgo.NewOffset().AtStart()
 		}
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(bs)...),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrsOf(bs)...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.MetadataMinAge(100*time.Millisecond))
+		kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +173,9 @@ func readAll(t *testing.T, bs []*BrokerProc, topic string) []history.Record {
 			if r.Offset >= want[r.Partition] {
 				return
 			}
-			out = append(out, history.Record{TP: history.TP{Topic: topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
+			if !r.Attrs.IsControl() {
+				out = append(out, history.Record{TP: history.TP{Topic: topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
+			}
 			if next[r.Partition] < want[r.Partition] && r.Offset+1 >= want[r.Partition] {
 				done++
 			}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,25 @@ func requireTool(t testing.TB, err error) {
 // it when the test ends.
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
+	z := startZooKeeper(t, "127.0.0.1", 0, nil, nil, 0)
+	z.waitServing(t, "standalone")
+	return z
+}
+
+// zkServer is one member of an ensemble: its id (myid) and host.
+type zkServer struct {
+	id   int
+	host string
+}
+
+// startZooKeeper starts a ZooKeeper server listening on host:port (a free
+// loopback port when port is 0), run under wrap (see BrokerProc.Wrap)
+// when set. With ensemble (the servers, this one among them as myid) it
+// is a member of a quorum (peer port 2888, election port 3888 on each
+// host); the caller waits for it to serve (waitServing), once every
+// member is started.
+func startZooKeeper(t testing.TB, host string, port int, wrap []string, ensemble []zkServer, myid int) *ZooKeeper {
+	t.Helper()
 	cp, err := classpath()
 	if err == nil {
 		_, err = exec.LookPath("java")
@@ -86,21 +106,34 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 	requireTool(t, err)
 	dir := t.TempDir()
 	z := &ZooKeeper{Dir: dir, TickTime: 250 * time.Millisecond, exited: make(chan struct{})}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	z.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	z.Addr = net.JoinHostPort(host, strconv.Itoa(port))
 	cfg := fmt.Sprintf(`tickTime=%d
 dataDir=%s
 clientPort=%d
-clientPortAddress=127.0.0.1
+clientPortAddress=%s
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=*
 minSessionTimeout=%d
 maxSessionTimeout=%d
-`, z.TickTime.Milliseconds(), filepath.Join(dir, "data"), port, 2*z.TickTime.Milliseconds(), 40*z.TickTime.Milliseconds())
+`, z.TickTime.Milliseconds(), filepath.Join(dir, "data"), port, host, 2*z.TickTime.Milliseconds(), 40*z.TickTime.Milliseconds())
+	if len(ensemble) > 0 {
+		cfg += "initLimit=20\nsyncLimit=8\n"
+		for _, m := range ensemble {
+			cfg += fmt.Sprintf("server.%d=%s:2888:3888\n", m.id, m.host)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(strconv.Itoa(myid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -109,9 +142,10 @@ maxSessionTimeout=%d
 	if err != nil {
 		t.Fatal(err)
 	}
-	z.cmd = exec.Command("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	argv := append(slices.Clone(wrap), "java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.jmx.log4j.disable=true", "-cp", cp,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	z.cmd = exec.Command(argv[0], argv[1:]...)
 	z.cmd.Stdout, z.cmd.Stderr, z.cmd.Dir = logf, logf, dir
 	z.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := z.cmd.Start(); err != nil {
@@ -131,17 +165,28 @@ maxSessionTimeout=%d
 			}
 		}
 	})
+	return z
+}
+
+// waitServing waits until the server serves requests in one of modes
+// (standalone, leader, follower).
+func (z *ZooKeeper) waitServing(t testing.TB, modes ...string) {
+	t.Helper()
 	// ruok answers imok before the server has loaded its database (its
 	// first clients are then dropped half-closed); srvr says "Mode:" only
 	// once it serves requests.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if out, err := z.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: standalone") {
-			return z
+		if out, err := z.FourLetter("srvr"); err == nil {
+			for _, m := range modes {
+				if strings.Contains(out, "Mode: "+m) {
+					return
+				}
+			}
 		}
 		select {
 		case <-z.exited:
-			t.Fatalf("ZooKeeper exited at start-up; see %s", filepath.Join(dir, "zookeeper.log"))
+			t.Fatalf("ZooKeeper exited at start-up; see %s", filepath.Join(z.Dir, "zookeeper.log"))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -52,7 +52,9 @@ command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # python3-requests, -jsonschema and -protobuf: confluent-kafka's
 # SchemaRegistryClient and serializers (compat/py/confluent_kafka_schema_registry.py).
-for pkg in kcat python3 python3-pip python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard python3-requests python3-jsonschema python3-protobuf; do
+# iproute2 and iptables: integration's fault tests build network namespaces
+# and cut links inside them (integration/netns.go).
+for pkg in iproute2 iptables kcat python3 python3-pip python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard python3-requests python3-jsonschema python3-protobuf; do
 	has_deb "$pkg" || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -85,11 +85,21 @@ type Report struct {
 
 // Err is nil when the report holds no anomaly.
 func (r Report) Err() error {
+	return anomalies([]anomaly{{"lost", r.Lost}, {"duplicated", r.Duplicated}, {"reordered", r.Reordered},
+		{"moved", r.Moved}, {"gaps", r.Gaps}, {"unknown", r.Unknown}})
+}
+
+// anomaly is one kind of anomaly a report lists, one line each.
+type anomaly struct {
+	name  string
+	lines []string
+}
+
+// anomalies joins an error per kind that holds lines (the first ten of
+// them shown), or returns nil when none does.
+func anomalies(kinds []anomaly) error {
 	var errs []error
-	for _, k := range []struct {
-		name  string
-		lines []string
-	}{{"lost", r.Lost}, {"duplicated", r.Duplicated}, {"reordered", r.Reordered}, {"moved", r.Moved}, {"gaps", r.Gaps}, {"unknown", r.Unknown}} {
+	for _, k := range kinds {
 		if len(k.lines) == 0 {
 			continue
 		}
@@ -180,4 +190,16 @@ func split(v string) (string, int64, bool) {
 	}
 	seq, err := strconv.ParseInt(v[i+1:], 10, 64)
 	return v[:i], seq, err == nil
+}
+
+// AckedRecords returns every acknowledged record with the partition and
+// offset it was acknowledged at.
+func (c *Checker) AckedRecords() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Record, 0, len(c.acked))
+	for v, a := range c.acked {
+		out = append(out, Record{TP: a.tp, Offset: a.offset, Value: v})
+	}
+	return out
 }

@@ -1,0 +1,188 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/integration/history"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FaultsGroupEnv, set to 1, runs TestFaultsConsumerGroup.
+const FaultsGroupEnv = "KBROKER_FAULTS_GROUP"
+
+// groupMember runs one slot of a consumer group: a client that joins,
+// polls, commits what it polled after every poll and when its partitions
+// are revoked, and after a random lifetime leaves so that a new member
+// (a new name) takes the slot. Everything goes to a GroupChecker.
+func groupMember(t *testing.T, seeds []string, group, topic string, slot int, seed uint64, gc *history.GroupChecker, stop <-chan struct{}, wg *sync.WaitGroup) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, uint64(100+slot)))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for gen := 1; ; gen++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("m%d.%d", slot, gen)
+			lifetime := 5*time.Second + time.Duration(rng.IntN(10000))*time.Millisecond
+			if err := runMember(seeds, group, topic, name, lifetime, gc, stop); err != nil {
+				t.Logf("member %s: %v", name, err)
+			}
+		}
+	}()
+}
+
+// commitPolled commits cl's uncommitted offsets and reports the
+// partitions whose commit succeeded.
+func commitPolled(ctx context.Context, cl *kgo.Client, name string, gc *history.GroupChecker) {
+	offs := cl.UncommittedOffsets()
+	if len(offs) == 0 {
+		return
+	}
+	sent := gc.CommitSent()
+	ok := map[history.TP]int64{}
+	cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			return
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode == 0 {
+					ok[history.TP{Topic: rt.Topic, Partition: rp.Partition}] = offs[rt.Topic][rp.Partition].Offset
+				}
+			}
+		}
+	})
+	gc.Committed(name, sent, ok)
+}
+
+func tpsOf(m map[string][]int32) []history.TP {
+	var out []history.TP
+	for topic, ps := range m {
+		for _, p := range ps {
+			out = append(out, history.TP{Topic: topic, Partition: p})
+		}
+	}
+	return out
+}
+
+// runMember is one member's life.
+func runMember(seeds []string, group, topic, name string, lifetime time.Duration, gc *history.GroupChecker, stop <-chan struct{}) error {
+	var cl *kgo.Client
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(10*time.Second), kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			gc.Assigned(name, tpsOf(m)...)
+		}),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, m map[string][]int32) {
+			commitPolled(ctx, c, name, gc)
+			gc.Revoked(name, tpsOf(m)...)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			gc.Revoked(name, tpsOf(m)...)
+		}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close() // commits nothing more: Close runs the revoke callback, which commits
+	end := time.After(lifetime)
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-end:
+			return nil
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			gc.Polled(name, history.Record{TP: history.TP{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
+		})
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		commitPolled(ctx, cl, name, gc)
+		cancel()
+	}
+}
+
+// TestFaultsConsumerGroup runs an acks=all producer and a consumer group of
+// three member slots whose members leave and are replaced every 5 to 15
+// seconds, committing after every poll and on revocation, while the
+// nemesis injects faults (same seed and environment as TestFaultsNemesis;
+// the duration halved). The group checker then finds no committed offset
+// moving back, no new owner starting below the committed offset, and no
+// acknowledged record below the final committed offset that no member
+// polled; the produce history is checked as in TestFaultsNemesis.
+//
+// It is not part of the plain test run: it finds an open anomaly
+// (docs/RELIABILITY.md, "committed offset moved back") often enough to fail
+// a short run now and then. Run it with KBROKER_FAULTS_GROUP=1.
+func TestFaultsConsumerGroup(t *testing.T) {
+	if os.Getenv(FaultsGroupEnv) != "1" {
+		t.Skipf("an open anomaly (docs/RELIABILITY.md); %s=1 runs it", FaultsGroupEnv)
+	}
+	if !inNetns(t) {
+		return
+	}
+	const topic, group = "grp", "faults-group"
+	c, seed, duration, kinds := startFaultCluster(t, topic, 2)
+	seeds := addrsOf(c.Brokers)
+	ch := history.New()
+	p := startProducer(t, c.Brokers, topic, ch)
+	gc := history.NewGroupChecker()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for slot := range 3 {
+		groupMember(t, seeds, group, topic, slot, seed, gc, stop, &wg)
+	}
+	p.waitAcked(t, 100, "records acknowledged before the first fault")
+	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, ch.AckedCount)
+	close(stop)
+	wg.Wait()
+	p.close(t)
+	checkHistory(t, c.Brokers, topic, ch, fmt.Sprintf("seed %d", seed))
+
+	final := map[history.TP]int64{}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	waitFor(t, time.Minute, "the group's committed offsets", func() (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		offs, err := kadm.NewClient(admCl).FetchOffsets(ctx, group)
+		if err == nil {
+			err = offs.Error()
+		}
+		if err != nil {
+			return false, err
+		}
+		offs.Each(func(o kadm.OffsetResponse) {
+			final[history.TP{Topic: o.Topic, Partition: o.Partition}] = o.At
+		})
+		return true, nil
+	})
+	rep := gc.Check(ch.AckedRecords(), final)
+	t.Logf("group: %d successful commits, %d records polled, final committed %v", rep.Commits, rep.Polled, final)
+	if err := rep.Err(); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if rep.Commits == 0 {
+		t.Fatalf("seed %d: the group committed nothing", seed)
+	}
+	t.Logf("seed %d faults:\n%s", seed, faultsTable(stats))
+}

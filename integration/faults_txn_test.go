@@ -1,0 +1,214 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/integration/history"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnWriter runs transactions, each writing one record to every partition
+// of a topic and then committing (four in five) or aborting, and tells a
+// TxnChecker how each ended. After an error it drops its client and makes
+// a new one with the same transactional id, which fences the old epoch
+// and aborts whatever it left open.
+type txnWriter struct {
+	name, topic string
+	partitions  int32
+	seeds       []string
+	tc          *history.TxnChecker
+	rng         *rand.Rand
+	cl          *kgo.Client
+	committed   *atomic.Int64
+}
+
+func (w *txnWriter) client() (*kgo.Client, error) {
+	if w.cl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(w.seeds...), kgo.TransactionalID(w.name),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20*time.Second),
+			kgo.RequestTimeoutOverhead(5*time.Second), kgo.MetadataMinAge(100*time.Millisecond),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+		if err != nil {
+			return nil, fmt.Errorf("transactional client %s: %w", w.name, err)
+		}
+		w.cl = cl
+	}
+	return w.cl, nil
+}
+
+func (w *txnWriter) reset() {
+	if w.cl != nil {
+		w.cl.Close()
+		w.cl = nil
+	}
+}
+
+// one runs one transaction; its error says why it did not commit.
+func (w *txnWriter) one(ctx context.Context) error {
+	cl, err := w.client()
+	if err != nil {
+		return err
+	}
+	id := w.tc.Begin(w.name)
+	if err := cl.BeginTransaction(); err != nil {
+		w.tc.End(id, history.Aborted)
+		w.reset()
+		return fmt.Errorf("begin: %w", err)
+	}
+	var recs []*kgo.Record
+	for p := range w.partitions {
+		v := w.tc.Value(id, int(p), history.TP{Topic: w.topic, Partition: p})
+		recs = append(recs, &kgo.Record{Topic: w.topic, Partition: p, Value: []byte(v)})
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	perr := cl.ProduceSync(pctx, recs...).FirstErr()
+	cancel()
+	ectx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if perr != nil || w.rng.IntN(5) == 0 {
+		// Not a commit: whatever happens next, these records never commit.
+		if perr != nil {
+			_ = cl.AbortBufferedRecords(ectx)
+		}
+		err := cl.EndTransaction(ectx, kgo.TryAbort)
+		w.tc.End(id, history.Aborted)
+		if err != nil || perr != nil {
+			w.reset()
+			return fmt.Errorf("produce: %v; abort: %v", perr, err)
+		}
+		return nil
+	}
+	if err := cl.EndTransaction(ectx, kgo.TryCommit); err != nil {
+		w.tc.End(id, history.Unknown)
+		w.reset()
+		return fmt.Errorf("commit: %w", err)
+	}
+	w.tc.End(id, history.Committed)
+	w.committed.Add(1)
+	return nil
+}
+
+// readCommittedConsumer reads every partition of topic from the start with
+// isolation read_committed and reports each record to tc as name.
+func readCommittedConsumer(t *testing.T, seeds []string, topic string, partitions int32, name string, tc *history.TxnChecker, stop <-chan struct{}, wg *sync.WaitGroup) {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for p := range partitions {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cl.Close()
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				tc.Read(name, history.Record{TP: history.TP{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
+			})
+		}
+	}()
+}
+
+// TestFaultsTransactions runs two transactional writers (each transaction
+// writes every partition, then commits or, one time in five, aborts) and
+// two read_committed consumers while the nemesis injects faults (same seed
+// and environment as TestFaultsNemesis; KBROKER_FAULTS_DURATION is halved
+// here). When all is healed and every transaction closed, a final
+// read_committed read of the topic goes to the transaction checker, with
+// what the consumers saw: no aborted or uncommitted read, no committed
+// write lost, no transaction visible in only some partitions, no consumer
+// going back in a partition, no duplicate, no G1c cycle.
+//
+// Not part of the plain test run: it finds an open anomaly
+// (docs/RELIABILITY.md, "non-monotonic read_committed reads"). Run it with
+// KBROKER_FAULTS_TXN=1.
+func TestFaultsTransactions(t *testing.T) {
+	if os.Getenv("KBROKER_FAULTS_TXN") != "1" {
+		t.Skip("an open anomaly (docs/RELIABILITY.md); KBROKER_FAULTS_TXN=1 runs it")
+	}
+	if !inNetns(t) {
+		return
+	}
+	const topic, partitions = "txns", 3
+	c, seed, duration, kinds := startFaultCluster(t, topic, 2)
+	seeds := addrsOf(c.Brokers)
+
+	tc := history.NewTxnChecker()
+	var committed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 2 {
+		readCommittedConsumer(t, seeds, topic, partitions, fmt.Sprintf("reader%d", i), tc, stop, &wg)
+	}
+	var werrs sync.Map // error text → count, for the log
+	for i := range 2 {
+		w := &txnWriter{name: fmt.Sprintf("tw%d", i), topic: topic, partitions: partitions, seeds: seeds, tc: tc,
+			rng: rand.New(rand.NewPCG(seed, uint64(i))), committed: &committed}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.reset()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := w.one(context.Background()); err != nil {
+					n, _ := werrs.LoadOrStore(err.Error(), new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
+				}
+			}
+		}()
+	}
+	progress := func() int { return int(committed.Load()) }
+	waitFor(t, time.Minute, "20 committed transactions before the first fault", func() (bool, error) {
+		return progress() >= 20, errNotYet
+	})
+	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, progress)
+	close(stop)
+	wg.Wait()
+	werrs.Range(func(k, v any) bool {
+		t.Logf("transactions not committed: %d× %s", v.(*atomic.Int64).Load(), k)
+		return true
+	})
+	waitStable(t, c.Brokers, topic)
+	rep := tc.Check(readAllCommitted(t, c.Brokers, topic))
+	t.Logf("transactions %v, %d records read by consumers, %d G0 write cycles (allowed)", rep.Txns, rep.Reads, rep.G0)
+	if err := rep.Err(); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if rep.Txns[history.Committed] == 0 || rep.Reads == 0 {
+		t.Fatalf("seed %d: nothing committed or read", seed)
+	}
+	t.Logf("seed %d faults:\n%s", seed, faultsTable(stats))
+}
+
+// readAllCommitted reads every partition of topic from the start to its
+// high watermark with isolation read_committed (control records are kept
+// to see where the end is and then dropped), after waitStable.
+func readAllCommitted(t *testing.T, bs []*BrokerProc, topic string) []history.Record {
+	t.Helper()
+	return readAllOpts(t, bs, topic, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+}
