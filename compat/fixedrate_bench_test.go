@@ -41,7 +41,11 @@ package compat
 //     "baseline", for before/after numbers in one run;
 //   - KBROKER_BENCH_PPROF=host:port serves kbroker's /debug/pprof/ there
 //     (execution traces, block and mutex profiles: see docs/PERFORMANCE.md);
-//   - KBROKER_BENCH_TARGETS: a comma-separated subset of the targets' names.
+//   - KBROKER_BENCH_TARGETS: a comma-separated subset of the targets' names;
+//   - KBROKER_BENCH_TRACE=dir: during each fixed-rate run's measured window
+//     an execution trace of this process (clients, kfake) goes to
+//     dir/<topic>-client.trace and, with KBROKER_BENCH_PPROF, one of
+//     kbroker to dir/<topic>-broker.trace (keep KBROKER_BENCH_SECS short).
 //
 // Figures from a shared machine: the load average is printed before and
 // after every run; compare targets within one run only.
@@ -52,9 +56,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -396,6 +403,10 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 	for now := latNow(); now < start; now = latNow() {
 		time.Sleep(time.Duration(start - now))
 	}
+	if dir := os.Getenv("KBROKER_BENCH_TRACE"); dir != "" && offered > 0 {
+		stop := latencyTrace(b, dir, t, topic, time.Duration(from-latNow()), measure)
+		defer stop()
+	}
 	if interval > 0 {
 		for i := int64(0); ; i++ {
 			intended := start + i*interval
@@ -446,6 +457,53 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 	return out
 }
 
+// latencyTrace starts, after delay, an execution trace of this process for
+// d into dir, and for kbroker with KBROKER_BENCH_PPROF one of the broker
+// through /debug/pprof/trace; the returned func waits for both to end.
+func latencyTrace(b *testing.B, dir string, t benchTarget, topic string, delay, d time.Duration) func() {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		time.Sleep(delay)
+		f, err := os.Create(filepath.Join(dir, topic+"-client.trace"))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			b.Error(err)
+			return
+		}
+		time.Sleep(d)
+		trace.Stop()
+	})
+	if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" && t.pid != 0 {
+		wg.Go(func() {
+			time.Sleep(delay)
+			url := fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", addr, int(d.Seconds()))
+			resp, err := http.Get(url)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, topic+"-broker.trace"))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer f.Close()
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	return wg.Wait
+}
+
 // loadAvg is the first three fields of /proc/loadavg ("?" elsewhere).
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -484,10 +542,21 @@ func latMs(h *hdrhistogram.Histogram, q float64) float64 {
 	return float64(h.ValueAtQuantile(q)) / 1000
 }
 
-// latencyRunLine is the one-line summary printed as each run ends.
+// latencyRunLine is the summary printed as each run ends, with the seconds
+// of the measured window whose end-to-end maximum was largest (where to
+// look in a trace).
 func latencyRunLine(r latRun) string {
-	return fmt.Sprintf("%-8s at %-12s offered %6.1f MB/s, acked %6.1f, consumed %6.1f; e2e p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; load %s\n",
-		r.target, r.rate, r.offered, r.acked, r.consumed, latMs(r.e2e, 99), latMs(r.e2e, 99.9), latMs(r.e2e, 100), r.load)
+	secs := make([]int, len(r.perSec))
+	for i := range secs {
+		secs[i] = i
+	}
+	slices.SortStableFunc(secs, func(a, b int) int { return cmp.Compare(r.perSec[b].Max(), r.perSec[a].Max()) })
+	var worst []string
+	for _, s := range secs[:min(3, len(secs))] {
+		worst = append(worst, fmt.Sprintf("%ds %.1f ms", s, latMs(r.perSec[s], 100)))
+	}
+	return fmt.Sprintf("%-8s at %-12s offered %6.1f MB/s, acked %6.1f, consumed %6.1f; e2e p99 %.1f ms, p99.9 %.1f ms, max %.1f ms (worst seconds: %s); load %s\n",
+		r.target, r.rate, r.offered, r.acked, r.consumed, latMs(r.e2e, 99), latMs(r.e2e, 99.9), latMs(r.e2e, 100), strings.Join(worst, ", "), r.load)
 }
 
 // latencyReport is the table of one rate: per target the rates and both
