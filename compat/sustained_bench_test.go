@@ -15,7 +15,8 @@ package compat
 // KBROKER_BENCH_SUSTAINED_GB sets the total (default 20); check free space
 // first (it needs the total twice: dd's file is removed before kbroker
 // runs, kbroker's log stays until the end). KBROKER_BENCH_BASELINE adds
-// another kbroker build, run after the first on its own topic.
+// another kbroker build, run after the first on its own topic
+// (KBROKER_BENCH_BASELINE_FIRST=1: before it).
 //
 //	KBROKER_BENCH_SUSTAINED_GB=20 go test ./compat/ -run '^$' -bench BenchmarkSustained -benchtime 1x -timeout 2h
 
@@ -27,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +63,9 @@ func BenchmarkSustained(b *testing.B) {
 	if bin := os.Getenv("KBROKER_BENCH_BASELINE"); bin != "" {
 		base := startBrokerBin(b, bin, filepath.Join(dir, "baseline"))
 		targets = append(targets, target{"baseline", base.Addr()})
+		if os.Getenv("KBROKER_BENCH_BASELINE_FIRST") != "" {
+			slices.Reverse(targets) // the other order, to see what the order costs
+		}
 	}
 	b.Run("run", func(b *testing.B) {
 		if b.N > 1 {
