@@ -8,7 +8,13 @@
 #      kbroker and kfake;
 #   3. BenchmarkClusterAcksAll: acks=all produce (idempotent, RF=3,
 #      min.insync.replicas=2) on three kbrokers on ZooKeeper beside a
-#      three-node Kafka KRaft cluster, and on one of each with RF=1.
+#      three-node Kafka KRaft cluster, and on one of each with RF=1;
+#   4. BenchmarkFixedRate: publish and end-to-end latency at fixed offered
+#      rates (50 MB/s, 200 MB/s, 70% of each broker's maximum) against
+#      kbroker, kfake and Kafka, HdrHistogram percentiles and SVG plots
+#      (docs/PERFORMANCE.md);
+#   5. BenchmarkSustained: KBROKER_BENCH_SUSTAINED_GB (default 20) produced
+#      while a consumer tails, beside dd of the same size on the same disk.
 # It builds the compat test binary once and prints the load average before
 # and after each part (the machine may be shared: read the numbers with it).
 #
@@ -17,7 +23,8 @@
 # Environment: BENCH_ROUNDS (default 5; the first round of each part is a
 # warm-up left out of the medians), KBROKER_BENCH_MIB (64, MiB per round of
 # part 1), KBROKER_BENCH_RECORDS (200000, part 2), KBROKER_BENCH_CLUSTER_MIB
-# (64, part 3), BENCH_PARTS (default "1 2 3": a subset to run), and those of
+# (64, part 3), KBROKER_BENCH_SECS (60, part 4), KBROKER_BENCH_SUSTAINED_GB
+# (20, part 5), BENCH_PARTS (default "1 2 3 4 5": a subset to run), and those of
 # BenchmarkProduceConsume (KBROKER_BENCH_TLS, KBROKER_BENCH_BASELINE,
 # KBROKER_BENCH_PPROF). Needs what the Java compat tests need: a JDK and
 # Maven, with compat/java's dependencies in ~/.m2 (scripts/test.sh fetches
@@ -35,7 +42,7 @@ elif [[ $# -gt 0 ]]; then
 	exit 2
 fi
 rounds="${BENCH_ROUNDS:-5}"
-parts="${BENCH_PARTS:-1 2 3}"
+parts="${BENCH_PARTS:-1 2 3 4 5}"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -64,6 +71,8 @@ for p in $parts; do
 	1) run BenchmarkProduceConsume "${rounds}x" KBROKER_BENCH_KAFKA=1 ;;
 	2) run BenchmarkJavaPerfTools 1x ;;
 	3) run BenchmarkClusterAcksAll "${rounds}x" ;;
-	*) echo "BENCH_PARTS: unknown part $p (want 1, 2 or 3)" >&2; exit 2 ;;
+	4) run BenchmarkFixedRate 1x ;;
+	5) run BenchmarkSustained 1x ;;
+	*) echo "BENCH_PARTS: unknown part $p (want 1 to 5)" >&2; exit 2 ;;
 	esac
 done

@@ -61,6 +61,12 @@ type DirConfig struct {
 	// and closed, so the dir holds about one descriptor per partition plus
 	// this many. Default DefaultSegmentOpenFilesMax.
 	SegmentOpenFilesMax int
+	// SegmentWritebackBytes is log.segment.writeback.bytes (a kbroker
+	// setting): every time a partition appended this many bytes to a
+	// segment, the dir starts their writeback to disk without waiting for
+	// it (writeback.go). 0 is the default, DefaultSegmentWritebackBytes;
+	// negative turns it off.
+	SegmentWritebackBytes int64
 }
 
 // withDefaults fills in zero fields and rejects negative durations.
@@ -88,6 +94,9 @@ func (c DirConfig) withDefaults() (DirConfig, error) {
 	}
 	if c.RecoveryThreads == 0 {
 		c.RecoveryThreads = DefaultRecoveryThreads
+	}
+	if c.SegmentWritebackBytes == 0 {
+		c.SegmentWritebackBytes = DefaultSegmentWritebackBytes
 	}
 	switch {
 	case c.FileDeleteDelayMs < 0:
@@ -143,6 +152,10 @@ type Dir struct {
 	// deletes), owned by Dir: stopped by closing stop, done closed when it
 	// exits; wake makes it run a pass and recompute its period.
 	stop, done, wake chan struct{}
+	// writeback feeds the writeback goroutine, which closes writebackDone
+	// when it ends (writeback.go).
+	writeback     chan writebackJob
+	writebackDone chan struct{}
 }
 
 // OpenDir is OpenDirConfig with Kafka's defaults for the dir's own settings.
@@ -169,7 +182,8 @@ func OpenDirConfig(path string, cfg DirConfig) (*Dir, error) {
 	}
 	d := &Dir{path: path, logger: cfg.Logger.With("log_dir", path), cfg: cfg, lock: lock,
 		fs: cfg.FS, files: newFileCache(cfg.FS, cfg.SegmentOpenFilesMax),
-		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
+		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1),
+		writeback: make(chan writebackJob, writebackQueue), writebackDone: make(chan struct{})}
 	d.mu.logs = map[TopicPartition]*Log{}
 	if err := d.load(); err != nil {
 		for _, l := range d.mu.logs {
@@ -179,6 +193,7 @@ func OpenDirConfig(path string, cfg DirConfig) (*Dir, error) {
 		return nil, fmt.Errorf("open log dir %s: %w", path, wrapOpenErr(err))
 	}
 	go d.run()
+	go d.writebackLoop()
 	return d, nil
 }
 
@@ -285,6 +300,9 @@ func (d *Dir) adopt(l *Log) {
 		d.mu.Unlock()
 		d.poke()
 	}, d.markOffline)
+	if d.cfg.SegmentWritebackBytes > 0 {
+		l.setWriteback(d.cfg.SegmentWritebackBytes, d.queueWriteback)
+	}
 }
 
 // configFor fills in the dir's logger for a partition, and the dir's file
@@ -423,6 +441,7 @@ func (d *Dir) Close() error {
 	d.mu.Unlock()
 	close(d.stop)
 	<-d.done
+	<-d.writebackDone
 
 	logs := slices.Collect(maps.Values(d.Logs()))
 	errs := make([]error, len(logs))

@@ -72,6 +72,10 @@ type Log struct {
 		// below a newly rolled segment off the append path, as Kafka's
 		// scheduled flush after roll; without it Append fsyncs them itself.
 		rollFlush func(upTo int64)
+		// writeback, if set (by a Dir), starts the writeback of every
+		// writebackEvery bytes appended to a segment (writeback.go).
+		writeback      func(writebackJob)
+		writebackEvery int64
 		// offline, once set, is returned by every later write (see
 		// OfflineError); onOffline (set by a Dir) is told about it.
 		offline   *OfflineError
@@ -101,6 +105,14 @@ type RecoveryStats struct {
 
 // RecoveryStats reports what Open validated; zero after a clean shutdown.
 func (l *Log) RecoveryStats() RecoveryStats { return l.recovered }
+
+// setWriteback makes the log hand every range of every bytes appended to a
+// segment to fn (a Dir's writeback goroutine); every <= 0 turns it off.
+func (l *Log) setWriteback(every int64, fn func(writebackJob)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.writebackEvery, l.mu.writeback = every, fn
+}
 
 // setHooks installs a Dir's asynchronous flush-after-roll and its offline
 // notification.
@@ -559,6 +571,11 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 		s.rollStart = now
 	}
 	l.mu.leo = next
+	if l.mu.writeback != nil {
+		if j, ok := writebackDue(s, l.mu.writebackEvery); ok {
+			l.mu.writeback(j)
+		}
+	}
 	if l.mu.unflushedRecords == 0 {
 		l.mu.unflushedSince = now
 	}

@@ -71,7 +71,9 @@ type segment struct {
 	maxTsOffset     int64 // last offset of the batch holding maxTs, -1 if none
 	bytesSinceIndex int64
 	rollStart       time.Time // time of the first append since creation or load; zero if none
-	dirty           bool      // written since the last fsync
+	// writebackFrom is where the next writeback range starts (writeback.go).
+	writebackFrom int64
+	dirty         bool // written since the last fsync
 
 	idxOnDisk, timesOnDisk int
 	idxStale               bool // the index files must be rewritten whole

@@ -57,6 +57,11 @@ type Config struct {
 	// property, not Kafka's): how many descriptors of inactive segments
 	// each log dir keeps open (storage.DirConfig.SegmentOpenFilesMax).
 	LogSegmentOpenFilesMax int32
+	// LogSegmentWritebackBytes is log.segment.writeback.bytes (a kbroker
+	// setting): start the writeback of every this many bytes a partition
+	// appends, off the append path (storage.DirConfig.SegmentWritebackBytes);
+	// -1 leaves writeback to the kernel alone.
+	LogSegmentWritebackBytes int64
 	// NumRecoveryThreadsPerDataDir is num.recovery.threads.per.data.dir:
 	// how many logs of a dir are loaded (recovered) at once at start-up and
 	// flushed and closed at once at shutdown (storage.DirConfig.RecoveryThreads).
@@ -335,6 +340,7 @@ var props = map[string]prop{
 	// Log dir safety: the delay of deletions, the recovery-point checkpoints.
 	"file.delete.delay.ms":                    {"60000", kmsg.ConfigTypeLong, "The time to wait before deleting a file from the file system.", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
 	"log.flush.offset.checkpoint.interval.ms": {"60000", kmsg.ConfigTypeInt, "How often the recovery points of the logs are checkpointed.", intProp(func(c *Config, v int64) { c.LogFlushOffsetCheckpointIntervalMs = max(v, 1) }, 0, math.MaxInt32)},
+	"log.segment.writeback.bytes":             {"8388608", kmsg.ConfigTypeLong, "Start writing back each this many bytes a partition appends to its segment, behind the writer, so dirty pages stay few and the fsync before a roll is short; -1 leaves it to the kernel (kbroker's own property).", intProp(func(c *Config, v int64) { c.LogSegmentWritebackBytes = v }, -1, math.MaxInt64)},
 	"log.segment.open.files.max":              {"1000", kmsg.ConfigTypeInt, "The most segment files kbroker keeps open at once (kbroker's own property).", intProp(func(c *Config, v int64) { c.LogSegmentOpenFilesMax = int32(v) }, 1, math.MaxInt32)},
 	"cluster.id": {"", kmsg.ConfigTypeString, "The cluster id written to meta.properties when the log dirs are new.", func(c *Config, v string) error {
 		c.ClusterID = v

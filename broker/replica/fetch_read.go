@@ -68,6 +68,10 @@ func (m *Manager) fetchTopic(version int16, rt kmsg.FetchRequestTopic) *Topic {
 // It returns the record bytes gathered and whether to answer at once because
 // a partition has an error.
 func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced) (total int, stop bool) {
+	// A parked fetch fills its answer again at each wake-up: the previous
+	// fill's partition lists are reused, and a new one is sized once, so
+	// a consumer tailing a busy topic does not allocate them per append.
+	prev := resp.Topics
 	resp.Topics = resp.Topics[:0]
 	if spl != nil {
 		spl.Reset()
@@ -76,8 +80,13 @@ func (m *Manager) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, sp
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = int(^uint(0) >> 1)
 	}
-	for _, rt := range req.Topics {
+	for i, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
+		if i < len(prev) && cap(prev[i].Partitions) >= len(rt.Partitions) {
+			st.Partitions = prev[i].Partitions[:0]
+		} else {
+			st.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
+		}
 		st.Topic = rt.Topic
 		st.TopicID = rt.TopicID
 		t := m.fetchTopic(req.Version, rt)

@@ -78,6 +78,7 @@ func (m *Manager) OpenDirs(fs vfs.FS) error {
 			FileDeleteDelayMs:               m.cfg.FileDeleteDelayMs,
 			FlushOffsetCheckpointIntervalMs: m.cfg.LogFlushOffsetCheckpointIntervalMs,
 			SegmentOpenFilesMax:             int(m.cfg.LogSegmentOpenFilesMax),
+			SegmentWritebackBytes:           m.cfg.LogSegmentWritebackBytes,
 			RecoveryThreads:                 int(m.cfg.NumRecoveryThreadsPerDataDir),
 			FS:                              fs,
 		})

@@ -108,6 +108,9 @@ func run(args, environ []string) error {
 	if err != nil {
 		return err
 	}
+	if err := setProfileRates(environ); err != nil { // profiling.go
+		return err
+	}
 	cfg, unknown, err := config.ParseConfig(p)
 	if err != nil {
 		return err

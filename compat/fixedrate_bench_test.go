@@ -1,0 +1,624 @@
+package compat
+
+// BenchmarkFixedRate measures latency at a fixed offered load, the way the
+// OpenMessaging Benchmark does, against kbroker, franz-go's kfake (with its
+// DataDir persistence) and Apache Kafka 4.4.0 in one run (issue 26):
+//
+//   - an open-loop producer (franz-go, acks=all, idempotent, linger 1 ms,
+//     1 KiB incompressible values) offers records at a set rate. Each record
+//     has an intended send time on a fixed schedule, written into its first
+//     8 bytes, and every latency is measured from that time, not from the
+//     moment Produce was called: a producer held up by a slow broker (a full
+//     buffer blocks Produce) falls behind its schedule and the wait counts,
+//     so coordinated omission cannot hide a stall;
+//   - a consumer tails the topic (assigned partitions, from the start);
+//   - publish latency is intended send → acknowledgement, end-to-end latency
+//     is intended send → the consumer's poll that returned the record. Both
+//     go into HdrHistograms (github.com/HdrHistogram/hdrhistogram-go, 1 µs
+//     to 10 min, 3 significant digits) after a warm-up, and into one
+//     histogram per second for the latency-over-time plot.
+//
+// Rates come from KBROKER_BENCH_RATES (default "50,200,70%"): MB/s, or a
+// percentage of each target's own maximum, which a closed-loop run of the
+// same producer and consumer measures first (KBROKER_BENCH_MAX_SECS, default
+// 10). For each rate the targets run one after another in an order that
+// rotates from rate to rate, each on a new topic, after a sync(2) and a GC
+// of this process (which hosts kfake and the clients). Every run prints the
+// percentiles of both latencies, the rate reached and the ratios of kbroker
+// to every peer; an SVG plot per rate of the p99 and max end-to-end latency
+// of each second is written to KBROKER_BENCH_PLOT_DIR (default a new
+// directory under $TMPDIR; its path is printed).
+//
+//	go test ./compat/ -run '^$' -bench BenchmarkFixedRate -benchtime 1x -timeout 2h
+//
+// Environment:
+//   - KBROKER_BENCH_SECS: measured seconds per run (default 60), after
+//     KBROKER_BENCH_WARMUP_SECS (default 10) of the same load;
+//   - KBROKER_BENCH_LATENCY_PARTITIONS: partitions of each topic (default 16);
+//   - KBROKER_BENCH_KAFKA=0 leaves Apache Kafka out (it needs the JDK and
+//     compat/java built, as the Java tests);
+//   - KBROKER_BENCH_BASELINE=/path/to/kbroker adds another kbroker build as
+//     "baseline", for before/after numbers in one run;
+//   - KBROKER_BENCH_PPROF=host:port serves kbroker's /debug/pprof/ there
+//     (execution traces, block and mutex profiles: see docs/PERFORMANCE.md);
+//   - KBROKER_BENCH_TARGETS: a comma-separated subset of the targets' names;
+//   - KBROKER_BENCH_TRACE=dir: during each fixed-rate run's measured window
+//     an execution trace of this process (clients, kfake) goes to
+//     dir/<topic>-client.trace and, with KBROKER_BENCH_PPROF, one of
+//     kbroker to dir/<topic>-broker.trace (keep KBROKER_BENCH_SECS short).
+//
+// Figures from a shared machine: the load average is printed before and
+// after every run; compare targets within one run only.
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/trace"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// latMaxMicros is the largest latency a histogram holds (10 minutes);
+// larger values are recorded as this.
+const latMaxMicros = 600_000_000
+
+// newLatHist is an empty histogram of latencies in microseconds.
+func newLatHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, latMaxMicros, 3) }
+
+// recordLat records d into h, clamped to the histogram's range.
+func recordLat(h *hdrhistogram.Histogram, d time.Duration) {
+	_ = h.RecordValue(min(max(d.Microseconds(), 1), latMaxMicros))
+}
+
+// fixedRate is one rate asked for: MB/s, or pct percent of a target's own
+// maximum when pct > 0.
+type fixedRate struct {
+	mbps float64
+	pct  float64
+}
+
+func (r fixedRate) String() string {
+	if r.pct > 0 {
+		return fmt.Sprintf("%g%% of max", r.pct)
+	}
+	return fmt.Sprintf("%g MB/s", r.mbps)
+}
+
+// parseRates reads a KBROKER_BENCH_RATES list: "50,200,70%".
+func parseRates(s string) ([]fixedRate, error) {
+	var out []fixedRate
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		pct := strings.HasSuffix(f, "%")
+		v, err := strconv.ParseFloat(strings.TrimSuffix(f, "%"), 64)
+		if err != nil || v <= 0 || (pct && v > 100) {
+			return nil, fmt.Errorf("rate %q: want MB/s or a percentage of the maximum", f)
+		}
+		if pct {
+			out = append(out, fixedRate{pct: v})
+		} else {
+			out = append(out, fixedRate{mbps: v})
+		}
+	}
+	return out, nil
+}
+
+// envSeconds reads a positive number of seconds from env, def when unset.
+func envSeconds(b *testing.B, env string, def float64) time.Duration {
+	s := os.Getenv(env)
+	if s == "" {
+		return time.Duration(def * float64(time.Second))
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 {
+		b.Fatalf("%s=%q: want seconds", env, s)
+	}
+	return time.Duration(v * float64(time.Second))
+}
+
+// latRun is the outcome of one run of one target at one rate.
+type latRun struct {
+	target  string
+	rate    fixedRate
+	offered float64 // MB/s asked for; 0 for a closed-loop run
+	// acked and consumed are MB/s over the measured window (records
+	// whose intended send time fell in it).
+	acked, consumed float64
+	publish, e2e    *hdrhistogram.Histogram
+	// perSec are histograms of the end-to-end latency of the records
+	// intended in each second of the measured window.
+	perSec []*hdrhistogram.Histogram
+	// missing counts records of the window not acknowledged or not
+	// consumed by the end of the drain; they are recorded at the drain's
+	// end so they count in the tail.
+	missing int64
+	load    string
+}
+
+// latClock is the monotonic clock of the intended send times written into
+// values: nanoseconds since latEpoch.
+var latEpoch = time.Now()
+
+func latNow() int64 { return int64(time.Since(latEpoch)) }
+
+func BenchmarkFixedRate(b *testing.B) {
+	rates, err := parseRates(cmp.Or(os.Getenv("KBROKER_BENCH_RATES"), "50,200,70%"))
+	if err != nil {
+		b.Fatalf("KBROKER_BENCH_RATES: %v", err)
+	}
+	measure := envSeconds(b, "KBROKER_BENCH_SECS", 60)
+	warmup := envSeconds(b, "KBROKER_BENCH_WARMUP_SECS", 10)
+	maxSecs := envSeconds(b, "KBROKER_BENCH_MAX_SECS", 10)
+	partitions := 16
+	if s := os.Getenv("KBROKER_BENCH_LATENCY_PARTITIONS"); s != "" {
+		if partitions, err = strconv.Atoi(s); err != nil || partitions <= 0 {
+			b.Fatalf("KBROKER_BENCH_LATENCY_PARTITIONS=%q: want a positive integer", s)
+		}
+	}
+	plotDir := os.Getenv("KBROKER_BENCH_PLOT_DIR")
+	if plotDir == "" {
+		if plotDir, err = os.MkdirTemp("", "kbroker-fixedrate-"); err != nil {
+			b.Fatal(err)
+		}
+	} else if err := os.MkdirAll(plotDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+
+	targets := latencyTargets(b)
+	benchWarmMemory(b) // bench_warm_test.go
+	payload := make([]byte, benchValueSize)
+	if _, err := rand.Read(payload); err != nil {
+		b.Fatal(err)
+	}
+
+	var runs []latRun
+	b.Run("runs", func(b *testing.B) {
+		if b.N > 1 {
+			b.Skip("one pass per benchmark: run with -benchtime 1x")
+		}
+		maxMBps := map[string]float64{}
+		if slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 }) {
+			for _, t := range targets {
+				r := latencyRun(b, t, fmt.Sprintf("max-%s", t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload)
+				maxMBps[t.name] = r.acked
+				fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
+			}
+		}
+		for i, rate := range rates {
+			for j := range targets {
+				t := targets[(i+j)%len(targets)]
+				offered := rate.mbps
+				if rate.pct > 0 {
+					offered = maxMBps[t.name] * rate.pct / 100
+				}
+				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, t.name), partitions, offered, warmup, measure, payload)
+				r.rate = rate
+				runs = append(runs, r)
+				fmt.Print(latencyRunLine(r))
+			}
+			fmt.Print(latencyReport(targets, runs, rate))
+			path := filepath.Join(plotDir, fmt.Sprintf("fixedrate-%d.svg", i))
+			if err := writeLatencyPlot(path, rate, runsAt(runs, rate)); err != nil {
+				b.Errorf("plot: %v", err)
+			} else {
+				fmt.Printf("plot: %s\n", path)
+			}
+		}
+	})
+	if len(runs) > 0 {
+		fmt.Printf("\n== all rates (%s, %d partitions, %v measured after %v warm-up per run; shared machine: compare within this run)\n",
+			runtime.Version(), partitions, measure, warmup)
+		for _, rate := range rates {
+			fmt.Print(latencyReport(targets, runs, rate))
+		}
+	}
+}
+
+// latencyTargets starts the brokers BenchmarkFixedRate compares.
+func latencyTargets(b *testing.B) []benchTarget {
+	want := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv("KBROKER_BENCH_TARGETS"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	use := func(name string) bool { return len(want) == 0 || want[name] }
+	var targets []benchTarget
+	if use("kbroker") {
+		var overrides []string
+		if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" {
+			overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true")
+		}
+		kb := startBroker(b, b.TempDir(), overrides...)
+		targets = append(targets, benchTarget{name: "kbroker", addr: kb.Addr(), pid: kb.Pid()})
+	}
+	if bin := os.Getenv("KBROKER_BENCH_BASELINE"); bin != "" && use("baseline") {
+		base := startBrokerBin(b, bin, b.TempDir())
+		targets = append(targets, benchTarget{name: "baseline", addr: base.Addr(), pid: base.Pid()})
+	}
+	if use("kfake") {
+		kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(b.TempDir()))
+		if err != nil {
+			b.Fatalf("kfake: %v", err)
+		}
+		b.Cleanup(kf.Close)
+		targets = append(targets, benchTarget{name: "kfake", addr: kf.ListenAddrs()[0]})
+	}
+	if os.Getenv("KBROKER_BENCH_KAFKA") != "0" && use("kafka") {
+		k := startKafka(b)
+		targets = append(targets, benchTarget{name: "kafka", addr: k.Addr()})
+	}
+	if len(targets) == 0 {
+		b.Fatal("KBROKER_BENCH_TARGETS names no target")
+	}
+	return targets
+}
+
+// latencyRun creates topic on t, then offers records at offered MB/s (as
+// fast as the producer goes when 0) for warmup+measure while a consumer
+// tails the topic, and returns the latencies of the records intended during
+// the measured window.
+func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offered float64, warmup, measure time.Duration, payload []byte) latRun {
+	runtime.GC()
+	benchSync()
+	out := latRun{target: t.name, offered: offered, publish: newLatHist(), e2e: newLatHist(), load: loadAvg()}
+	ctx, cancel := context.WithTimeout(context.Background(), warmup+measure+5*time.Minute)
+	defer cancel()
+
+	perSecRecords := 1e6 / float64(benchValueSize) * max(offered, 1)
+	prod, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(t.addr),
+		kgo.ProducerLinger(time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.MaxBufferedRecords(max(10_000, int(perSecRecords))),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	}, t.opts...)...)
+	if err != nil {
+		b.Fatalf("producer: %v", err)
+	}
+	defer prod.Close()
+	resp, err := kadm.NewClient(prod).CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatalf("%s: CreateTopic %s: %v", t.name, topic, err)
+	}
+	offsets := map[int32]kgo.Offset{}
+	for p := range int32(partitions) {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cons, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(t.addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.FetchMaxBytes(64 << 20),
+		kgo.FetchMaxPartitionBytes(8 << 20),
+	}, t.opts...)...)
+	if err != nil {
+		b.Fatalf("consumer: %v", err)
+	}
+	defer cons.Close()
+
+	start := latNow() + int64(100*time.Millisecond)
+	from := start + int64(warmup)
+	until := from + int64(measure)
+	window := func(intended int64) int { return int((intended - from) / int64(time.Second)) }
+	nsec := int((measure + time.Second - 1) / time.Second)
+	out.perSec = make([]*hdrhistogram.Histogram, nsec)
+	for i := range out.perSec {
+		out.perSec[i] = newLatHist()
+	}
+
+	var (
+		mu                sync.Mutex // guards the histograms
+		sent, acked, seen atomic.Int64
+		measured          atomic.Int64 // records intended in the window
+		ackedBytes        atomic.Int64
+		failed            atomic.Pointer[error]
+	)
+	var pool sync.Pool
+	pool.New = func() any { v := slices.Clone(payload); return &v }
+
+	// Consumer: every record's end-to-end latency at the poll that
+	// returned it.
+	consDone := make(chan struct{})
+	var consumedBytes atomic.Int64
+	go func() {
+		defer close(consDone)
+		for ctx.Err() == nil {
+			fs := cons.PollFetches(ctx)
+			now := latNow()
+			if ctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) < 8 {
+					return
+				}
+				intended := int64(binary.BigEndian.Uint64(r.Value))
+				seen.Add(1)
+				if intended >= from && intended < until {
+					d := time.Duration(now - intended)
+					recordLat(out.e2e, d)
+					recordLat(out.perSec[window(intended)], d)
+					consumedBytes.Add(int64(len(r.Value)))
+				}
+			})
+			mu.Unlock()
+		}
+	}()
+
+	// Producer: record i is intended at start + i*interval; records due
+	// are produced at once, and a producer that fell behind (Produce
+	// blocked on a full buffer) catches up in a burst, its lateness
+	// counted in every latency.
+	interval := int64(0)
+	if offered > 0 {
+		interval = int64(float64(benchValueSize) / (offered * 1e6) * 1e9)
+	}
+	produce := func(intended int64) {
+		vp := pool.Get().(*[]byte)
+		binary.BigEndian.PutUint64(*vp, uint64(intended))
+		sent.Add(1)
+		in := intended >= from && intended < until
+		if in {
+			measured.Add(1)
+		}
+		prod.Produce(ctx, &kgo.Record{Topic: topic, Value: *vp}, func(r *kgo.Record, err error) {
+			now := latNow()
+			pool.Put(vp)
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+				return
+			}
+			acked.Add(1)
+			if in {
+				ackedBytes.Add(int64(len(r.Value)))
+				mu.Lock()
+				recordLat(out.publish, time.Duration(now-intended))
+				mu.Unlock()
+			}
+		})
+	}
+	for now := latNow(); now < start; now = latNow() {
+		time.Sleep(time.Duration(start - now))
+	}
+	if dir := os.Getenv("KBROKER_BENCH_TRACE"); dir != "" && offered > 0 {
+		stop := latencyTrace(b, dir, t, topic, time.Duration(from-latNow()), measure)
+		defer stop()
+	}
+	if interval > 0 {
+		for i := int64(0); ; i++ {
+			intended := start + i*interval
+			if intended >= until {
+				break
+			}
+			if d := intended - latNow(); d > 0 {
+				time.Sleep(time.Duration(d))
+			}
+			produce(intended)
+		}
+	} else {
+		// Closed loop: as fast as Produce returns (it blocks while the
+		// buffer is full); the intended time is the call's.
+		for now := latNow(); now < until; now = latNow() {
+			produce(now)
+		}
+	}
+
+	// Drain: up to 30 s for the last acknowledgements and records.
+	drain, drainCancel := context.WithTimeout(ctx, 30*time.Second)
+	_ = prod.Flush(drain)
+	for drain.Err() == nil && seen.Load() < acked.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	drainCancel()
+	end := latNow()
+	cancel()
+	<-consDone
+	if e := failed.Load(); e != nil {
+		b.Fatalf("%s: produce: %v", t.name, *e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	m := measured.Load()
+	if missing := m - out.publish.TotalCount(); missing > 0 {
+		out.missing += missing
+		_ = out.publish.RecordValues(min(time.Duration(end-until).Microseconds(), latMaxMicros), missing)
+	}
+	if missing := m - out.e2e.TotalCount(); missing > 0 {
+		out.missing = max(out.missing, missing)
+		_ = out.e2e.RecordValues(min(time.Duration(end-until).Microseconds(), latMaxMicros), missing)
+	}
+	secs := measure.Seconds()
+	out.acked = float64(ackedBytes.Load()) / 1e6 / secs
+	out.consumed = float64(consumedBytes.Load()) / 1e6 / secs
+	out.load += " → " + loadAvg()
+	return out
+}
+
+// latencyTrace starts, after delay, an execution trace of this process for
+// d into dir, and for kbroker with KBROKER_BENCH_PPROF one of the broker
+// through /debug/pprof/trace; the returned func waits for both to end.
+func latencyTrace(b *testing.B, dir string, t benchTarget, topic string, delay, d time.Duration) func() {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		time.Sleep(delay)
+		f, err := os.Create(filepath.Join(dir, topic+"-client.trace"))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			b.Error(err)
+			return
+		}
+		time.Sleep(d)
+		trace.Stop()
+	})
+	if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" && t.pid != 0 {
+		wg.Go(func() {
+			time.Sleep(delay)
+			url := fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", addr, int(d.Seconds()))
+			resp, err := http.Get(url)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, topic+"-broker.trace"))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer f.Close()
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("?" elsewhere).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// runsAt are the runs of one rate.
+func runsAt(runs []latRun, rate fixedRate) []latRun {
+	var out []latRun
+	for _, r := range runs {
+		if r.rate == rate {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// latQuantiles are the percentiles reported, with their column names.
+var latQuantiles = []struct {
+	name string
+	q    float64
+}{{"p50", 50}, {"p99", 99}, {"p99.9", 99.9}, {"p99.99", 99.99}, {"max", 100}}
+
+// latMs is the q-th percentile of h in milliseconds (q 100: the maximum).
+func latMs(h *hdrhistogram.Histogram, q float64) float64 {
+	if q >= 100 {
+		return float64(h.Max()) / 1000
+	}
+	return float64(h.ValueAtQuantile(q)) / 1000
+}
+
+// latencyRunLine is the summary printed as each run ends, with the seconds
+// of the measured window whose end-to-end maximum was largest (where to
+// look in a trace).
+func latencyRunLine(r latRun) string {
+	secs := make([]int, len(r.perSec))
+	for i := range secs {
+		secs[i] = i
+	}
+	slices.SortStableFunc(secs, func(a, b int) int { return cmp.Compare(r.perSec[b].Max(), r.perSec[a].Max()) })
+	var worst []string
+	for _, s := range secs[:min(3, len(secs))] {
+		worst = append(worst, fmt.Sprintf("%ds %.1f ms", s, latMs(r.perSec[s], 100)))
+	}
+	return fmt.Sprintf("%-8s at %-12s offered %6.1f MB/s, acked %6.1f, consumed %6.1f; e2e p99 %.1f ms, p99.9 %.1f ms, max %.1f ms (worst seconds: %s); load %s\n",
+		r.target, r.rate, r.offered, r.acked, r.consumed, latMs(r.e2e, 99), latMs(r.e2e, 99.9), latMs(r.e2e, 100), strings.Join(worst, ", "), r.load)
+}
+
+// latencyReport is the table of one rate: per target the rates and both
+// latencies' percentiles, then kbroker's ratio to every peer.
+func latencyReport(targets []benchTarget, runs []latRun, rate fixedRate) string {
+	at := runsAt(runs, rate)
+	if len(at) == 0 {
+		return ""
+	}
+	byName := map[string]latRun{}
+	for _, r := range at {
+		byName[r.target] = r
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nfixed rate %s: latency in ms (publish: intended send → ack; e2e: intended send → consumer poll)\n", rate)
+	fmt.Fprintf(&sb, "%-9s %8s %8s %8s", "target", "offered", "acked", "consumed")
+	for _, kind := range []string{"pub", "e2e"} {
+		for _, q := range latQuantiles {
+			fmt.Fprintf(&sb, " %9s", kind+" "+q.name)
+		}
+	}
+	fmt.Fprintf(&sb, " %8s  %s\n", "missing", "load before → after")
+	for _, t := range targets {
+		r, ok := byName[t.name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&sb, "%-9s %8.1f %8.1f %8.1f", t.name, r.offered, r.acked, r.consumed)
+		for _, h := range []*hdrhistogram.Histogram{r.publish, r.e2e} {
+			for _, q := range latQuantiles {
+				fmt.Fprintf(&sb, " %9.2f", latMs(h, q.q))
+			}
+		}
+		fmt.Fprintf(&sb, " %8d  %s\n", r.missing, r.load)
+	}
+	k, ok := byName["kbroker"]
+	if !ok {
+		return sb.String()
+	}
+	for _, t := range targets {
+		o, ok := byName[t.name]
+		if !ok || t.name == "kbroker" {
+			continue
+		}
+		fmt.Fprintf(&sb, "kbroker / %-8s", t.name)
+		for _, kind := range []struct {
+			name string
+			k, o *hdrhistogram.Histogram
+		}{{"pub", k.publish, o.publish}, {"e2e", k.e2e, o.e2e}} {
+			for _, q := range latQuantiles {
+				fmt.Fprintf(&sb, " %s %s %s", kind.name, q.name, ratio(latMs(kind.k, q.q), latMs(kind.o, q.q)))
+			}
+		}
+		fmt.Fprintf(&sb, "  acked MB/s %s\n", ratio(k.acked, o.acked))
+	}
+	return sb.String()
+}
+
+// ratio is a/b as "0.42x", or "-" when b is 0.
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
