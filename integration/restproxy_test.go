@@ -41,7 +41,11 @@ func TestRestProxyOnThreeBrokers(t *testing.T) {
 
 	// v3 topic creation through broker 3's proxy, RF 2 over 3 brokers.
 	status, body := do(bs[2], "GET", "/v3/clusters", "", "")
-	var clusters struct{ Data []struct{ ClusterID string `json:"cluster_id"` } }
+	var clusters struct {
+		Data []struct {
+			ClusterID string `json:"cluster_id"`
+		}
+	}
 	if status != 200 || json.Unmarshal([]byte(body), &clusters) != nil || len(clusters.Data) != 1 {
 		t.Fatalf("GET /v3/clusters: %d %s", status, body)
 	}

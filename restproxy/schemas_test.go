@@ -302,9 +302,9 @@ func TestV3RecordsWithSchemas(t *testing.T) {
 		t.Fatalf("schema by subject and version: %+v", r)
 	}
 	for what, body := range map[string]any{
-		"data that does not fit": map[string]any{"value": map[string]any{"schema_id": ss.ID, "data": map[string]any{"x": "no"}}},
+		"data that does not fit":          map[string]any{"value": map[string]any{"schema_id": ss.ID, "data": map[string]any{"x": "no"}}},
 		"a type that is not the schema's": map[string]any{"value": map[string]any{"type": "PROTOBUF", "schema_id": ss.ID, "data": map[string]any{"x": 4}}},
-		"another strategy": map[string]any{"value": map[string]any{"subject_name_strategy": "RECORD_NAME", "data": map[string]any{"x": 4}}},
+		"another strategy":                map[string]any{"value": map[string]any{"subject_name_strategy": "RECORD_NAME", "data": map[string]any{"x": 4}}},
 	} {
 		e.must(200, &r, "POST", path, "application/json", jsonBody(t, body))
 		if r.ErrorCode != 400 {

@@ -24,11 +24,11 @@ const maxShown = 4096
 type valueView struct {
 	Kind string // "null", "text", "json" (pretty-printed), "hex" (a dump) or "schema" (decoded JSON)
 	Text string
+	Size int
+	Cut  int // bytes not shown
 	// SchemaID is the schema id of a value the Schema Registry decoded.
 	SchemaID int
 	raw      []byte // the bytes, for decoding with a schema
-	Size int
-	Cut  int // bytes not shown
 }
 
 // renderValue shows b as JSON (pretty-printed) when it is a JSON object or
