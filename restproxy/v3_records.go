@@ -156,16 +156,10 @@ func (p *Proxy) routesV3Records() {
 			return errUnsupportedMedia
 		}
 		topic := v.r.PathValue("topic_name")
-		uc, err := v.client()
+		uc, pl, err := v.topicPlacer(topic) // a stream looks its topic up once
 		if err != nil {
 			return err
 		}
-		td, err := v.call.topic(topic)
-		if err != nil {
-			return err
-		}
-		pl := v.newPlacer()
-		pl.counts[topic] = len(td.Partitions) // a stream looks its topic up once
 		// Replies are written while the body is still read, for as long
 		// as the connection lasts (a kept-alive connection may carry the
 		// deadlines of an earlier call).
@@ -230,12 +224,31 @@ func (p *Proxy) routesV3Records() {
 				} else {
 					part, off := r.Partition, r.Offset
 					pr.reply = v3ProduceReply{ErrorCode: http.StatusOK, ClusterID: v.md.Cluster, TopicName: r.Topic,
-						PartitionID: &part, Offset: &off, Timestamp: r.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Key: ki, Value: vi}
+						PartitionID: &part, Offset: &off, Timestamp: r.Timestamp.UTC().Format(v3TimeFormat), Key: ki, Value: vi}
 				}
 				close(pr.done)
 			})
 		}
 	})
+}
+
+// v3TimeFormat is how v3 replies write a record's timestamp.
+const v3TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// topicPlacer returns the call's user client and a placer that knows
+// topic's partition count (40401 when the topic does not exist).
+func (v *v3Call) topicPlacer(topic string) (*userClient, *placer, error) {
+	uc, err := v.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	td, err := v.call.topic(topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	pl := v.newPlacer()
+	pl.counts[topic] = len(td.Partitions)
+	return uc, pl, nil
 }
 
 func v3ErrorReply(err error) v3ProduceReply {

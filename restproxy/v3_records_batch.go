@@ -74,16 +74,10 @@ func (p *Proxy) routesV3RecordsBatch() {
 			seen[id], ids[i] = true, id
 		}
 		topic := v.r.PathValue("topic_name")
-		uc, err := v.client()
+		uc, pl, err := v.topicPlacer(topic)
 		if err != nil {
 			return err
 		}
-		td, err := v.call.topic(topic)
-		if err != nil {
-			return err
-		}
-		pl := v.newPlacer()
-		pl.counts[topic] = len(td.Partitions)
 
 		type outcome struct {
 			ok   *v3BatchSuccess
@@ -112,7 +106,7 @@ func (p *Proxy) routesV3RecordsBatch() {
 					return
 				}
 				out[i].ok = &v3BatchSuccess{ID: ids[i], ClusterID: v.md.Cluster, TopicName: r.Topic, PartitionID: r.Partition,
-					Offset: r.Offset, Timestamp: r.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Key: ki, Value: vi}
+					Offset: r.Offset, Timestamp: r.Timestamp.UTC().Format(v3TimeFormat), Key: ki, Value: vi}
 			})
 		}
 		wg.Wait()
