@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 
 	"github.com/kbroker/kbroker/broker/authz"
 	"github.com/kbroker/kbroker/broker/config"
@@ -16,16 +17,16 @@ import (
 // startSchemaRegistry binds the Schema Registry's listeners
 // (schema.registry.listeners) in New, as the HTTP listener is bound, so a
 // port in use fails start-up. The registry is a Kafka client of this
-// broker's first PLAINTEXT listener; it connects once Start opened the
-// listeners (Broker.Start calls registry.Start). Without a PLAINTEXT
-// listener it is not served (logged once).
+// broker (registryBootstrap); it connects once Start opened the listeners
+// (Broker.Start calls registry.Start). With no listener it can use it is
+// not served (logged once).
 func (b *Broker) startSchemaRegistry() error {
 	ls := b.cfg.SchemaRegistry.Listeners
 	if len(ls) == 0 {
 		return nil
 	}
-	if !slices.ContainsFunc(b.cfg.Listeners, func(l config.Listener) bool { return !l.IsSASL() && l.SecurityProtocol != config.ProtoSSL }) {
-		b.log.Warn("schema registry not started: it needs a PLAINTEXT listener on this broker (it does not speak SASL or TLS yet)", "schema.registry.listeners", ls)
+	if !b.hasPlaintextListener() && b.cfg.InterBroker.Listener.Name == "" {
+		b.log.Warn("schema registry not started: it needs a PLAINTEXT listener on this broker, or (in a cluster) the inter-broker listener and its credentials", "schema.registry.listeners", ls)
 		return nil
 	}
 	log := b.log.With("server", "schema-registry")
@@ -44,6 +45,15 @@ func (b *Broker) startSchemaRegistry() error {
 		Bootstrap: b.registryBootstrap,
 		NodeID:    b.cfg.NodeID,
 		Logger:    log,
+	}
+	if tc := b.cfg.SchemaRegistry.TLS; tc != nil {
+		// Writes forwarded to another broker's https:// registry check its
+		// certificate against the registry's truststore (and present the
+		// keystore's, for ssl.client.auth).
+		var err error
+		if rc.ForwardTLS, err = network.ClientTLS(tc); err != nil {
+			return fmt.Errorf("schema.registry.listeners (forwarding to https): %w", err)
+		}
 	}
 	if b.cfg.Authz.Enabled {
 		rc.AuthorizeWrite = b.authorizeRegistryWrite
@@ -79,8 +89,20 @@ func (b *Broker) authorizeRegistryWrite(user, host string) bool {
 	return b.ready.Load() && b.api.AuthorizeUser(principal, host, authz.OpWrite, authz.Topic(schemaregistry.DefaultTopic))
 }
 
-// registryBootstrap is the listener the registry dials: the first
-// PLAINTEXT one, once the listeners are open.
+// hasPlaintextListener reports whether a listener has neither SASL nor
+// TLS.
+func (b *Broker) hasPlaintextListener() bool {
+	return slices.ContainsFunc(b.cfg.Listeners, func(l config.Listener) bool {
+		return !l.IsSASL() && l.SecurityProtocol != config.ProtoSSL
+	})
+}
+
+// registryBootstrap is the listener the registry dials, once the
+// listeners are open: the first PLAINTEXT one over loopback, else the
+// inter-broker listener at its advertised address with this broker's
+// inter-broker TLS and SASL login, so the registry then acts as the
+// broker's own principal (a super user in a secured cluster, as the
+// brokers need to be).
 func (b *Broker) registryBootstrap() (schemaregistry.Endpoint, error) {
 	if !b.ready.Load() {
 		return schemaregistry.Endpoint{}, errNotReady
@@ -88,7 +110,20 @@ func (b *Broker) registryBootstrap() (schemaregistry.Endpoint, error) {
 	if addr, ok := b.loopbackListener(false); ok {
 		return schemaregistry.Endpoint{Addr: addr}, nil
 	}
-	return schemaregistry.Endpoint{}, fmt.Errorf("no PLAINTEXT listener for the schema registry")
+	ib := b.cfg.InterBroker
+	if ib.Listener.Name == "" {
+		return schemaregistry.Endpoint{}, fmt.Errorf("no PLAINTEXT listener and no inter-broker client for the schema registry")
+	}
+	o, err := interBrokerConn(ib)
+	if err != nil {
+		return schemaregistry.Endpoint{}, fmt.Errorf("schema registry: %w", err)
+	}
+	for _, e := range b.registration().Endpoints {
+		if e.Listener == ib.Listener.Name {
+			return schemaregistry.Endpoint{Addr: net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), SASL: o.SASL, TLS: o.TLS}, nil
+		}
+	}
+	return schemaregistry.Endpoint{}, fmt.Errorf("schema registry: the inter-broker listener %s is not advertised", ib.Listener.Name)
 }
 
 // startRegistryReader starts the registry's reader of _schemas once the

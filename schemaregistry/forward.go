@@ -3,6 +3,7 @@ package schemaregistry
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -115,9 +116,9 @@ func (r *Registry) writerURL(ctx context.Context) string {
 		r.warnOnce("schema registry: reading the writer's schema.registry.listeners; writing here", "leader", p.Leader, "err", err)
 		return ""
 	}
-	url := writerListener(rcs, p.Leader, host)
+	url := writerListener(rcs, p.Leader, host, r.cfg.ForwardTLS != nil)
 	if url == "" {
-		r.warnOnce("schema registry: the writer's schema.registry.listeners has no fixed http:// port; writing here", "leader", p.Leader)
+		r.warnOnce("schema registry: the writer's schema.registry.listeners has no fixed-port entry this registry can forward to (http://, or https:// with TLS); writing here", "leader", p.Leader)
 	}
 	return url
 }
@@ -136,9 +137,10 @@ func (r *Registry) warnOnce(msg string, args ...any) {
 }
 
 // writerListener is the first http:// entry of the leader's
-// schema.registry.listeners, its wildcard host replaced by the leader's
-// Kafka host; "" if it has none with a fixed port.
-func writerListener(rcs kadm.ResourceConfigs, leader int32, kafkaHost string) string {
+// schema.registry.listeners (or https:// one when https is allowed), its
+// wildcard host replaced by the leader's Kafka host; "" if it has none
+// with a fixed port.
+func writerListener(rcs kadm.ResourceConfigs, leader int32, kafkaHost string, https bool) string {
 	rc, err := rcs.On(strconv.Itoa(int(leader)), nil)
 	if err != nil {
 		return ""
@@ -148,8 +150,8 @@ func writerListener(rcs kadm.ResourceConfigs, leader int32, kafkaHost string) st
 			continue
 		}
 		for _, l := range strings.Split(c.MaybeValue(), ",") {
-			rest, ok := strings.CutPrefix(strings.TrimSpace(l), "http://")
-			if !ok {
+			scheme, rest, ok := strings.Cut(strings.TrimSpace(l), "://")
+			if !ok || scheme != "http" && (scheme != "https" || !https) {
 				continue
 			}
 			host, port, err := net.SplitHostPort(rest)
@@ -159,7 +161,7 @@ func writerListener(rcs kadm.ResourceConfigs, leader int32, kafkaHost string) st
 			if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 				host = kafkaHost
 			}
-			return "http://" + net.JoinHostPort(host, port)
+			return scheme + "://" + net.JoinHostPort(host, port)
 		}
 	}
 	return ""
@@ -221,7 +223,8 @@ func errForwarding(err error) *Error {
 	return &Error{http.StatusInternalServerError, codeRequestForwardingFailed, "Error while forwarding the request to the leader: " + err.Error()}
 }
 
-// newForwardClient is the HTTP client of forwarded writes.
-func newForwardClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}
+// newForwardClient is the HTTP client of forwarded writes; tc (may be
+// nil) is its TLS configuration for https:// writers.
+func newForwardClient(timeout time.Duration, tc *tls.Config) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, TLSClientConfig: tc}}
 }

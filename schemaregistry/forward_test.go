@@ -14,25 +14,32 @@ import (
 )
 
 // TestWriterListener: the writer's URL is the first http:// entry of its
-// schema.registry.listeners with a fixed port, a wildcard host replaced by
-// its Kafka host.
+// schema.registry.listeners with a fixed port (or https:// one when this
+// registry has client TLS), a wildcard host replaced by its Kafka host.
 func TestWriterListener(t *testing.T) {
-	for _, tc := range []struct{ value, want string }{
-		{"http://127.0.0.1:8081", "http://127.0.0.1:8081"},
-		{"http://0.0.0.0:8081", "http://broker-2.example:8081"},
-		{"http://:8081", "http://broker-2.example:8081"},
-		{"http://[::]:8081", "http://broker-2.example:8081"},
-		{"http://127.0.0.1:0, http://10.0.0.2:8082", "http://10.0.0.2:8082"},
-		{"http://127.0.0.1:0", ""},
-		{"", ""},
+	for _, tc := range []struct {
+		value, want string
+		https       bool
+	}{
+		{value: "http://127.0.0.1:8081", want: "http://127.0.0.1:8081"},
+		{value: "https://127.0.0.1:8443", want: ""},
+		{value: "https://127.0.0.1:8443", want: "https://127.0.0.1:8443", https: true},
+		{value: "https://0.0.0.0:8443,http://127.0.0.1:8081", want: "https://broker-2.example:8443", https: true},
+		{value: "https://0.0.0.0:8443,http://127.0.0.1:8081", want: "http://127.0.0.1:8081"},
+		{value: "http://0.0.0.0:8081", want: "http://broker-2.example:8081"},
+		{value: "http://:8081", want: "http://broker-2.example:8081"},
+		{value: "http://[::]:8081", want: "http://broker-2.example:8081"},
+		{value: "http://127.0.0.1:0, http://10.0.0.2:8082", want: "http://10.0.0.2:8082"},
+		{value: "http://127.0.0.1:0", want: ""},
+		{value: "", want: ""},
 	} {
 		v := tc.value
 		rcs := kadm.ResourceConfigs{{Name: "2", Configs: []kadm.Config{{Key: "log.dirs", Value: &v}, {Key: "schema.registry.listeners", Value: &v}}}}
-		if got := writerListener(rcs, 2, "broker-2.example"); got != tc.want {
-			t.Errorf("%q: %q, want %q", tc.value, got, tc.want)
+		if got := writerListener(rcs, 2, "broker-2.example", tc.https); got != tc.want {
+			t.Errorf("%q (https %v): %q, want %q", tc.value, tc.https, got, tc.want)
 		}
 	}
-	if got := writerListener(nil, 2, "h"); got != "" {
+	if got := writerListener(nil, 2, "h", true); got != "" {
 		t.Errorf("no configs: %q", got)
 	}
 }

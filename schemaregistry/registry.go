@@ -30,6 +30,7 @@ package schemaregistry
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -66,14 +67,20 @@ type Config struct {
 	// MaxBodyBytes bounds a request body (default 1 MiB, about Kafka's
 	// default largest record): a larger one is answered 413.
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// ForwardTLS, when set, is the client TLS configuration of writes
+	// forwarded to a writer that serves https:// only (its certificate
+	// checked against it); nil: writes are forwarded to http:// only.
+	ForwardTLS *tls.Config
+	Logger     *slog.Logger
 }
 
 // Endpoint is a Kafka listener of the broker as the registry dials it.
 type Endpoint struct {
 	Addr string // host:port
-	// SASL logs the registry in; nil: none (PLAINTEXT).
+	// SASL logs the registry in; nil: none.
 	SASL sasl.Mechanism
+	// TLS encrypts the connection (SSL, SASL_SSL); nil: none.
+	TLS *tls.Config
 }
 
 // Registry serves the REST API from its view of _schemas. Start it with
@@ -131,7 +138,7 @@ func New(cfg Config) *Registry {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	r := &Registry{cfg: cfg, log: cfg.Logger, readyCh: make(chan struct{}), client: newForwardClient(cfg.Timeout)}
+	r := &Registry{cfg: cfg, log: cfg.Logger, readyCh: make(chan struct{}), client: newForwardClient(cfg.Timeout, cfg.ForwardTLS)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.st = newState()
 	r.mu.advanced = make(chan struct{})

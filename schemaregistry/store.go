@@ -57,6 +57,9 @@ func (r *Registry) connectAndRead() error {
 	if ep.SASL != nil {
 		opts = append(opts, kgo.SASL(ep.SASL))
 	}
+	if ep.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(ep.TLS.Clone()))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
