@@ -484,7 +484,23 @@ func (c *call) v2Commit(in *instance) error {
 		}
 		eos[o.Topic][o.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o.At}
 	})
-	in.cl.CommitOffsetsSync(c.ctx, eos, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	// kgo commits its member id as the metadata; the body's metadata (""
+	// without one, as Java's commitSync) is set on the request just before
+	// it is sent, keeping the generation and member id that kgo fills in.
+	ctx := kgo.PreCommitFnContext(c.ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				if o, ok := offs.Lookup(t.Topic, p.Partition); ok {
+					md := o.Metadata
+					p.Metadata = &md
+				}
+			}
+		}
+		return nil
+	})
+	in.cl.CommitOffsetsSync(ctx, eos, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			commitErr = err
 			return

@@ -104,8 +104,8 @@ func TestV2ConsumerLifecycle(t *testing.T) {
 	}
 
 	// Commit the last record read (Confluent commits offset+1), then all.
-	e.must(http.StatusOK, nil, "POST", path+"/offsets", ctV2, `{"offsets":[{"topic":"life","partition":0,"offset":1}]}`)
-	committed := func() int64 {
+	e.must(http.StatusOK, nil, "POST", path+"/offsets", ctV2, `{"offsets":[{"topic":"life","partition":0,"offset":1,"metadata":"batch-7"}]}`)
+	committed := func() (int64, string) {
 		var co struct {
 			Offsets []struct {
 				Topic     string `json:"topic"`
@@ -118,14 +118,16 @@ func TestV2ConsumerLifecycle(t *testing.T) {
 		if len(co.Offsets) != 1 {
 			t.Fatalf("committed offsets: %+v", co)
 		}
-		return co.Offsets[0].Offset
+		return co.Offsets[0].Offset, co.Offsets[0].Metadata
 	}
-	if got := committed(); got != 2 {
-		t.Errorf("committed %d after committing offset 1, want 2", got)
+	// The subscribed instance commits as a group member; the body's
+	// metadata is kept, as Confluent's proxy keeps it.
+	if got, md := committed(); got != 2 || md != "batch-7" {
+		t.Errorf("committed %d %q after committing offset 1 with metadata, want 2 \"batch-7\"", got, md)
 	}
 	e.must(http.StatusOK, nil, "POST", path+"/offsets", "", "")
-	if got := committed(); got != 3 {
-		t.Errorf("committed %d after committing everything read, want 3", got)
+	if got, md := committed(); got != 3 || md != "" {
+		t.Errorf("committed %d %q after committing everything read, want 3 and no metadata", got, md)
 	}
 	// The group's offset is what a native client of the group sees.
 	if got := e.kafkaCommitted("g1", "life", 0); got != 3 {
