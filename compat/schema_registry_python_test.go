@@ -10,6 +10,12 @@ import (
 	"testing"
 )
 
+// confluentPythonVersion is the confluent-kafka that scripts/test.sh
+// installs from PyPI into compat/py/.deps (the newest served, with its
+// schemaregistry, avro, json and protobuf extras); Debian's 1.7.0 stays the
+// one the plain client tests drive.
+const confluentPythonVersion = "2.16.2"
+
 // TestConfluentPythonSchemaRegistry: confluent-kafka for Python with its
 // SchemaRegistryClient and its Avro (fastavro), Protobuf (schemas sent as
 // base64 descriptors) and JSON Schema serializers
@@ -19,8 +25,8 @@ import (
 // Python serializers' records.
 func TestConfluentPythonSchemaRegistry(t *testing.T) {
 	deps := filepath.Join(compatDir(t), "py", ".deps")
-	if _, err := os.Stat(filepath.Join(deps, "fastavro")); err != nil {
-		t.Fatalf("fastavro is not installed in %s (%v): run scripts/test.sh", deps, err)
+	if _, err := os.Stat(filepath.Join(deps, "confluent_kafka-"+confluentPythonVersion+".dist-info")); err != nil {
+		t.Fatalf("confluent-kafka %s is not installed in %s (%v): run scripts/test.sh", confluentPythonVersion, deps, err)
 	}
 	b, registry, proxy := startRegistryBroker(t)
 
@@ -35,6 +41,7 @@ func TestConfluentPythonSchemaRegistry(t *testing.T) {
 		t.Fatalf("python: %v\n%s\n%s", err, out, stderr)
 	}
 	var res struct {
+		Version    string                       `json:"version"`
 		IDs        map[string]int               `json:"ids"`
 		Decoded    map[string][]json.RawMessage `json:"decoded"`
 		Compatible bool                         `json:"compatible"`
@@ -44,6 +51,9 @@ func TestConfluentPythonSchemaRegistry(t *testing.T) {
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("%v in %s", err, out)
+	}
+	if res.Version != confluentPythonVersion {
+		t.Errorf("the script ran confluent-kafka %s, want PyPI's %s from %s", res.Version, confluentPythonVersion, deps)
 	}
 	want := map[string][]string{
 		"avro":     {`{"id":"a1","note":null,"qty":2}`, `{"id":"a2","note":"rush","qty":5}`},

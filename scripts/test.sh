@@ -81,11 +81,16 @@ step "kcat: $(command -v kcat); node $(node --version); npm $(npm --version)"
 step "npm ci (compat/js)"
 (cd compat/js && npm ci --no-audit --no-fund)
 
-# fastavro (not packaged by Debian) for confluent-kafka's Avro serializer,
-# from PyPI into compat/py/.deps, which the test puts on PYTHONPATH.
-step "pip install fastavro (compat/py/.deps)"
-[ -d compat/py/.deps/fastavro ] ||
-	/usr/bin/python3 -m pip install -q --disable-pip-version-check --target compat/py/.deps fastavro==1.13.1
+# confluent-kafka from PyPI (the newest served; Debian's 1.7.0 predates the
+# serializers' current API) with its schema-registry, Avro (fastavro),
+# JSON Schema and Protobuf extras, into compat/py/.deps, which only
+# compat/schema_registry_python_test.go puts on PYTHONPATH.
+step "pip install confluent-kafka 2.16.2 with its serializers (compat/py/.deps)"
+if [ ! -d compat/py/.deps/confluent_kafka-2.16.2.dist-info ]; then
+	rm -rf compat/py/.deps
+	/usr/bin/python3 -m pip install -q --disable-pip-version-check --target compat/py/.deps \
+		'confluent-kafka[schemaregistry,avro,json,protobuf]==2.16.2' fastavro==1.13.1
+fi
 
 # playwright-core (no browser download: it drives /usr/bin/chromium), as
 # compat/browser/package-lock.json pins it.

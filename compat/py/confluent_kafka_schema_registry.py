@@ -1,4 +1,5 @@
-"""confluent-kafka for Python with its SchemaRegistryClient and its Avro and
+"""confluent-kafka for Python (PyPI's, installed into compat/py/.deps by
+scripts/test.sh) with its SchemaRegistryClient and its Avro and
 JSON Schema serializers against kbroker's built-in Schema Registry, driven
 by compat/schema_registry_python_test.go.
 
@@ -15,6 +16,7 @@ deletes a subject. It prints one JSON line; any failure exits non-zero.
 import json
 import sys
 
+import confluent_kafka
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -45,7 +47,10 @@ def order_class():
     msg.field.add(name="qty", number=2, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    return message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("kb.Order"))
+    desc = pool.FindMessageTypeByName("kb.Order")
+    if hasattr(message_factory, "GetMessageClass"):  # protobuf 4.21+
+        return message_factory.GetMessageClass(desc)
+    return message_factory.MessageFactory(pool).GetPrototype(desc)
 
 
 def serializers(kind, registry):
@@ -82,7 +87,8 @@ def main():
         "json": [{"id": "j1", "qty": 1}, {"id": "j2", "qty": 9}],
         "protobuf": [{"id": "p1", "qty": 3}, {"id": "p2", "qty": 7}],
     }
-    out = {"ids": {}, "decoded": {}}
+    version = getattr(confluent_kafka, "__version__", None) or confluent_kafka.version()[0]
+    out = {"version": version, "ids": {}, "decoded": {}}
     for kind, vals in values.items():
         topic = "%s-%s" % (prefix, kind)
         for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
