@@ -40,16 +40,42 @@ const (
 const maxCachedCodecs = 10000
 
 // codecCache holds a codec per registry URL and schema id: an id names
-// one schema for ever, so an entry never goes stale.
+// one schema for ever, so an entry never goes stale. It also remembers
+// which (subject, id) pairs were seen registered, so a stream of records
+// naming a schema by id asks the registry once.
 type codecCache struct {
-	mu sync.Mutex
-	m  map[codecKey]cachedCodec
+	mu    sync.Mutex
+	m     map[codecKey]cachedCodec
+	under map[subjectKey]bool
 }
 
-// cachedCodec is a schema id's codec and schema type.
+type subjectKey struct {
+	codecKey
+	subject string
+}
+
+func (cc *codecCache) registered(k subjectKey) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.under[k]
+}
+
+func (cc *codecCache) markRegistered(k subjectKey) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.under == nil || len(cc.under) >= maxCachedCodecs {
+		cc.under = map[subjectKey]bool{}
+	}
+	cc.under[k] = true
+}
+
+// cachedCodec is a schema id's codec and schema type, and its record
+// name (RecordNameStrategy's subject) or why it has none.
 type cachedCodec struct {
-	cd  codec.Codec
-	typ sr.SchemaType
+	cd      codec.Codec
+	typ     sr.SchemaType
+	name    string
+	nameErr error
 }
 
 type codecKey struct {
@@ -140,6 +166,27 @@ func (s *schemaRegistry) register(ctx context.Context, subject string, typ sr.Sc
 	return ss.ID, cd, err
 }
 
+// registeredUnder is nil when schema id is a version of subject (not
+// deleted), as Confluent's REST Proxy checks a schema_id against the
+// subject before it produces with it.
+func (s *schemaRegistry) registeredUnder(ctx context.Context, subject string, id int) error {
+	key := subjectKey{codecKey{s.url, id}, subject}
+	if s.p.codecs.registered(key) {
+		return nil
+	}
+	svs, err := s.cl.SchemaVersionsByID(ctx, id)
+	if err != nil {
+		return registryError(err)
+	}
+	for _, sv := range svs {
+		if sv.Subject == subject {
+			s.p.codecs.markRegistered(key)
+			return nil
+		}
+	}
+	return errf(http.StatusBadRequest, http.StatusBadRequest, "Error when fetching schema version. subject = %s: schema %d is not registered under it", subject, id)
+}
+
 // codec is the codec of schema id, from the cache or built from the
 // schema and its references as the registry serves them.
 func (s *schemaRegistry) codec(ctx context.Context, id int) (codec.Codec, error) {
@@ -175,7 +222,8 @@ func (s *schemaRegistry) schema(ctx context.Context, id int) (cachedCodec, error
 	if err != nil {
 		return cachedCodec{}, errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema %d: %v", id, err)
 	}
-	c := cachedCodec{cd, sch.Type}
+	c := cachedCodec{cd: cd, typ: sch.Type}
+	c.name, c.nameErr = codec.RecordName(sch.Type.String(), sch.Schema, refs)
 	s.p.codecs.put(key, c)
 	return c, nil
 }
@@ -255,17 +303,52 @@ func isV3SchemaType(t string) bool {
 // v3TypeNames is the v3 name of each registry type.
 var v3TypeNames = map[sr.SchemaType]string{sr.TypeAvro: "AVRO", sr.TypeProtobuf: "PROTOBUF", sr.TypeJSON: "JSONSCHEMA"}
 
-// v3SchemaBytes is a v3 key or value in the registry's wire format. Its
-// schema is schema_id, or the schema text (with type, default AVRO)
-// registered under the subject, or the subject's schema_version (default
-// the latest). The subject is "subject", else "<topic>-key" or
-// "<topic>-value" (TOPIC_NAME, the only subject_name_strategy taken).
+// Subject name strategies of a v3 key or value (Confluent's
+// subject_name_strategy); the empty one is TOPIC_NAME.
+const (
+	strategyTopicName       = "TOPIC_NAME"
+	strategyRecordName      = "RECORD_NAME"
+	strategyTopicRecordName = "TOPIC_RECORD_NAME"
+)
+
+// strategySubject is the subject that strategy names for topic's key or
+// value, with record name the schema's record name (RecordName); ok is
+// false when the strategy needs a record name and has none.
+func strategySubject(strategy, topic string, isKey bool, recordName string) (subject string, ok bool) {
+	switch strategy {
+	case strategyRecordName:
+		return recordName, recordName != ""
+	case strategyTopicRecordName:
+		return topic + "-" + recordName, recordName != ""
+	}
+	if isKey {
+		return topic + "-key", true
+	}
+	return topic + "-value", true
+}
+
+// v3SchemaBytes is a v3 key or value in the registry's wire format, as
+// Confluent's REST Proxy resolves its schema:
+//   - schema_id: that schema, which must be registered under the subject
+//     ("subject", else the strategy's subject of that schema);
+//   - schema (text, with type, default AVRO): registered under the
+//     subject ("subject", else the strategy's subject of the parsed
+//     schema), or found there;
+//   - else the subject's schema_version (default the latest), where the
+//     subject is "subject" or TOPIC_NAME's "<topic>-key|value": the other
+//     strategies need a schema to name one.
 func (c *call) v3SchemaBytes(topic string, isKey bool, d *v3Data) ([]byte, *v3DataInfo, error) {
 	bad := func(format string, args ...any) error {
 		return errf(http.StatusBadRequest, http.StatusBadRequest, format, args...)
 	}
-	if d.SubjectNameStrategy != nil && *d.SubjectNameStrategy != "TOPIC_NAME" {
-		return nil, nil, bad("subject_name_strategy %q is not supported: give subject, or TOPIC_NAME", *d.SubjectNameStrategy)
+	strategy := strategyTopicName
+	if d.SubjectNameStrategy != nil {
+		strategy = *d.SubjectNameStrategy
+		switch strategy {
+		case strategyTopicName, strategyRecordName, strategyTopicRecordName:
+		default:
+			return nil, nil, bad("subject_name_strategy %q: one of TOPIC_NAME, RECORD_NAME, TOPIC_RECORD_NAME", strategy)
+		}
 	}
 	typ := sr.TypeAvro
 	if d.Type != nil {
@@ -279,26 +362,56 @@ func (c *call) v3SchemaBytes(topic string, isKey bool, d *v3Data) ([]byte, *v3Da
 	if err != nil {
 		return nil, nil, err
 	}
-	subject := topic + "-value"
-	if isKey {
-		subject = topic + "-key"
-	}
-	if d.Subject != nil {
-		subject = *d.Subject
+	// subjectOf is the subject of a schema whose record name is name.
+	subjectOf := func(name string, nameErr error) (string, error) {
+		if d.Subject != nil {
+			return *d.Subject, nil
+		}
+		subject, ok := strategySubject(strategy, topic, isKey, name)
+		if !ok {
+			return "", errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: subject_name_strategy=%s: %v", strategy, nameErr)
+		}
+		return subject, nil
 	}
 	var id int
 	switch {
 	case d.SchemaID != nil:
 		id = *d.SchemaID
+		sc, err := reg.schema(c.ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		subject, err := subjectOf(sc.name, sc.nameErr)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := reg.registeredUnder(c.ctx, subject, id); err != nil {
+			return nil, nil, err
+		}
 	case len(d.Schema) > 0:
 		var text string
 		if err := json.Unmarshal(d.Schema, &text); err != nil {
 			return nil, nil, bad("schema must be a string: %v", err)
 		}
+		var name string
+		var nameErr error
+		if d.Subject == nil && strategy != strategyTopicName {
+			if name, nameErr = codec.RecordName(typ.String(), text, nil); nameErr != nil {
+				return nil, nil, errf(http.StatusUnprocessableEntity, codeInvalidSchema, "Invalid schema: %v", nameErr)
+			}
+		}
+		subject, err := subjectOf(name, nameErr)
+		if err != nil {
+			return nil, nil, err
+		}
 		if id, _, err = reg.register(c.ctx, subject, typ, text); err != nil {
 			return nil, nil, err
 		}
 	default:
+		if d.Subject == nil && strategy != strategyTopicName {
+			return nil, nil, bad("Cannot use schema_subject_strategy=%s without schema_id or schema.", strategy)
+		}
+		subject, _ := subjectOf("", nil)
 		version := -1
 		if d.SchemaVersion != nil {
 			version = *d.SchemaVersion

@@ -322,3 +322,102 @@ func TestV3RecordsWithSchemas(t *testing.T) {
 		t.Fatalf("read back: %+v", got)
 	}
 }
+
+// TestV3RecordsSubjectNameStrategies: v3's subject_name_strategy names the
+// subject a schema given as text is registered under (RECORD_NAME: the
+// record's full name, TOPIC_RECORD_NAME: "<topic>-<record>") and the one a
+// schema_id must be registered under; without a schema the record-name
+// strategies have no subject, as in Confluent's REST Proxy.
+func TestV3RecordsSubjectNameStrategies(t *testing.T) {
+	e := startWithRegistry(t)
+	e.createTopic("t4", 1)
+	e.createTopic("t5", 1)
+	path := func(topic string) string { return "/v3/clusters/" + e.clusterID() + "/topics/" + topic + "/records" }
+	type reply struct {
+		ErrorCode int `json:"error_code"`
+		Message   string
+		Offset    int64
+	}
+	post := func(topic string, value map[string]any) reply {
+		t.Helper()
+		var r reply
+		e.must(200, &r, "POST", path(topic), "application/json", jsonBody(t, map[string]any{"value": value}))
+		return r
+	}
+	reg, err := sr.NewClient(sr.URLs(e.registryURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idOf := func(subject string) int {
+		t.Helper()
+		ss, err := reg.SchemaByVersion(e.ctx, subject, -1)
+		if err != nil {
+			t.Fatalf("subject %s: %v", subject, err)
+		}
+		return ss.ID
+	}
+
+	q := `{"type":"record","name":"Q","namespace":"kb","fields":[{"name":"x","type":"int"}]}`
+	if r := post("t4", map[string]any{"subject_name_strategy": "RECORD_NAME", "schema": q, "data": map[string]any{"x": 1}}); r.ErrorCode != 200 {
+		t.Fatalf("RECORD_NAME with a schema: %+v", r)
+	}
+	qID := idOf("kb.Q")
+	if r := post("t4", map[string]any{"subject_name_strategy": "TOPIC_RECORD_NAME", "schema": q, "data": map[string]any{"x": 2}}); r.ErrorCode != 200 {
+		t.Fatalf("TOPIC_RECORD_NAME with a schema: %+v", r)
+	}
+	if id := idOf("t4-kb.Q"); id != qID {
+		t.Errorf("t4-kb.Q holds id %d, want the same schema's %d", id, qID)
+	}
+	if r := post("t4", map[string]any{"subject_name_strategy": "RECORD_NAME", "schema_id": qID, "data": map[string]any{"x": 3}}); r.ErrorCode != 200 || r.Offset != 2 {
+		t.Fatalf("RECORD_NAME with the schema's id: %+v", r)
+	}
+	if _, err := reg.SchemaByVersion(e.ctx, "t4-value", -1); err == nil {
+		t.Error("the record-name strategies registered under t4-value too")
+	}
+	// An id not registered under the strategy's subject is refused, for
+	// TOPIC_NAME (t4-value has none) as for the others.
+	p := `{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}`
+	if r := post("t5", map[string]any{"schema": p, "data": map[string]any{"x": 1}}); r.ErrorCode != 200 {
+		t.Fatalf("TOPIC_NAME with a schema: %+v", r)
+	}
+	pID := idOf("t5-value")
+	for what, c := range map[string]struct {
+		value map[string]any
+		code  int
+	}{
+		"an id not under RECORD_NAME's subject":      {map[string]any{"subject_name_strategy": "RECORD_NAME", "schema_id": pID, "data": map[string]any{"x": 1}}, 400},
+		"an id not under TOPIC_NAME's subject":       {map[string]any{"schema_id": qID, "data": map[string]any{"x": 1}}, 400},
+		"RECORD_NAME with only a version":            {map[string]any{"subject_name_strategy": "RECORD_NAME", "schema_version": 1, "data": map[string]any{"x": 1}}, 400},
+		"an unknown strategy":                        {map[string]any{"subject_name_strategy": "TOPIC", "schema": q, "data": map[string]any{"x": 1}}, 400},
+		"RECORD_NAME of a schema that names nothing": {map[string]any{"subject_name_strategy": "RECORD_NAME", "schema": `"int"`, "data": 1}, 422},
+	} {
+		if r := post("t4", c.value); r.ErrorCode != c.code {
+			t.Errorf("%s: %+v, want error_code %d", what, r, c.code)
+		}
+	}
+	// An explicit subject wins over the strategy.
+	if r := post("t4", map[string]any{"subject_name_strategy": "RECORD_NAME", "subject": "t5-value", "schema_id": pID, "data": map[string]any{"x": 4}}); r.ErrorCode != 200 {
+		t.Errorf("RECORD_NAME with an explicit subject: %+v", r)
+	}
+
+	// Protobuf's record name is its first message's full name, JSON
+	// Schema's its title.
+	proto := "syntax = \"proto3\";\npackage kb.v1;\nmessage Order { int32 qty = 1; }\n"
+	if r := post("t5", map[string]any{"type": "PROTOBUF", "subject_name_strategy": "TOPIC_RECORD_NAME", "schema": proto, "data": map[string]any{"qty": 2}}); r.ErrorCode != 200 {
+		t.Fatalf("TOPIC_RECORD_NAME of a Protobuf schema: %+v", r)
+	}
+	idOf("t5-kb.v1.Order")
+	js := `{"title":"Shipment","type":"object","properties":{"n":{"type":"integer"}}}`
+	if r := post("t5", map[string]any{"type": "JSONSCHEMA", "subject_name_strategy": "RECORD_NAME", "schema": js, "data": map[string]any{"n": 1}}); r.ErrorCode != 200 {
+		t.Fatalf("RECORD_NAME of a JSON Schema: %+v", r)
+	}
+	idOf("Shipment")
+
+	got := e.readAs("avro", "t4", 4)
+	want := []string{`{"x":1}`, `{"x":2}`, `{"x":3}`, `{"x":4}`}
+	for i, r := range got {
+		if string(r.Value) != want[i] {
+			t.Errorf("t4 record %d: %s, want %s", i, r.Value, want[i])
+		}
+	}
+}

@@ -6,13 +6,10 @@ package schemaregistry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/hamba/avro/v2"
 	"github.com/kbroker/kbroker/schemaregistry/codec"
 )
 
@@ -102,43 +99,12 @@ func (r *Registry) recordName(v *schemaValue) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name, err := schemaRecordName(v.SchemaType, v.Schema, codecRefs(refs))
+	name, err := codec.RecordName(v.SchemaType, v.Schema, codecRefs(refs))
 	if err != nil {
 		return "", fmt.Errorf("schema id %d: %w", v.ID, err)
 	}
 	r.names.Store(v.ID, name)
 	return name, nil
-}
-
-// schemaRecordName is what RecordNameStrategy names a schema's subject.
-func schemaRecordName(typ, text string, refs []codec.Ref) (string, error) {
-	switch strings.ToUpper(typ) {
-	case "", typeAvro:
-		s, err := codec.ParseAvro(text, refs)
-		if err != nil {
-			return "", err
-		}
-		if n, ok := s.(avro.NamedSchema); ok {
-			return n.FullName(), nil
-		}
-		return "", errors.New("an Avro schema that is not a named type has no record name")
-	case typeProtobuf:
-		fd, err := codec.CompileProtobuf(text, refs)
-		if err != nil {
-			return "", err
-		}
-		if fd.Messages().Len() == 0 {
-			return "", errors.New("the Protobuf schema declares no message")
-		}
-		return string(fd.Messages().Get(0).FullName()), nil
-	case typeJSON:
-		var doc struct{ Title string }
-		if err := json.Unmarshal([]byte(text), &doc); err != nil || doc.Title == "" {
-			return "", errors.New("a JSON Schema without a title has no record name")
-		}
-		return doc.Title, nil
-	}
-	return "", fmt.Errorf("unknown schema type %q", typ)
 }
 
 // catchUp waits until the view holds every record of _schemas written
