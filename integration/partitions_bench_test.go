@@ -79,6 +79,7 @@ func BenchmarkManyPartitions(b *testing.B) {
 	b.ResetTimer()
 	viaClient, direct := metadataLatencies(b, cl, requests, total)
 	b.StopTimer()
+	listOffsets := listOffsetsLatencies(b, cl, names, perTopic, requests/10+1)
 	if profDir != "" {
 		profileMetadata(b, p, cl, filepath.Join(profDir, "cpu-metadata.pprof"))
 	}
@@ -110,6 +111,7 @@ func BenchmarkManyPartitions(b *testing.B) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(viaClient[len(viaClient)/2]), "meta-p50-ms")
 	b.ReportMetric(ms(viaClient[len(viaClient)*99/100]), "meta-p99-ms")
+	b.ReportMetric(ms(listOffsets[len(listOffsets)*99/100]), "listoffsets-p99-ms")
 	b.ReportMetric(float64(rss)/1024, "rss-MB")
 	b.ReportMetric(ms(cleanStart), "start-clean-ms")
 	b.ReportMetric(ms(killStart), "start-kill9-ms")
@@ -122,6 +124,8 @@ BenchmarkManyPartitions: %d topics x %d partitions = %d partitions, one broker
   Metadata (all topics), %d requests:
     via kgo Client.Request     p50 %7.2f ms  p99 %7.2f ms   (target < 50 ms)
     straight to the broker     p50 %7.2f ms  p99 %7.2f ms
+  ListOffsets (latest, every partition in one request), %d requests:
+                               p50 %7.2f ms  p99 %7.2f ms
   RSS after load               %8.1f MB                     (target < 200 MB)
   RSS after clean restart      %8.1f MB
   RSS after kill -9 restart    %8.1f MB
@@ -132,6 +136,7 @@ BenchmarkManyPartitions: %d topics x %d partitions = %d partitions, one broker
 `, topics, perTopic, total, ms(createTook), ms(produceTook), requests,
 		ms(viaClient[len(viaClient)/2]), ms(viaClient[len(viaClient)*99/100]),
 		ms(direct[len(direct)/2]), ms(direct[len(direct)*99/100]),
+		len(listOffsets), ms(listOffsets[len(listOffsets)/2]), ms(listOffsets[len(listOffsets)*99/100]),
 		float64(rss)/1024, float64(rssClean)/1024, float64(rssKill)/1024, fds, fdsKill,
 		ms(stopTook), ms(cleanStart), ms(killStart))
 }
@@ -257,6 +262,49 @@ func metadataLatencies(b testing.TB, cl *kgo.Client, n, total int) (viaClient, d
 	viaClient = timed(cl.Request)
 	direct = timed(cl.Broker(0).Request)
 	return viaClient, direct
+}
+
+// listOffsetsLatencies times n ListOffsets requests for the latest offset
+// of every partition (one request, as a consumer group's lag check sends
+// it), sent straight to the broker, and checks each answer: every
+// partition holds the one record produceEveryPartition wrote.
+func listOffsetsLatencies(b testing.TB, cl *kgo.Client, names []string, perTopic, n int) []time.Duration {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	for _, name := range names {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = name
+		for p := 0; p < perTopic; p++ {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition = int32(p)
+			rp.Timestamp = -1 // latest
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	var lat []time.Duration
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		resp, err := cl.Broker(0).Request(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		got := 0
+		for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 || p.Offset != 1 {
+					b.Fatalf("ListOffsets %s/%d: error %d, offset %d; want offset 1", t.Topic, p.Partition, p.ErrorCode, p.Offset)
+				}
+				got++
+			}
+		}
+		if got != len(names)*perTopic {
+			b.Fatalf("ListOffsets answered %d partitions, want %d", got, len(names)*perTopic)
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat
 }
 
 // checkPartitions fails unless Metadata names total partitions, each with
