@@ -50,7 +50,7 @@ func metadata(addr string, topics ...string) (*kmsg.MetadataResponse, error) {
 
 // waitClusterFormed waits until every broker's cache lists want live
 // brokers and all name the same controller, and returns that controller.
-func waitClusterFormed(t *testing.T, bs []*BrokerProc, want int) int32 {
+func waitClusterFormed(t testing.TB, bs []*BrokerProc, want int) int32 {
 	t.Helper()
 	var ctrl int32 = -1
 	waitFor(t, 60*time.Second, fmt.Sprintf("%d live brokers in every cache", want), func() (bool, error) {

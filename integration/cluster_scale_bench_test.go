@@ -1,0 +1,225 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BenchmarkClusterScale measures a 3-broker cluster holding many
+// partitions at RF 3 (issue 26: 30,000): KBROKER_BENCH_CLUSTER_TOPICS
+// topics (default 300) of KBROKER_BENCH_PARTITIONS partitions (default
+// 100), with Kafka's default zookeeper.session.timeout.ms (18 s, set
+// KBROKER_BENCH_ZK_SESSION_MS to change it). It reports:
+//
+//   - create time, until every broker's Metadata shows a full ISR;
+//   - controller failover: kill -9 of the controller until a surviving
+//     broker's Metadata names a live leader for every partition (the
+//     ZooKeeper session timeout is part of it: the controller's znode
+//     goes only when its session expires), and the time for the killed
+//     broker to rejoin every ISR after its restart;
+//   - controlled shutdown: SIGTERM of a broker that leads partitions until
+//     it exits, and whether every partition then has a live leader;
+//   - a rolling restart (SIGTERM, start, full ISR, next broker) under an
+//     acks=all idempotent producer: its duration, the producer's longest
+//     gap between acknowledgements, and that nothing failed.
+//
+//	go test ./integration/ -run '^$' -bench BenchmarkClusterScale -benchtime 1x -timeout 60m
+func BenchmarkClusterScale(b *testing.B) {
+	topics := envInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
+	perTopic := envInt(b, "KBROKER_BENCH_PARTITIONS", 100)
+	session := envInt(b, "KBROKER_BENCH_ZK_SESSION_MS", 18000)
+	total := topics * perTopic
+
+	z := StartZooKeeper(b)
+	bs := StartCluster(b, z, 3, map[string]string{
+		"zookeeper.session.timeout.ms": strconv.Itoa(session),
+		"min.insync.replicas":          "2",
+		"default.replication.factor":   "3",
+	})
+	ctrl := waitClusterFormed(b, bs, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs[0].Addr(), bs[1].Addr(), bs[2].Addr()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("scale-%04d", i)
+	}
+
+	t0 := time.Now()
+	for i := 0; i < len(names); i += 10 {
+		resp, err := adm.CreateTopics(ctx, int32(perTopic), 3, nil, names[i:min(i+10, len(names))]...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := resp.Error(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	createAcked := time.Since(t0)
+	waitScaleState(b, bs, nil, total, true)
+	createTook := time.Since(t0)
+
+	// Controller failover.
+	var dead *BrokerProc
+	for _, bp := range bs {
+		if bp.ID == ctrl {
+			dead = bp
+		}
+	}
+	t0 = time.Now()
+	dead.Kill()
+	waitScaleState(b, bs, dead, total, false)
+	failover := time.Since(t0)
+	t0 = time.Now()
+	dead.Restart()
+	waitScaleState(b, bs, nil, total, true)
+	rejoin := time.Since(t0)
+
+	// Controlled shutdown of a broker that is not the controller.
+	ctrl = waitClusterFormed(b, bs, 3)
+	var victim *BrokerProc
+	for _, bp := range bs {
+		if bp.ID != ctrl {
+			victim = bp
+			break
+		}
+	}
+	t0 = time.Now()
+	if err := victim.Term(5 * time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	shutdown := time.Since(t0)
+	t0 = time.Now()
+	waitScaleState(b, bs, victim, total, false)
+	leadersAfterShutdown := time.Since(t0)
+	victim.Restart()
+	waitScaleState(b, bs, nil, total, true)
+
+	// Rolling restart under an acks=all idempotent producer.
+	prod, err := kgo.NewClient(kgo.SeedBrokers(bs[0].Addr(), bs[1].Addr(), bs[2].Addr()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(names[0]),
+		kgo.RecordDeliveryTimeout(5*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prod.Close()
+	var (
+		acked, failed atomic.Int64
+		mu            sync.Mutex
+		lastAck       time.Time
+		maxGap        time.Duration
+		stop          = make(chan struct{})
+		done          = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			prod.Produce(ctx, &kgo.Record{Value: make([]byte, 1024)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				acked.Add(1)
+				mu.Lock()
+				now := time.Now()
+				if gap := now.Sub(lastAck); !lastAck.IsZero() && gap > maxGap {
+					maxGap = gap
+				}
+				lastAck = now
+				mu.Unlock()
+			})
+		}
+	}()
+	t0 = time.Now()
+	for _, bp := range bs {
+		if err := bp.Term(5 * time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		bp.Restart()
+		waitScaleState(b, bs, nil, total, true)
+	}
+	rolling := time.Since(t0)
+	close(stop)
+	<-done
+	if err := prod.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d acks=all records failed during the rolling restart", n)
+	}
+
+	s := func(d time.Duration) float64 { return d.Seconds() }
+	b.ReportMetric(s(createTook), "create-s")
+	b.ReportMetric(s(failover), "failover-s")
+	b.ReportMetric(s(shutdown), "shutdown-s")
+	b.ReportMetric(s(rolling), "rolling-s")
+	fmt.Fprintf(os.Stderr, `
+BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at RF 3
+  CreateTopics answered                    %8.1f s
+  every ISR full in every broker's cache   %8.1f s
+  kill -9 of controller %d: every partition led by a live broker after %.1f s (zookeeper.session.timeout.ms=%d)
+  its restart until every ISR is full      %8.1f s
+  controlled shutdown (SIGTERM to exit)    %8.1f s, then every partition led after %.2f s more
+  rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %.2f s
+`, topics, perTopic, total, s(createAcked), s(createTook), dead.ID, s(failover), session, s(rejoin),
+		s(shutdown), s(leadersAfterShutdown), s(rolling), acked.Load(), s(maxGap))
+}
+
+// waitScaleState waits until a running broker's Metadata (each running
+// broker's, with fullISR) names total partitions of the scale-* topics,
+// each led by a live broker other than down, with all three replicas in
+// the ISR when fullISR.
+func waitScaleState(b testing.TB, bs []*BrokerProc, down *BrokerProc, total int, fullISR bool) {
+	b.Helper()
+	waitFor(b, 30*time.Minute, "every partition led by a live broker", func() (bool, error) {
+		for _, bp := range bs {
+			if bp == down || !bp.Running() {
+				continue
+			}
+			m, err := metadata(bp.Addr())
+			if err != nil {
+				return false, err
+			}
+			n, bad := 0, []string{}
+			for _, t := range m.Topics {
+				if t.Topic == nil || len(*t.Topic) < 6 || (*t.Topic)[:6] != "scale-" {
+					continue
+				}
+				for _, p := range t.Partitions {
+					n++
+					ok := p.Leader >= 0 && (down == nil || p.Leader != down.ID) && (!fullISR || len(p.ISR) == 3)
+					if !ok && len(bad) < 3 {
+						bad = append(bad, fmt.Sprintf("%s/%d leader %d isr %v", *t.Topic, p.Partition, p.Leader, p.ISR))
+					}
+				}
+			}
+			if n != total || len(bad) > 0 {
+				sort.Strings(bad)
+				return false, fmt.Errorf("broker %d: %d of %d partitions; e.g. %v", bp.ID, n, total, bad)
+			}
+			if !fullISR {
+				return true, nil
+			}
+		}
+		return true, nil
+	})
+}
