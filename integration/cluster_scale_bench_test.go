@@ -22,18 +22,21 @@ import (
 // KBROKER_BENCH_ZK_SESSION_MS to change it). It reports:
 //
 //   - create time, until every broker's Metadata shows a full ISR;
+//
 //   - controller failover: kill -9 of the controller until a surviving
 //     broker's Metadata names a live leader for every partition (the
 //     ZooKeeper session timeout is part of it: the controller's znode
 //     goes only when its session expires), and the time for the killed
 //     broker to rejoin every ISR after its restart;
+//
 //   - controlled shutdown: SIGTERM of a broker that leads partitions until
 //     it exits, and whether every partition then has a live leader;
+//
 //   - a rolling restart (SIGTERM, start, full ISR, next broker) under an
 //     acks=all idempotent producer: its duration, the producer's longest
 //     gap between acknowledgements, and that nothing failed.
 //
-//	go test ./integration/ -run '^$' -bench BenchmarkClusterScale -benchtime 1x -timeout 60m
+//     go test ./integration/ -run '^$' -bench BenchmarkClusterScale -benchtime 1x -timeout 60m
 func BenchmarkClusterScale(b *testing.B) {
 	topics := envInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
 	perTopic := envInt(b, "KBROKER_BENCH_PARTITIONS", 100)
