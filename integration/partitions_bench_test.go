@@ -174,7 +174,12 @@ func startSingleHTTP(b testing.TB) *BrokerProc {
 	}}
 	p.Props["log.dirs"] = filepath.Join(p.Dir, "data")
 	p.start(buildKbroker(b))
-	b.Cleanup(p.Kill)
+	b.Cleanup(func() {
+		p.Kill()
+		if b.Failed() {
+			b.Logf("broker log (last 8 KiB):\n%s", lastBytes(p.Log(), 8<<10))
+		}
+	})
 	waitFor(b, 30*time.Second, "the single broker", func() (bool, error) {
 		code, _, err := p.Readyz()
 		return code == http.StatusOK, err
