@@ -17,7 +17,7 @@ import (
 // BenchmarkManyConnections measures one broker holding many client
 // connections (issue 26: 10,000), most idle and a few producing. It opens
 // KBROKER_BENCH_CONNECTIONS idle connections (default 10000; each sends
-// ApiVersions and Metadata, as a client does, then stays quiet) and runs
+// a Metadata request, as a client does, then stays quiet) and runs
 // KBROKER_BENCH_PRODUCERS acks=all producers (default 10) that each send
 // one 1 KiB record at a time, for KBROKER_BENCH_SECS seconds (default 20)
 // — first with no idle connections, then with all of them, in the same
@@ -68,7 +68,7 @@ func BenchmarkManyConnections(b *testing.B) {
 	b.ReportMetric(float64(rssLoaded)/1024, "rss-MB")
 	fmt.Fprintf(os.Stderr, `
 BenchmarkManyConnections: one broker, %d producers (acks=all, 1 KiB, one at a time), %d s per phase
-  opening %d idle connections (ApiVersions + Metadata each): %.1f s
+  opening %d idle connections (a Metadata request each): %.1f s
                          records   p50 ms   p99 ms   max ms   broker RSS MB   fds
   no idle connections   %8d %8.2f %8.2f %8.2f %15.1f %5d
   %5d idle            %8d %8.2f %8.2f %8.2f %15.1f %5d   (RSS with them idle, before the phase: %.1f MB)
