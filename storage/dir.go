@@ -357,11 +357,6 @@ func (d *Dir) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if _, err := d.fs.Stat(path); err == nil {
 		return nil, fmt.Errorf("create %s: directory %s: %w", tp, path, ErrExists)
 	}
-	if d.fs == vfs.Default {
-		if err := checkDescriptorHeadroom(d.cfg.SegmentOpenFilesMax); err != nil {
-			return nil, fmt.Errorf("create %s: %w", tp, err)
-		}
-	}
 	// Open makes the new directory's entry durable (an fsync of this dir)
 	// before it returns.
 	l, err := Open(path, d.configFor(tp, cfg), 0, true)

@@ -16,7 +16,9 @@ import (
 // DefaultSegmentOpenFilesMax is the default of log.segment.open.files.max
 // (a kbroker setting; Kafka keeps every segment open): how many ".log"
 // files of inactive segments a log dir keeps open at once. The active
-// segment of every partition is open besides these.
+// segment of every partition is open besides these, as far as the
+// process's descriptor limit allows (pinAllowed); the rest are cached
+// like inactive ones.
 const DefaultSegmentOpenFilesMax = 1000
 
 // ErrTooManyOpenFiles reports that the process ran out of file descriptors
@@ -26,10 +28,13 @@ var ErrTooManyOpenFiles = errors.New("too many open files: raise the descriptor 
 // fileCache bounds the descriptors held by the ".log" files of inactive
 // segments, as pebble's table cache does: such a file is opened when read
 // and its descriptor kept, least recently used first out, while more than
-// max are idle. A file in use (a read in progress, or pinned: the active
-// segment, whose descriptor stays open) is never closed under its user; if
-// every cached descriptor is in use the cache goes over max rather than
-// fail.
+// max are idle. A file in use (a read or write in progress, or pinned: an
+// active segment, whose descriptor stays open while pinAllowed) is never
+// closed under its user; if every cached descriptor is in use the cache
+// goes over max rather than fail. An active segment that could not be
+// pinned is cached like an inactive one: closing its descriptor loses
+// nothing (its written pages stay in the page cache, and fsync through a
+// later descriptor flushes the inode).
 type fileCache struct {
 	fs  vfs.FS
 	max int
@@ -100,7 +105,7 @@ func (c *fileCache) trimLocked() {
 func (c *fileCache) evictLocked(sf *segFile) {
 	c.idle.Remove(sf.elem)
 	sf.elem = nil
-	_ = sf.f.Close() // read-only use since it went idle, or synced by its owner
+	_ = sf.f.Close() // no user: dirty pages stay with the inode for the owner's next fsync
 	sf.f = nil
 	c.open--
 }
@@ -250,31 +255,28 @@ func (c *fileCache) evictIdle() bool {
 var pinnedFiles atomic.Int64
 
 // descriptorReserve is the share of RLIMIT_NOFILE (at least
-// minDescriptorReserve) that creating partitions leaves to everything
-// else: connections, checkpoint writes, and above all a restart, which
-// needs about as many descriptors as the partitions it opens.
+// minDescriptorReserve) that pinning leaves to everything else:
+// connections, checkpoint writes, index files read at start-up.
 const (
 	descriptorReserveDivisor = 20
 	minDescriptorReserve     = 64
 )
 
-// checkDescriptorHeadroom refuses to open one more partition when the
-// active segments of all open partitions, plus cacheMax for the segment
-// cache, plus the reserve, would pass the process's descriptor limit. So a
-// broker stops creating partitions with a clear error well before it runs
-// out, and can always start again with what it created.
-func checkDescriptorHeadroom(cacheMax int) error {
+// pinAllowed reports whether one more segment may keep its descriptor
+// open: the pinned segments of all partitions, plus cacheMax for the
+// segment cache, plus the reserve, stay within the process's descriptor
+// limit. Past it a segment is not pinned but opened on demand through the
+// cache, as an inactive one is, so a broker holds more partitions than
+// its descriptor limit (one descriptor each, as Kafka would need) at the
+// cost of an open(2) when a cold partition is written.
+func pinAllowed(cacheMax int) bool {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > math.MaxInt32 {
-		return nil
+		return true
 	}
 	limit := int64(lim.Cur)
 	reserve := max(limit/descriptorReserveDivisor, minDescriptorReserve)
-	if open := pinnedFiles.Load(); open+1+int64(cacheMax)+reserve > limit {
-		return fmt.Errorf("%w: %d partitions' active segments are open; the limit of %d keeps %d for log.segment.open.files.max and %d for connections and start-up",
-			ErrTooManyOpenFiles, open, limit, cacheMax, reserve)
-	}
-	return nil
+	return pinnedFiles.Load()+1+int64(cacheMax)+reserve <= limit
 }
 
 // isFDExhausted reports whether err is EMFILE or ENFILE.

@@ -46,7 +46,7 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 // The indexes live in memory (index, times); the index files are written
 // only when the segment is synced (syncFiles), so a segment holds no index
 // descriptor. The ".log" descriptor comes from the log dir's fileCache; the
-// active segment pins it open.
+// active segment pins it open while the descriptor limit allows.
 //
 // Fields below the files are guarded by the owning Log's mu: written only
 // with the write lock held, read by readers under the read lock (see view).
@@ -145,9 +145,11 @@ func readIndexFile(files *fileCache, path string) ([]byte, error) {
 	return b, nil
 }
 
-// pin keeps the log file's descriptor open until unpin (the active segment).
+// pin keeps the log file's descriptor open until unpin (the active
+// segment), when the process's descriptor limit leaves room (pinAllowed);
+// otherwise the descriptor is opened on demand through the cache.
 func (s *segment) pin() error {
-	if s.pinned {
+	if s.pinned || !pinAllowed(s.log.c.max) {
 		return nil
 	}
 	if _, err := s.log.acquire(); err != nil {
