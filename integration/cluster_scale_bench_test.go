@@ -56,6 +56,7 @@ func BenchmarkClusterScale(b *testing.B) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(120_000) // CreateTopics waits for every broker's metadata
 	ctx := context.Background()
 	names := make([]string, topics)
 	for i := range names {
