@@ -21,13 +21,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kbroker/kbroker/controller/zkclient"
+	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/integration"
 )
 
 // rollingTopic has one partition led (preferred) by each broker.
 const (
 	rollingTopic      = "rolling"
-	rollingGroup      = "rolling-group"
+	rollingGroup      = "rolling-group-b" // on __consumer_offsets-1, led by broker 2 (see the test)
 	rollingPartitions = 3
 	offsetsTopic      = "__consumer_offsets"
 )
@@ -202,8 +204,9 @@ func (p *rollingProducer) stop(t *testing.T) []ack {
 // 3.9 cluster to kbroker and the first step back, under load. Kafka brokers
 // 1, 2 and 3 (each its own log dir) hold a topic with RF 3 and
 // min.insync.replicas=2 whose three partitions prefer one broker each; an
-// idempotent acks=all producer writes to it all along, and a group commits
-// offsets before the roll. Each Kafka broker in turn (1, the first
+// idempotent acks=all producer writes to it all along, and a group (on the
+// __consumer_offsets partition broker 2 leads) commits offsets on Kafka
+// before the roll and on kbroker after it. Each Kafka broker in turn (1, the first
 // controller, first) stops with SIGTERM (a controlled shutdown) and a
 // kbroker takes its broker.id, chroot and log dir; once that kbroker is in
 // the ISR of every partition (the topic's and __consumer_offsets'), a
@@ -211,7 +214,9 @@ func (p *rollingProducer) stop(t *testing.T) []ack {
 // go on. Then broker 2 goes back to Kafka 3.9 on its dir the same way.
 // At the end every acknowledged record is in the log exactly once, at its
 // acknowledged offset, in sequence order without gaps, and the group's
-// offsets are still fetchable (their coordinator moved across kinds).
+// last commit, made on kbroker, is what every broker answers with Kafka
+// coordinating the group again. Every wait for the cluster also wants
+// each broker's Metadata to be what ZooKeeper holds.
 func TestKafka39RollingMigration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, three Apache Kafka 3.9 brokers and three kbroker brokers")
@@ -219,26 +224,34 @@ func TestKafka39RollingMigration(t *testing.T) {
 	const chroot = "/rolling"
 	start := time.Now()
 	z := integration.StartZooKeeper(t)
+	zkc := dialRollingZK(t, z, chroot)
 	brokers := make([]*rollingBroker, 3)
 	var seeds []string
 	for i := range brokers {
 		b := &rollingBroker{id: int32(i + 1), dir: filepath.Join(t.TempDir(), "data")}
-		b.kf = startKafka39With(t, z, chroot, b.id, b.dir, rollingKafkaProps)
+		b.kf = startRollingKafka(t, z, chroot, b)
 		brokers[i], seeds = b, append(seeds, b.Addr())
 	}
-	waitRollingCluster(t, brokers, "three Kafka brokers registered", false)
+	waitRollingCluster(t, zkc, brokers, "three Kafka brokers registered", false)
 	createAssigned(t, seeds[0], rollingTopic, map[string]string{"min.insync.replicas": "2"}, rollingAssignment...)
-	committed := commitRollingOffsets(t, seeds[0])
-	waitRollingCluster(t, brokers, "the Kafka cluster in full ISR", true)
+	if p := group.PartitionFor(rollingGroup, rollingPartitions); p != 1 {
+		t.Fatalf("group %s is on __consumer_offsets-%d; the test wants it on partition 1, led by broker 2, which goes back to Kafka", rollingGroup, p)
+	}
+	committed := commitRollingOffsets(t, seeds[0], 10, "on Kafka")
+	waitRollingCluster(t, zkc, brokers, "the Kafka cluster in full ISR", true)
 	t.Logf("Kafka cluster ready after %v", time.Since(start).Round(time.Millisecond))
 
 	prod := startRollingProducer(t, seeds)
 	prod.waitProgress(t, "on the Kafka cluster", 200)
 	for _, b := range brokers {
-		replaceWithKbroker(t, z, chroot, brokers, b)
+		replaceWithKbroker(t, z, zkc, chroot, brokers, b)
 		prod.waitProgress(t, fmt.Sprintf("after kbroker took broker %d", b.id), 200)
 	}
-	replaceWithKafka(t, z, chroot, brokers, brokers[1])
+	// kbroker 2 coordinates the group now, from what Kafka 2 wrote; its
+	// own commit must survive the way back.
+	checkRollingOffsets(t, brokers[1].Addr(), committed)
+	committed = commitRollingOffsets(t, brokers[1].Addr(), 100, "on kbroker")
+	replaceWithKafka(t, z, zkc, chroot, brokers, brokers[1])
 	prod.waitProgress(t, "after Kafka took broker 2 back", 200)
 
 	acks := prod.stop(t)
@@ -253,7 +266,7 @@ func TestKafka39RollingMigration(t *testing.T) {
 // replaceWithKbroker stops b's Kafka broker with SIGTERM, which must end
 // in a clean shutdown, starts a kbroker on its id, chroot and log dir, and
 // waits until the cluster is whole again with every leader preferred.
-func replaceWithKbroker(t *testing.T, z *integration.ZooKeeper, chroot string, brokers []*rollingBroker, b *rollingBroker) {
+func replaceWithKbroker(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Client, chroot string, brokers []*rollingBroker, b *rollingBroker) {
 	t.Helper()
 	start := time.Now()
 	b.kf.stop(t)
@@ -262,30 +275,35 @@ func replaceWithKbroker(t *testing.T, z *integration.ZooKeeper, chroot string, b
 	}
 	b.kf = nil
 	b.kb = startKbrokerID(t, z, chroot, b.id, rollingKbrokerProps(b.dir))
-	rejoin(t, brokers, b, start)
+	keepRollingOutput(t, fmt.Sprintf("kbroker-%d", b.id), b.kb.Log)
+	rejoin(t, zkc, brokers, b, start)
 }
 
 // replaceWithKafka is replaceWithKbroker the way back: b's kbroker stops
 // with SIGTERM and Kafka 3.9 starts on its log dir.
-func replaceWithKafka(t *testing.T, z *integration.ZooKeeper, chroot string, brokers []*rollingBroker, b *rollingBroker) {
+func replaceWithKafka(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Client, chroot string, brokers []*rollingBroker, b *rollingBroker) {
 	t.Helper()
 	start := time.Now()
 	if err := b.kb.Term(60 * time.Second); err != nil {
 		t.Fatalf("kbroker %d did not stop cleanly: %v\n%s", b.id, err, tail(b.kb.Log(), 4000))
 	}
 	b.kb = nil
-	b.kf = startKafka39With(t, z, chroot, b.id, b.dir, rollingKafkaProps)
-	rejoin(t, brokers, b, start)
+	b.kf = startRollingKafka(t, z, chroot, b)
+	rejoin(t, zkc, brokers, b, start)
 }
 
 // rejoin waits until the restarted b is in every ISR, moves the leaders
 // back to the preferred replicas and waits until every broker sees that.
-func rejoin(t *testing.T, brokers []*rollingBroker, b *rollingBroker, start time.Time) {
+func rejoin(t *testing.T, zkc *zkclient.Client, brokers []*rollingBroker, b *rollingBroker, start time.Time) {
 	t.Helper()
-	waitRollingCluster(t, brokers, fmt.Sprintf("%s broker %d in every ISR", b.kind(), b.id), false)
+	waitRollingCluster(t, zkc, brokers, fmt.Sprintf("%s broker %d in every ISR", b.kind(), b.id), false)
 	electPreferred(t, b.Addr())
-	waitRollingCluster(t, brokers, fmt.Sprintf("the preferred leaders with %s broker %d", b.kind(), b.id), true)
-	t.Logf("broker %d is %s, back in every ISR and leading its partitions after %v", b.id, b.kind(), time.Since(start).Round(time.Millisecond))
+	waitRollingCluster(t, zkc, brokers, fmt.Sprintf("the preferred leaders with %s broker %d", b.kind(), b.id), true)
+	v, err := zkRollingView(zkc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("broker %d is %s, back in every ISR and leading its partitions after %v; every broker's Metadata and ZooKeeper: %s", b.id, b.kind(), time.Since(start).Round(time.Millisecond), v)
 }
 
 // electPreferred runs a preferred leader election of every partition
@@ -306,77 +324,14 @@ func electPreferred(t *testing.T, addr string) {
 	}
 }
 
-// waitRollingCluster waits until every broker's Metadata lists the three
-// brokers and, once the topics exist, every partition of rollingTopic
-// and the offsets topic with all three replicas in the ISR and, with
-// preferred, the first replica leading.
-func waitRollingCluster(t *testing.T, brokers []*rollingBroker, what string, preferred bool) {
-	t.Helper()
-	var last string
-	deadline := time.Now().Add(kafkaStartTimeout)
-	for {
-		last = ""
-		ok := true
-		for _, b := range brokers {
-			err := rollingViewErr(b.Addr(), preferred)
-			if err != nil {
-				last += fmt.Sprintf("\n%s broker %d: %v", b.kind(), b.id, err)
-				ok = false
-			}
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v:%s", what, kafkaStartTimeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// rollingViewErr says what in the broker at addr's Metadata is not yet
-// the whole cluster (see waitRollingCluster), or nil.
-// It polls often, so its client lives for one call only.
-func rollingViewErr(addr string, preferred bool) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(10*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	m, err := kadm.NewClient(cl).Metadata(ctx, rollingTopic, offsetsTopic)
-	if err != nil {
-		return err
-	}
-	if len(m.Brokers) != 3 {
-		return fmt.Errorf("brokers %v", m.Brokers.NodeIDs())
-	}
-	for _, tn := range []string{rollingTopic, offsetsTopic} {
-		td := m.Topics[tn]
-		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-			continue // not created yet
-		}
-		if td.Err != nil {
-			return fmt.Errorf("%s: %w", tn, td.Err)
-		}
-		for _, p := range td.Partitions.Sorted() {
-			if p.Err != nil || len(p.ISR) != 3 || len(p.Replicas) != 3 || (preferred && p.Leader != p.Replicas[0]) {
-				return fmt.Errorf("%s-%d leader %d replicas %v isr %v (%v)", tn, p.Partition, p.Leader, p.Replicas, p.ISR, p.Err)
-			}
-		}
-	}
-	return nil
-}
-
-// commitRollingOffsets commits an offset of rollingGroup for every
-// partition of rollingTopic through the broker at addr (the group's
-// coordinator, a Kafka broker now) and returns them.
-func commitRollingOffsets(t *testing.T, addr string) kadm.Offsets {
+// commitRollingOffsets commits offset base+p with metadata meta for
+// every partition p of rollingTopic as rollingGroup, through the broker at
+// addr (the client finds the group's coordinator), and returns them.
+func commitRollingOffsets(t *testing.T, addr string, base int64, meta string) kadm.Offsets {
 	t.Helper()
 	offs := kadm.Offsets{}
 	for p := range int32(rollingPartitions) {
-		offs.Add(kadm.Offset{Topic: rollingTopic, Partition: p, At: int64(10 + p), LeaderEpoch: -1, Metadata: "before the roll"})
+		offs.Add(kadm.Offset{Topic: rollingTopic, Partition: p, At: base + int64(p), LeaderEpoch: -1, Metadata: meta})
 	}
 	var err error
 	waitFor(t, kafkaStartTimeout, "the group's commit", func() bool {
