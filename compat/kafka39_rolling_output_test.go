@@ -63,6 +63,31 @@ func keepRollingOutput(t *testing.T, name string, output func() string) {
 	})
 }
 
+// kbrokerDirTrouble are what kbroker logs when a file of a log dir it
+// opened was not as a clean shutdown leaves it (storage/'s warnings): state
+// rebuilt from the log, a tail truncated, a checkpoint ignored.
+var kbrokerDirTrouble = []string{"unreadable", "rebuilt", "truncated invalid", "ignoring checkpointed",
+	"corrupt", "unsupported version", "interrupted compaction", "stray", "without a segment"}
+
+// kafkaDirTrouble are what Kafka 3.9's log loader logs on a log dir that
+// was not shut down cleanly or that it cannot read as it is.
+var kafkaDirTrouble = []string{"Recovering unflushed segment", "Found a corrupted index file",
+	"Found invalid messages", "CorruptRecordException", "Error while"}
+
+// checkOpenedCleanly fails the test if output, that of who just opened a
+// log dir the other kind wrote, holds any of trouble: the dir must carry
+// over as it is, nothing rebuilt or dropped.
+func checkOpenedCleanly(t *testing.T, who, output string, trouble []string) {
+	t.Helper()
+	for _, l := range strings.Split(output, "\n") {
+		for _, bad := range trouble {
+			if strings.Contains(l, bad) {
+				t.Errorf("%s did not take over its log dir as it was (%q): %s", who, bad, l)
+			}
+		}
+	}
+}
+
 // warnLines is the lines of a Kafka log at WARN or ERROR.
 func warnLines(s string) string {
 	var out []string

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/controller/zkclient"
+	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/integration"
 )
@@ -29,7 +30,6 @@ import (
 // rollingTopic has one partition led (preferred) by each broker.
 const (
 	rollingTopic      = "rolling"
-	rollingGroup      = "rolling-group-b" // on __consumer_offsets-1, led by broker 2 (see the test)
 	rollingPartitions = 3
 	offsetsTopic      = "__consumer_offsets"
 )
@@ -204,7 +204,7 @@ func (p *rollingProducer) stop(t *testing.T) []ack {
 // 3.9 cluster to kbroker and the first step back, under load. Kafka brokers
 // 1, 2 and 3 (each its own log dir) hold a topic with RF 3 and
 // min.insync.replicas=2 whose three partitions prefer one broker each; an
-// idempotent acks=all producer writes to it all along, and a group (on the
+// idempotent acks=all producer writes to it all along, and a group (on a
 // __consumer_offsets partition broker 2 leads) commits offsets on Kafka
 // before the roll and on kbroker after it. Each Kafka broker in turn (1, the first
 // controller, first) stops with SIGTERM (a controlled shutdown) and a
@@ -234,10 +234,9 @@ func TestKafka39RollingMigration(t *testing.T) {
 	}
 	waitRollingCluster(t, zkc, brokers, "three Kafka brokers registered", false)
 	createAssigned(t, seeds[0], rollingTopic, map[string]string{"min.insync.replicas": "2"}, rollingAssignment...)
-	if p := group.PartitionFor(rollingGroup, rollingPartitions); p != 1 {
-		t.Fatalf("group %s is on __consumer_offsets-%d; the test wants it on partition 1, led by broker 2, which goes back to Kafka", rollingGroup, p)
-	}
-	committed := commitRollingOffsets(t, seeds[0], 10, "on Kafka")
+	grp := rollingGroupOn(t, zkc, seeds[0], 2)
+	t.Logf("group %s, on a partition of %s that broker 2 leads", grp, offsetsTopic)
+	committed := commitRollingOffsets(t, seeds[0], grp, 10, "on Kafka")
 	waitRollingCluster(t, zkc, brokers, "the Kafka cluster in full ISR", true)
 	t.Logf("Kafka cluster ready after %v", time.Since(start).Round(time.Millisecond))
 
@@ -249,8 +248,8 @@ func TestKafka39RollingMigration(t *testing.T) {
 	}
 	// kbroker 2 coordinates the group now, from what Kafka 2 wrote; its
 	// own commit must survive the way back.
-	checkRollingOffsets(t, brokers[1].Addr(), committed)
-	committed = commitRollingOffsets(t, brokers[1].Addr(), 100, "on kbroker")
+	checkRollingOffsets(t, brokers[1].Addr(), grp, committed)
+	committed = commitRollingOffsets(t, brokers[1].Addr(), grp, 100, "on kbroker")
 	replaceWithKafka(t, z, zkc, chroot, brokers, brokers[1])
 	prod.waitProgress(t, "after Kafka took broker 2 back", 200)
 
@@ -258,7 +257,7 @@ func TestKafka39RollingMigration(t *testing.T) {
 	t.Logf("%d records acknowledged during the roll", len(acks))
 	checkRollingLog(t, brokers[0].Addr(), acks)
 	for _, b := range brokers {
-		checkRollingOffsets(t, b.Addr(), committed)
+		checkRollingOffsets(t, b.Addr(), grp, committed)
 	}
 	t.Logf("rolling migration checked in %v", time.Since(start).Round(time.Millisecond))
 }
@@ -277,6 +276,7 @@ func replaceWithKbroker(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Cl
 	b.kb = startKbrokerID(t, z, chroot, b.id, rollingKbrokerProps(b.dir))
 	keepRollingOutput(t, fmt.Sprintf("kbroker-%d", b.id), b.kb.Log)
 	rejoin(t, zkc, brokers, b, start)
+	checkOpenedCleanly(t, fmt.Sprintf("kbroker %d", b.id), b.kb.Log(), kbrokerDirTrouble)
 }
 
 // replaceWithKafka is replaceWithKbroker the way back: b's kbroker stops
@@ -290,6 +290,7 @@ func replaceWithKafka(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Clie
 	b.kb = nil
 	b.kf = startRollingKafka(t, z, chroot, b)
 	rejoin(t, zkc, brokers, b, start)
+	checkOpenedCleanly(t, fmt.Sprintf("Kafka broker %d", b.id), b.kf.out.String(), kafkaDirTrouble)
 }
 
 // rejoin waits until the restarted b is in every ISR, moves the leaders
@@ -324,10 +325,37 @@ func electPreferred(t *testing.T, addr string) {
 	}
 }
 
+// rollingGroupOn returns a group name whose __consumer_offsets partition
+// prefers broker leader. The offsets topic does not exist before the first
+// FindCoordinator (Kafka creates it then, through the broker at addr, on a
+// replica assignment with a random start), so the name is picked from its
+// assignment in ZooKeeper.
+func rollingGroupOn(t *testing.T, zkc *zkclient.Client, addr string, leader int32) string {
+	t.Helper()
+	var a zkdata.TopicAssignment
+	var err error
+	waitFor(t, kafkaStartTimeout, "the offsets topic", func() bool {
+		newAdmin(t, addr).FindGroupCoordinators(testCtx(t), "rolling-group")
+		a, _, err = zkc.TopicAssignment(offsetsTopic)
+		return err == nil
+	})
+	if n := len(a.Partitions); n != rollingPartitions {
+		t.Fatalf("%s has %d partitions, want %d", offsetsTopic, n, rollingPartitions)
+	}
+	for i := range 1000 {
+		grp := fmt.Sprintf("rolling-group-%d", i)
+		if r := a.Partitions[group.PartitionFor(grp, rollingPartitions)]; len(r) > 0 && r[0] == leader {
+			return grp
+		}
+	}
+	t.Fatalf("no group name on a partition of %s that broker %d leads: %v", offsetsTopic, leader, a.Partitions)
+	return ""
+}
+
 // commitRollingOffsets commits offset base+p with metadata meta for
-// every partition p of rollingTopic as rollingGroup, through the broker at
+// every partition p of rollingTopic as group grp, through the broker at
 // addr (the client finds the group's coordinator), and returns them.
-func commitRollingOffsets(t *testing.T, addr string, base int64, meta string) kadm.Offsets {
+func commitRollingOffsets(t *testing.T, addr, grp string, base int64, meta string) kadm.Offsets {
 	t.Helper()
 	offs := kadm.Offsets{}
 	for p := range int32(rollingPartitions) {
@@ -336,7 +364,7 @@ func commitRollingOffsets(t *testing.T, addr string, base int64, meta string) ka
 	var err error
 	waitFor(t, kafkaStartTimeout, "the group's commit", func() bool {
 		var resp kadm.OffsetResponses
-		resp, err = newAdmin(t, addr).CommitOffsets(testCtx(t), rollingGroup, offs)
+		resp, err = newAdmin(t, addr).CommitOffsets(testCtx(t), grp, offs)
 		if err == nil {
 			err = resp.Error()
 		}
@@ -346,13 +374,13 @@ func commitRollingOffsets(t *testing.T, addr string, base int64, meta string) ka
 }
 
 // checkRollingOffsets checks that the broker at addr answers OffsetFetch
-// of rollingGroup with want.
-func checkRollingOffsets(t *testing.T, addr string, want kadm.Offsets) {
+// of group grp with want.
+func checkRollingOffsets(t *testing.T, addr, grp string, want kadm.Offsets) {
 	t.Helper()
 	var got kadm.OffsetResponses
 	var err error
 	waitFor(t, opTimeout, "the group's offsets through "+addr, func() bool {
-		got, err = newAdmin(t, addr).FetchOffsets(testCtx(t), rollingGroup)
+		got, err = newAdmin(t, addr).FetchOffsets(testCtx(t), grp)
 		if err == nil {
 			err = got.Error()
 		}
