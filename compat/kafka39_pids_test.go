@@ -7,10 +7,10 @@ package compat
 // that never overlap, whichever kind is the controller.
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,30 +26,28 @@ import (
 func initProducerID(t *testing.T, addr string, id int32) int64 {
 	t.Helper()
 	cl := newKgo(t, addr)
-	var pid int64
 	var last error
-	waitFor(t, opTimeout, fmt.Sprintf("InitProducerId answered by broker %d", id), func() bool {
+	for deadline := time.Now().Add(opTimeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionTimeoutMillis = 60000
 		resp, err := req.RequestWith(testCtx(t), cl.Broker(int(id)))
 		if err != nil {
-			last = err
-			return false
+			last = err // no answer yet
+			continue
 		}
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			if !kerr.IsRetriable(err) {
-				t.Fatalf("InitProducerId answered by broker %d: %v", id, err)
-			}
+		switch err := kerr.ErrorForCode(resp.ErrorCode); {
+		case err == nil && resp.ProducerID >= 0:
+			return resp.ProducerID
+		case err == nil:
+			t.Fatalf("InitProducerId answered by broker %d: producer id %d", id, resp.ProducerID)
+		case kerr.IsRetriable(err):
 			last = err
-			return false
+		default:
+			t.Fatalf("InitProducerId answered by broker %d: %v", id, err)
 		}
-		pid = resp.ProducerID
-		return true
-	})
-	if pid < 0 {
-		t.Fatalf("InitProducerId answered by broker %d: producer id %d (last error %v)", id, pid, last)
 	}
-	return pid
+	t.Fatalf("InitProducerId answered by broker %d: no producer id after %v, last: %v", id, opTimeout, last)
+	return -1
 }
 
 // TestKafka39ProducerIDsUnderKbrokerController: a Kafka 3.9 broker under
