@@ -206,9 +206,9 @@ func (p *rollingProducer) stop(t *testing.T) []ack {
 // min.insync.replicas=2 whose three partitions prefer one broker each; an
 // idempotent acks=all producer writes to it all along, and a group (on a
 // __consumer_offsets partition broker 2 leads) commits offsets on Kafka
-// before the roll and on kbroker after it. Each Kafka broker in turn (1, the first
-// controller, first) stops with SIGTERM (a controlled shutdown) and a
-// kbroker takes its broker.id, chroot and log dir; once that kbroker is in
+// before the roll and on kbroker after it. Each Kafka broker in turn (1
+// first, the first to register and so most likely the first controller)
+// stops with SIGTERM (a controlled shutdown) and a kbroker takes its broker.id, chroot and log dir; once that kbroker is in
 // the ISR of every partition (the topic's and __consumer_offsets'), a
 // preferred election gives it back its leaderships and the producer must
 // go on. Then broker 2 goes back to Kafka 3.9 on its dir the same way.
@@ -334,8 +334,9 @@ func rollingGroupOn(t *testing.T, zkc *zkclient.Client, addr string, leader int3
 	t.Helper()
 	var a zkdata.TopicAssignment
 	var err error
+	adm := newAdmin(t, addr)
 	waitFor(t, kafkaStartTimeout, "the offsets topic", func() bool {
-		newAdmin(t, addr).FindGroupCoordinators(testCtx(t), "rolling-group")
+		adm.FindGroupCoordinators(testCtx(t), "rolling-group")
 		a, _, err = zkc.TopicAssignment(offsetsTopic)
 		return err == nil
 	})
@@ -361,10 +362,11 @@ func commitRollingOffsets(t *testing.T, addr, grp string, base int64, meta strin
 	for p := range int32(rollingPartitions) {
 		offs.Add(kadm.Offset{Topic: rollingTopic, Partition: p, At: base + int64(p), LeaderEpoch: -1, Metadata: meta})
 	}
+	adm := newAdmin(t, addr)
 	var err error
 	waitFor(t, kafkaStartTimeout, "the group's commit", func() bool {
 		var resp kadm.OffsetResponses
-		resp, err = newAdmin(t, addr).CommitOffsets(testCtx(t), grp, offs)
+		resp, err = adm.CommitOffsets(testCtx(t), grp, offs)
 		if err == nil {
 			err = resp.Error()
 		}
@@ -377,10 +379,11 @@ func commitRollingOffsets(t *testing.T, addr, grp string, base int64, meta strin
 // of group grp with want.
 func checkRollingOffsets(t *testing.T, addr, grp string, want kadm.Offsets) {
 	t.Helper()
+	adm := newAdmin(t, addr)
 	var got kadm.OffsetResponses
 	var err error
 	waitFor(t, opTimeout, "the group's offsets through "+addr, func() bool {
-		got, err = newAdmin(t, addr).FetchOffsets(testCtx(t), grp)
+		got, err = adm.FetchOffsets(testCtx(t), grp)
 		if err == nil {
 			err = got.Error()
 		}
