@@ -269,8 +269,14 @@ func replaceWithKbroker(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Cl
 	t.Helper()
 	start := time.Now()
 	b.kf.stop(t)
-	if out := b.kf.out.String(); !strings.Contains(out, fmt.Sprintf("[KafkaServer id=%d] shut down completed", b.id)) {
+	out := b.kf.out.String()
+	if !strings.Contains(out, fmt.Sprintf("[KafkaServer id=%d] shut down completed", b.id)) {
 		t.Fatalf("Kafka broker %d did not shut down cleanly:\n%s", b.id, tail(out, 4000))
+	}
+	// Kafka falls back to this when the controller, of either kind, never
+	// answered its ControlledShutdown with every leadership moved.
+	if strings.Contains(out, "Proceeding to do an unclean shutdown") {
+		t.Fatalf("Kafka broker %d's controlled shutdown failed:\n%s", b.id, grepLines(out, "ontrolled shutdown"))
 	}
 	b.kf = nil
 	b.kb = startKbrokerID(t, z, chroot, b.id, rollingKbrokerProps(b.dir))
@@ -286,6 +292,9 @@ func replaceWithKafka(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Clie
 	start := time.Now()
 	if err := b.kb.Term(60 * time.Second); err != nil {
 		t.Fatalf("kbroker %d did not stop cleanly: %v\n%s", b.id, err, tail(b.kb.Log(), 4000))
+	}
+	if !strings.Contains(b.kb.Log(), "controlled shutdown complete") {
+		t.Fatalf("kbroker %d stopped without a controlled shutdown:\n%s", b.id, tail(b.kb.Log(), 4000))
 	}
 	b.kb = nil
 	b.kf = startRollingKafka(t, z, chroot, b)
