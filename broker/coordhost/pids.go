@@ -12,9 +12,9 @@ const producerIDBlock = 1000
 
 // producerIDRequestTimeout bounds a wait for a block from the controller
 // (ProducerIDSource). A caller waits only when no id is left at all (the
-// first one, or a prefetch that failed); the InitProducerId then fails
-// with an error the client retries.
-const producerIDRequestTimeout = 5 * time.Second
+// first one, or a prefetch that failed); then the block is claimed in the
+// metadata store instead.
+const producerIDRequestTimeout = 3 * time.Second
 
 // ProducerIDSource is a cluster whose controller hands out producer id
 // blocks (coordCluster in ZooKeeper mode: AllocateProducerIds, KIP-730).
@@ -30,8 +30,8 @@ type ProducerIDSource interface {
 type idBlock struct{ start, end int64 }
 
 // producerIDs hands out producer ids from blocks reserved in the metadata
-// store, or by the controller, so an id is never reused, across restarts
-// too. Invariants: next <= end, and the ids in [next, end) are this
+// store, or by the controller (the store when it does not answer), so an
+// id is never reused, across restarts too. Invariants: next <= end, and the ids in [next, end) are this
 // broker's and unused; so is prefetched, a later block. From the
 // controller, the next block is fetched in the background once 90% of the
 // current one is used (as Kafka's RPCProducerIdManager does), so callers,
@@ -75,17 +75,23 @@ func (p *producerIDs) refill() error {
 	}
 	if src, ok := p.b.cluster.(ProducerIDSource); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), producerIDRequestTimeout)
-		defer cancel()
 		first, n, err := src.AllocateProducerIDs(ctx)
-		if err != nil {
-			return fmt.Errorf("producer id block from the controller: %w", err)
+		cancel()
+		if err == nil {
+			p.next, p.end, p.size = first, first+n, n
+			return nil
 		}
-		p.next, p.end, p.size = first, first+n, n
-		return nil
+		// A controller that does not answer (none, unreachable, or a
+		// kbroker older than AllocateProducerIds during a rolling
+		// upgrade): claim the block in the metadata store, where the
+		// controller claims them too, with the same version check, so
+		// ids stay unique and InitProducerId keeps working. Kafka would
+		// keep retrying instead.
+		p.b.log.Warn("no producer id block from the controller; claiming one in the metadata store", "err", err)
 	}
 	first, err := p.b.store.NextProducerIDBlock(producerIDBlock)
 	if err != nil {
-		return err
+		return fmt.Errorf("claiming a producer id block: %w", err)
 	}
 	p.next, p.end, p.size = first, first+producerIDBlock, producerIDBlock
 	return nil

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/controller"
 )
 
 // fakePIDCluster is a Cluster whose controller hands out producer id
@@ -100,5 +102,36 @@ func TestProducerIDsCloseCancelsPrefetch(t *testing.T) {
 	case <-done:
 	case <-time.After(3 * time.Second):
 		t.Fatal("close did not cancel the prefetch")
+	}
+}
+
+// fakePIDStore is a metadata store whose producer id blocks start at
+// 5000; only NextProducerIDBlock is implemented.
+type fakePIDStore struct {
+	controller.Store
+	next int64
+}
+
+func (s *fakePIDStore) NextProducerIDBlock(n int64) (int64, error) {
+	first := 5000 + s.next
+	s.next += n
+	return first, nil
+}
+
+// A controller that does not answer within producerIDRequestTimeout: the
+// block comes from the metadata store, and ids keep coming.
+func TestProducerIDsFallBackToStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits producerIDRequestTimeout")
+	}
+	src := &fakePIDCluster{block: true}
+	h := newPIDHost(src)
+	h.store = &fakePIDStore{}
+	defer h.pids.close()
+	for want := int64(5000); want < 5003; want++ {
+		id, err := h.pids.allocate()
+		if err != nil || id != want {
+			t.Fatalf("allocate: %d, %v; want %d", id, err, want)
+		}
 	}
 }
