@@ -161,6 +161,14 @@ func (r *controllerRef) AlterPartition(ctx context.Context, leader int32, broker
 	return c.AlterPartition(ctx, leader, brokerEpoch, tp, leaderEpoch, partitionEpoch, isr)
 }
 
+func (r *controllerRef) AllocateProducerIDs(ctx context.Context, id int32, brokerEpoch int64) (zkdata.ProducerIDBlock, error) {
+	c := r.get()
+	if c == nil {
+		return zkdata.ProducerIDBlock{}, zkcontroller.ErrNotController
+	}
+	return c.AllocateProducerIDs(ctx, id, brokerEpoch)
+}
+
 func (r *controllerRef) Reassign(ctx context.Context, targets map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error) {
 	c := r.get()
 	if c == nil {

@@ -79,18 +79,32 @@ func (s *step) finish() Output {
 	return s.out
 }
 
+// flush ends the step's current batch: its requests go out before any
+// queued after, as Kafka sends each ControllerBrokerRequestBatch at once.
+func (s *step) flush() {
+	if s.batch.Empty() {
+		return
+	}
+	s.out.Sends = append(s.out.Sends, s.batch.Build(s.m.Ctx)...)
+	s.batch = NewBatch()
+}
+
 func (s *step) problem(err error) { s.out.Problems = append(s.out.Problems, err) }
 
 // Startup is what a new controller does after loading the context:
 // partitions are Online when their leader is live, Offline otherwise, New
 // without state; replicas Online or Offline by liveness, offline ones
-// leaving the ISR; every live broker gets the full metadata and the
-// LeaderAndIsr of its partitions; then
+// leaving the ISR; every live broker gets the live brokers first (as
+// Kafka's onControllerFailover, so a broker registered while there was
+// no controller knows the leaders it is about to follow), then the
+// LeaderAndIsr of its partitions and the full metadata; then
 // offline and new partitions get leaders, queued deletions resume and
 // reassignments whose targets are in sync finish.
 func (m *Machine) Startup() (Output, error) {
 	c := m.Ctx
 	s := m.begin()
+	s.batch.UpdateMetadata(c, c.LiveIDs())
+	s.flush()
 	offline := map[int32][]TopicPartition{}
 	for _, tp := range c.AllPartitions() {
 		st, ok := c.States[tp]
@@ -193,12 +207,21 @@ func (s *step) brokerStartup(ids []int32) error {
 		}
 	}
 	// Existing brokers learn of the new ones; new ones get every partition.
+	// Both go out before anything else of the startup, each in a batch of
+	// its own, as Kafka's onBrokerStartup sends them: a Kafka broker
+	// follows a leader only if its metadata cache knows the leader alive,
+	// so a LeaderAndIsr that reached a new broker ahead of its first
+	// UpdateMetadata left it following nobody ("cannot become follower
+	// since the new leader is unavailable") until the next leader change.
+	s.flush()
 	s.batch.UpdateMetadata(c, existing)
+	s.flush()
 	var withLeader []TopicPartition
 	for tp := range c.States {
 		withLeader = append(withLeader, tp)
 	}
 	s.batch.UpdateMetadata(c, ids, withLeader...)
+	s.flush()
 	for _, id := range ids {
 		for _, tp := range c.PartitionsOn(id) {
 			if c.Deleting[tp.Topic] {

@@ -247,11 +247,17 @@ func TestBrokerFailureAndReturn(t *testing.T) {
 	}
 	expectState(t, zk, m, tp("t", 2), 1, 2, 1)
 	expectState(t, zk, m, tp("t", 0), 2, 1, 2, 3) // not moved back: that is a preferred election
+	// Like Kafka's onBrokerStartup: first the others learn of broker 1,
+	// then broker 1 gets the live brokers and every partition (so its
+	// metadata knows the leaders it is told to follow), then its
+	// LeaderAndIsr.
 	d := describe(out.Sends)
-	if len(d) == 0 || !strings.HasPrefix(d[0], "1:LeaderAndIsr t-0(2/1/[2 3]) t-1(2/1/[2 3]) t-2(1/2/[1])") {
+	if len(d) < 4 || !strings.HasPrefix(d[0], "2:UpdateMetadata brokers=1,2,3") || !strings.HasPrefix(d[1], "3:UpdateMetadata brokers=1,2,3") ||
+		!strings.HasPrefix(d[2], "1:UpdateMetadata brokers=1,2,3 t-0(2/1/[2 3]) t-1(2/1/[2 3]) t-2(-1/1/[1])") ||
+		!strings.HasPrefix(d[3], "1:LeaderAndIsr t-0(2/1/[2 3]) t-1(2/1/[2 3]) t-2(1/2/[1])") {
 		t.Fatalf("sends %v", d)
 	}
-	if out.Sends[0].Req.(*kmsg.LeaderAndISRRequest).BrokerEpoch != 201 {
+	if out.Sends[3].Req.(*kmsg.LeaderAndISRRequest).BrokerEpoch != 201 {
 		t.Fatal("request for the returned broker does not carry its new epoch")
 	}
 }
@@ -486,7 +492,11 @@ func TestStartup(t *testing.T) {
 		brokers = append(brokers, s.Broker)
 	}
 	sort.Slice(brokers, func(i, j int) bool { return brokers[i] < brokers[j] })
-	if len(out.Sends) != 4 || brokers[0] != 1 || brokers[3] != 2 {
+	if len(out.Sends) != 6 || brokers[0] != 1 || brokers[5] != 2 {
 		t.Fatalf("sends %v", describe(out.Sends))
+	}
+	// The live brokers go first, as in Kafka's onControllerFailover.
+	if d := describe(out.Sends); !strings.HasPrefix(d[0], "1:UpdateMetadata brokers=1,2") || !strings.HasPrefix(d[1], "2:UpdateMetadata brokers=1,2") {
+		t.Fatalf("sends %v", d)
 	}
 }

@@ -121,6 +121,9 @@ var interBroker = map[int16]VersionRange{
 	int16(kmsg.ControlledShutdown): {0, 3},
 	// Leader → controller (Kafka's leaders; broker/api/alter_partition.go).
 	int16(kmsg.AlterPartition): {0, 3},
+	// Broker → controller at IBP 3.0-IV0 and later (KIP-730; Kafka's
+	// brokers; broker/api/allocate_producer_ids.go).
+	int16(kmsg.AllocateProducerIDs): {0, 0},
 }
 
 // InterBroker returns the version range of an inter-broker API key.

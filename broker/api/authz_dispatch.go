@@ -218,7 +218,7 @@ func (b *API) checkRequest(ctx *network.RequestContext, req kmsg.Request) checke
 			return deny(shareStateDenied(req))
 		}
 	case *kmsg.LeaderAndISRRequest, *kmsg.StopReplicaRequest, *kmsg.UpdateMetadataRequest, *kmsg.ControlledShutdownRequest,
-		*kmsg.AlterPartitionRequest:
+		*kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest:
 		if b.cluster != nil { // a single node closes the connection (cluster.go)
 			return b.needCluster(ctx, req, opClusterAction)
 		}

@@ -52,6 +52,9 @@ type ClusterController interface {
 	AlterPartition(ctx context.Context, leader int32, brokerEpoch int64, tp controller.TopicPartition, leaderEpoch, partitionEpoch int32, isr []int32) (zkdata.PartitionState, error)
 	// Reassignments lists the reassignments in progress.
 	Reassignments(ctx context.Context) (map[controller.TopicPartition]controller.Assignment, error)
+	// AllocateProducerIDs claims a producer id block for a broker
+	// (allocate_producer_ids.go).
+	AllocateProducerIDs(ctx context.Context, id int32, brokerEpoch int64) (zkdata.ProducerIDBlock, error)
 }
 
 // SetCluster turns on cluster mode; call it before the broker serves.

@@ -108,7 +108,8 @@ func buildHandlers() map[int16]handler {
 	add(on((*API).handleStopReplica))
 	add(on((*API).handleUpdateMetadata))
 	add(on((*API).handleControlledShutdown))
-	add(on((*API).handleAlterPartition)) // alter_partition.go
+	add(on((*API).handleAlterPartition))      // alter_partition.go
+	add(on((*API).handleAllocateProducerIDs)) // allocate_producer_ids.go
 	return h
 }
 

@@ -97,11 +97,13 @@ func (h *Host) Load(store controller.Store) error {
 func (h *Host) CloseShares() { h.shares.close() }
 
 // Close stops the transaction and group coordinators' timers, refuses
-// further calls, and waits for the share coordinator's partition loads.
+// further calls, and waits for the share coordinator's partition loads and
+// a producer id block's prefetch.
 func (h *Host) Close() {
 	h.txns.close()
 	h.groups.close()
 	h.shareStore.close()
+	h.pids.close()
 }
 
 // EnsureGroups loads the group coordinators, creating __consumer_offsets

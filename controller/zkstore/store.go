@@ -248,47 +248,12 @@ func (s *Store) AddPartitionsWithAssignment(name string, total int32, given [][]
 }
 
 // NextProducerIDBlock implements controller.Store with Kafka's
-// ZkProducerIdManager scheme: /latest_producer_id_block holds the last
-// block handed out; the next one starts after it, claimed with a
-// version-checked write so two brokers never get the same ids.
+// ZkProducerIdManager scheme (zkclient.ClaimProducerIDBlock): the next
+// block after /latest_producer_id_block's, claimed with a version-checked
+// write so two brokers never get the same ids.
 func (s *Store) NextProducerIDBlock(n int64) (int64, error) {
-	if n <= 0 {
-		return 0, fmt.Errorf("producer id block size %d", n)
-	}
-	for attempt := 0; attempt < 10; attempt++ {
-		data, stat, err := s.zk.Get(zkdata.ProducerIDBlockPath)
-		start, version := int64(0), int32(-2)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-		case err != nil:
-			return 0, fmt.Errorf("reading producer id block: %w", err)
-		case len(data) == 0: // created empty by EnsurePersistentPaths
-			version = stat.Version
-		default:
-			prev, err := zkdata.DecodeProducerIDBlock(data)
-			if err != nil {
-				return 0, err
-			}
-			start, version = prev.BlockEnd+1, stat.Version
-		}
-		block, err := zkdata.ProducerIDBlock{BrokerID: s.brokerID, BlockStart: start, BlockEnd: start + n - 1}.Encode()
-		if err != nil {
-			return 0, err
-		}
-		if version == -2 {
-			_, err = s.zk.CreateWithParents(zkdata.ProducerIDBlockPath, block, 0)
-		} else {
-			_, err = s.zk.Set(zkdata.ProducerIDBlockPath, block, version)
-		}
-		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("claiming producer id block: %w", err)
-		}
-		return start, nil
-	}
-	return 0, errors.New("producer id block: too much contention")
+	b, err := s.zk.ClaimProducerIDBlock(s.brokerID, n)
+	return b.BlockStart, err
 }
 
 // Close implements controller.Store; the ZooKeeper client is the caller's.
