@@ -39,6 +39,14 @@ func (b *Broker) startRestProxy() error {
 		SchemaRegistry:  b.restProxyRegistry,
 		Logger:          b.log.With("component", "rest-proxy"),
 	}
+	if tc := b.cfg.SchemaRegistry.TLS; tc != nil {
+		// An https:// registry (this broker's own, or schema.registry.url)
+		// is trusted as the registry's truststore says.
+		var err error
+		if pcfg.RegistryTLS, err = network.ClientTLS(tc); err != nil {
+			return fmt.Errorf("rest.proxy.listeners (Schema Registry over https): %w", err)
+		}
+	}
 	if rc.Authentication == config.HTTPAuthBasic {
 		pcfg.Login = b.restProxyLogin()
 		pcfg.LoginFailureDelay = time.Duration(b.cfg.SASL.FailedAuthenticationDelayMs) * time.Millisecond
@@ -72,19 +80,27 @@ func (b *Broker) startRestProxy() error {
 }
 
 // restProxyRegistry is the Schema Registry of the proxy's schema formats:
-// schema.registry.url, else this broker's own first http:// listener.
+// schema.registry.url, else this broker's own first http:// listener, else
+// its first https:// one (trusted through the registry's truststore).
 func (b *Broker) restProxyRegistry() (string, error) {
 	if u := b.cfg.RestProxy.SchemaRegistryURL; u != "" {
 		return u, nil
 	}
 	if b.registryHTTP != nil {
-		for i, l := range b.cfg.SchemaRegistry.Listeners {
-			if addrs := b.registryHTTP.Addrs(); !l.TLS && i < len(addrs) {
+		addrs := b.registryHTTP.Addrs()
+		for _, https := range []bool{false, true} {
+			for i, l := range b.cfg.SchemaRegistry.Listeners {
+				if l.TLS != https || i >= len(addrs) {
+					continue
+				}
+				if https {
+					return "https://" + addrs[i].String(), nil
+				}
 				return "http://" + addrs[i].String(), nil
 			}
 		}
 	}
-	return "", errors.New("no Schema Registry: this broker serves none on http:// (schema.registry.listeners) and schema.registry.url is not set")
+	return "", errors.New("no Schema Registry: this broker serves none (schema.registry.listeners) and schema.registry.url is not set")
 }
 
 // restProxyListener is the Kafka listener the proxy dials: the first

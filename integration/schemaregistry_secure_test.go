@@ -33,6 +33,10 @@ func TestSchemaRegistrySecureCluster(t *testing.T) {
 	secure := secureInterBrokerProps(t)
 	regPorts := map[int32]int{}
 	var truststore string
+	restPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bs := StartClusterFunc(t, z, 3, func(b *BrokerProc) map[string]string {
 		props := secure(b, "broker-secret")
 		truststore = props["ssl.truststore.location"]
@@ -50,6 +54,12 @@ func TestSchemaRegistrySecureCluster(t *testing.T) {
 		props["super.users"] = "User:broker"
 		props["schema.registry.listeners"] = fmt.Sprintf("https://127.0.0.1:%d", port)
 		props["schema.registry.authentication"] = "basic"
+		if b.ID == 1 {
+			// The REST proxy's schema formats use this broker's own
+			// registry, which serves https:// only.
+			props["rest.proxy.listeners"] = fmt.Sprintf("http://127.0.0.1:%d", restPort)
+			props["rest.proxy.authentication"] = "basic"
+		}
 		return props
 	})
 	pem, err := os.ReadFile(truststore)
@@ -139,6 +149,35 @@ func TestSchemaRegistrySecureCluster(t *testing.T) {
 	if len(writers) != 1 || !writers[strconv.Itoa(int(leader))] {
 		t.Fatalf("writers named in the answers: %v, want only %d (the leader of _schemas-0)", writers, leader)
 	}
+
+	// Broker 1's REST proxy registers an Avro schema in its https-only
+	// registry (as the call's login, the super user) and produces with it.
+	if resp, err := adm.CreateTopics(ctx, 1, 3, nil, "orders"); err != nil || resp.Error() != nil {
+		t.Fatalf("create orders: %v %v", err, resp.Error())
+	}
+	clusterID := md.Cluster
+	record := `{"value":{"type":"AVRO","schema":"{\"type\":\"record\",\"name\":\"Order\",\"fields\":[{\"name\":\"n\",\"type\":\"int\"}]}","data":{"n":7}}}`
+	var produced string
+	waitFor(t, 60*time.Second, "an Avro record produced through the REST proxy", func() (bool, error) {
+		req, err := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/v3/clusters/%s/topics/orders/records", restPort, clusterID), strings.NewReader(record))
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth("broker", "broker-secret")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		produced = string(data)
+		return err == nil && resp.StatusCode == 200 && strings.Contains(produced, `"error_code":200`), fmt.Errorf("%d %s %v", resp.StatusCode, data, err)
+	})
+	if a, err := call(bs[1], "alice", "GET", "/subjects/orders-value/versions/1", ""); a.status != 200 || !strings.Contains(a.body, "Order") {
+		t.Fatalf("the proxy's schema in the registry: %d %s %v (produce answered %s)", a.status, a.body, err, produced)
+	}
+
 	for _, b := range bs {
 		if log := b.Log(); strings.Contains(log, "writing here") || strings.Contains(log, "broker-secret") {
 			t.Errorf("broker %d wrote instead of forwarding, or logged the inter-broker password", b.ID)

@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -67,6 +68,9 @@ type Config struct {
 	// schema.registry.url, by default the broker's own registry. nil: the
 	// schema formats are refused.
 	SchemaRegistry func() (string, error)
+	// RegistryTLS, when set, is the client TLS configuration of calls to
+	// an https:// Schema Registry (nil: the system's roots).
+	RegistryTLS *tls.Config
 	// RequestTimeout bounds the Kafka requests of one call (default 30 s).
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
@@ -142,7 +146,7 @@ func New(cfg Config) *Proxy {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, instances: newInstances(), registryHTTP: &http.Client{Timeout: cfg.RequestTimeout}}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, instances: newInstances(), registryHTTP: &http.Client{Timeout: cfg.RequestTimeout, Transport: &http.Transport{TLSClientConfig: cfg.RegistryTLS, MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}}}
 	p.mu.clients = map[string]*userClient{}
 	p.stopped, p.stop = context.WithCancel(context.Background())
 	p.mux = http.NewServeMux()
