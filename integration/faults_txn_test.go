@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -123,7 +124,16 @@ func readCommittedConsumer(t *testing.T, seeds []string, topic string, partition
 			}
 		}()
 		for ctx.Err() == nil {
-			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			fs := cl.PollFetches(ctx)
+			fs.EachError(func(topic string, p int32, err error) {
+				// The client moved its position because the broker
+				// answered as if data were lost (OFFSET_OUT_OF_RANGE,
+				// a truncated epoch): the checker will see where.
+				if _, ok := errors.AsType[*kgo.ErrDataLoss](err); ok {
+					t.Logf("%s: %s/%d: %v", name, topic, p, err)
+				}
+			})
+			fs.EachRecord(func(r *kgo.Record) {
 				tc.Read(name, history.Record{TP: history.TP{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
 			})
 		}
