@@ -128,8 +128,8 @@ type offset struct {
 	// expireMs is the explicit expiration of a v1 value record (commits
 	// with a retention time, OffsetCommit v2-v4), or -1.
 	expireMs int64
-	// seq is the write that committed it (Coordinator.writeSeq), 0 if
-	// replayed: an acknowledged commit replaces only an older one.
+	// seq orders it among writes and replays (Coordinator.writeSeq): an
+	// acknowledged commit replaces only an older offset.
 	seq uint64
 }
 
