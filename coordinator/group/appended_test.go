@@ -153,3 +153,19 @@ func (h *harness) deleteOffsets(group, topic string, partition int32) {
 	req.Topics = append(req.Topics, rt)
 	h.handle(new(int), req)
 }
+
+// A transactional offset applied at its marker (Replay) is newer than a
+// commit that was pending before it.
+func TestReplayedOffsetNewerThanPendingCommit(t *testing.T) {
+	h := newHarness(t, nil)
+	h.holdAppends = true
+	h.commit("c1", 8, "simple", "", -1, commit{topic: "t", partition: 0, offset: 100})
+	r := offsetRecord("simple", "t", 0, &offset{offset: 150, leaderEpoch: -1, expireMs: -1})
+	if err := h.c.Replay(r.Key, r.Value); err != nil {
+		t.Fatal(err)
+	}
+	h.ack(0, nil)
+	if got := h.fetchAll("simple")["t/0"]; got != 150 {
+		t.Fatalf("fetched %d, want 150 (the transactional offset)", got)
+	}
+}
