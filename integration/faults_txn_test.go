@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -149,14 +148,7 @@ func readCommittedConsumer(t *testing.T, seeds []string, topic string, partition
 // what the consumers saw: no aborted or uncommitted read, no committed
 // write lost, no transaction visible in only some partitions, no consumer
 // going back in a partition, no duplicate, no G1c cycle.
-//
-// Not part of the plain test run: it finds an open anomaly
-// (docs/RELIABILITY.md, "non-monotonic read_committed reads"). Run it with
-// KBROKER_FAULTS_TXN=1.
 func TestFaultsTransactions(t *testing.T) {
-	if os.Getenv("KBROKER_FAULTS_TXN") != "1" {
-		t.Skip("an open anomaly (docs/RELIABILITY.md); KBROKER_FAULTS_TXN=1 runs it")
-	}
 	if !inNetns(t) {
 		return
 	}
