@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,9 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// FaultsGroupEnv, set to 1, runs TestFaultsConsumerGroup.
-const FaultsGroupEnv = "KBROKER_FAULTS_GROUP"
 
 // groupMember runs one slot of a consumer group: a client that joins,
 // polls, commits what it polled after every poll and when its partitions
@@ -126,14 +122,7 @@ func runMember(seeds []string, group, topic, name string, lifetime time.Duration
 // moving back, no new owner starting below the committed offset, and no
 // acknowledged record below the final committed offset that no member
 // polled; the produce history is checked as in TestFaultsNemesis.
-//
-// It is not part of the plain test run: it finds an open anomaly
-// (docs/RELIABILITY.md, "committed offset moved back") often enough to fail
-// a short run now and then. Run it with KBROKER_FAULTS_GROUP=1.
 func TestFaultsConsumerGroup(t *testing.T) {
-	if os.Getenv(FaultsGroupEnv) != "1" {
-		t.Skipf("an open anomaly (docs/RELIABILITY.md); %s=1 runs it", FaultsGroupEnv)
-	}
 	if !inNetns(t) {
 		return
 	}

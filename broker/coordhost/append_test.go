@@ -55,8 +55,7 @@ func byKeyPartition(key string, _ int32) int32 {
 }
 
 // TestAppendInternalOrderAndAck: one batch per partition, in the order the
-// partitions first appear, each written after the previous one is
-// acknowledged; done runs once, after the last.
+// partitions first appear; done runs once, after the last is acknowledged.
 func TestAppendInternalOrderAndAck(t *testing.T) {
 	f := &fakeReplicas{}
 	top := testTopic(3)
@@ -75,9 +74,11 @@ func TestAppendInternalOrderAndAck(t *testing.T) {
 	}
 }
 
-// TestAppendInternalStopsAtFailure: a failed append is reported once with
-// its partition, and the batches after it are not written.
-func TestAppendInternalStopsAtFailure(t *testing.T) {
+// TestAppendInternalReportsFirstFailure: a failed append is reported once
+// with its partition. Every batch is appended before appendInternal
+// returns (records of later calls must not reach a partition first), so
+// the ones after it are written too.
+func TestAppendInternalReportsFirstFailure(t *testing.T) {
 	f := &fakeReplicas{failAt: 2}
 	top := testTopic(3)
 	recs := []group.Record{{Group: "k0"}, {Group: "k1"}, {Group: "k2"}}
@@ -87,8 +88,8 @@ func TestAppendInternalStopsAtFailure(t *testing.T) {
 	if calls != 1 || got == nil || got.Error() != "append to __consumer_offsets-1: disk full" {
 		t.Fatalf("done called %d times with %v", calls, got)
 	}
-	if len(f.appended) != 2 {
-		t.Fatalf("%d appends after a failure at the second", len(f.appended))
+	if len(f.appended) != 3 {
+		t.Fatalf("%d appends, want 3", len(f.appended))
 	}
 	calls = 0
 	appendInternal(f, top, time.UnixMilli(1000), nil, byKeyPartition, func(err error) { calls++; got = err })

@@ -323,9 +323,12 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 	if _, err := g.ensureLocked(); err != nil {
 		return err
 	}
-	replies, recs := f(coords{g.mu.c, g.mu.cc}, g.b.now())
+	c := g.mu.c
+	replies, recs := f(coords{c, g.mu.cc}, g.b.now())
 	// The replies go out once the records are acknowledged, under g.mu
-	// (ackGate): on a single node before call returns.
+	// (ackGate): on a single node before call returns. Only then does the
+	// classic coordinator apply what they store (Appended): offsets, a
+	// rebalance's assignment and the SyncGroups it answers.
 	gate := newAckGate(&g.mu)
 	defer gate.release()
 	g.persistLocked(recs, gate.wrap(func(err error) {
@@ -334,6 +337,8 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 			for _, r := range replies {
 				failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
 			}
+		} else if len(recs) > 0 && g.mu.c == c {
+			replies = append(replies, c.Appended(g.b.now(), recs, nil)...)
 		}
 		for _, r := range replies {
 			g.deliverLocked(r.Token, r.Resp)
@@ -419,9 +424,10 @@ func currentPartition(rm Replicas, t *replica.Topic, part int32) *replica.Partit
 
 // appendInternal appends coordinator records to an internal topic, one
 // batch per partition, the partition of each record chosen by partitionFor
-// of its key (group or transactional id). The batches are written in order,
-// each after the previous one is acknowledged; done gets the first failure
-// (the later batches are then not written) or nil once all are acknowledged.
+// of its key (group or transactional id). The batches are all appended to
+// the leaders' logs before appendInternal returns, so that records of
+// successive calls reach every partition's log in call order; done gets
+// the first failure or nil once all are acknowledged.
 func appendInternal(rm Replicas, t *replica.Topic, now time.Time, recs []group.Record, partitionFor func(string, int32) int32, done func(error)) {
 	if len(recs) == 0 {
 		done(nil)
@@ -438,27 +444,35 @@ func appendInternal(rm Replicas, t *replica.Topic, now time.Time, recs []group.R
 		byPart[p] = append(byPart[p], records.Record{OffsetDelta: int32(len(byPart[p])), Key: r.Key, Value: r.Value})
 	}
 	ms := now.UnixMilli()
-	var next func(i int)
-	next = func(i int) {
-		if i == len(order) {
-			done(nil)
-			return
-		}
-		pi := order[i]
+	batches := make([][]byte, len(order))
+	for i, pi := range order {
 		batch, err := records.Build(records.BatchSpec{FirstTimestamp: ms, MaxTimestamp: ms, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, byPart[pi])
 		if err != nil {
 			done(err)
 			return
 		}
-		rm.AppendInternal(currentPartition(rm, t, pi), batch, func(err error) {
+		batches[i] = batch
+	}
+	var mu sync.Mutex
+	left, failed := len(order), false
+	for i, pi := range order {
+		rm.AppendInternal(currentPartition(rm, t, pi), batches[i], func(err error) {
+			mu.Lock()
+			left--
+			report := !failed && (err != nil || left == 0)
 			if err != nil {
-				done(fmt.Errorf("append to %s-%d: %w", t.Meta.Name, pi, err))
-				return
+				failed = true
 			}
-			next(i + 1)
+			mu.Unlock()
+			switch {
+			case !report:
+			case err != nil:
+				done(fmt.Errorf("append to %s-%d: %w", t.Meta.Name, pi, err))
+			default:
+				done(nil)
+			}
 		})
 	}
-	next(0)
 }
 
 // completeTxnOffsets applies (commit) or drops (abort) the pending
@@ -491,6 +505,9 @@ func (g *groups) completeTxnOffsets(producerID int64, part int32, commit bool) {
 // hasPendingTxnOffset reports whether a transaction holds an uncommitted
 // offset for the group's topic partition (OffsetFetch require_stable).
 func (g *groups) hasPendingTxnOffsetLocked(groupID, topic string, partition int32) bool {
+	if g.mu.c != nil && g.mu.c.HasPendingOffset(groupID, topic, partition) {
+		return true // an OffsetCommit not yet acknowledged
+	}
 	for _, pos := range g.mu.pendingTxn {
 		for _, po := range pos {
 			if po.group != groupID {

@@ -130,12 +130,14 @@ func (g *groups) appendTxnOffsetsLocked(part int32, producerID int64, epoch int1
 }
 
 // MarkUnstableOffsets marks the partitions of an OffsetFetch answer that
-// have pending transactional offsets UNSTABLE_OFFSET_COMMIT (require_stable).
+// have pending transactional offsets, or an OffsetCommit whose append is
+// not acknowledged yet, UNSTABLE_OFFSET_COMMIT (require_stable), as
+// Kafka's hasPendingOffsetCommitsForTopicPartition.
 func (h *Host) MarkUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse) {
 	g := &h.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.mu.pendingTxn) == 0 {
+	if len(g.mu.pendingTxn) == 0 && g.mu.c == nil {
 		return
 	}
 	unstable := kerr.UnstableOffsetCommit.Code

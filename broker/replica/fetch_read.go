@@ -164,7 +164,12 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	if replica {
 		maxOffset = p.Log.LogEndOffset() // followers copy what is not committed yet
 	}
-	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > max(hw, maxOffset) {
+	// Out of range is below the log start or past the log end, as Kafka's
+	// LocalLog.read; an offset above the HW (or LSO) but within the log
+	// reads nothing. A new leader's HW lags its predecessor's until its
+	// followers fetch, so a consumer may be ahead of it; answering
+	// OFFSET_OUT_OF_RANGE there makes clients reset their position.
+	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > p.Log.LogEndOffset() {
 		return 0, kerr.OffsetOutOfRange
 	}
 	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && m.cluster() != nil {
@@ -204,7 +209,10 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	}
 	if readCommitted {
 		// Clients drop records of these producers from FirstOffset up to the abort marker.
-		sp.AbortedTransactions = p.AbortedBetween(rp.FetchOffset, maxOffset)
+		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		if rp.FetchOffset < maxOffset {
+			sp.AbortedTransactions = p.AbortedBetween(rp.FetchOffset, maxOffset)
+		}
 	}
 	return n, nil
 }

@@ -407,11 +407,18 @@ func (p *Partition) append(batch []byte, h records.Header) (AppendResult, error)
 // log end until the followers fetch again, while the records above it may
 // already be acknowledged (a coordinator that stopped at the HW would forget
 // a LeaveGroup it had answered and wait for the departed member).
+//
+// Except for what this leader appended itself in its epoch: those records
+// count once the HW covers them (replayEnd). A coordinator reloads while it
+// still leads after one of its writes failed; that write is in the log but
+// was never acknowledged, and a later leader may not have it. Replaying it
+// would act on it: a transaction coordinator would send the commit markers
+// of a PrepareCommit that the next coordinator, without it, aborts.
 func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Record)) error {
 	if !p.Hosted() {
 		return fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, errPartitionAbsent)
 	}
-	off, end := p.Log.LogStartOffset(), p.Log.LogEndOffset()
+	off, end := p.Log.LogStartOffset(), p.replayEnd()
 	for off < end {
 		data, err := p.Log.Read(off, rebuildChunk, end, true)
 		if err != nil {
@@ -431,6 +438,29 @@ func ReplayPartition(p *Partition, f func(h records.Header, recs []records.Recor
 		}
 	}
 	return nil
+}
+
+// replayEnd is where ReplayPartition stops: the log end, or on a
+// replicated leader the HW if this leader appended records of its own
+// beyond it (the start of its epoch bounds it below: what it inherited
+// counts, as Kafka's new leader loads to its log end).
+func (p *Partition) replayEnd() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	leo := p.Log.LogEndOffset()
+	if p.mu.repl.kind != replLeader {
+		return leo
+	}
+	epoch, start := p.epoch.Load(), int64(-1)
+	for _, e := range p.Log.LeaderEpochs() {
+		if e.Epoch == epoch {
+			start = e.StartOffset
+		}
+	}
+	if start < 0 {
+		return leo
+	}
+	return min(leo, max(p.hw.Load(), start))
 }
 
 // forgetAborted stops listing to read_committed fetches aborted transactions

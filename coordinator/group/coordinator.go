@@ -18,7 +18,11 @@
 //   - Calls are serialised; the Coordinator is not safe for concurrent use.
 //   - Records returned by a call must be appended to __consumer_offsets before
 //     the Replies of that same call are sent, as Kafka answers commits and
-//     SyncGroup only after the append.
+//     SyncGroup only after the append. Once the append is acknowledged (or
+//     failed) the caller passes the same records to Appended, and sends the
+//     Replies it returns too: what the records store becomes visible only
+//     then (committed offsets, a rebalance's assignment), as Kafka's pending
+//     offset commits and its SyncGroup append callback.
 //   - Every token passed to a request method receives exactly one Reply,
 //     possibly from a later call (including Tick). Tokens are compared by
 //     nothing; they are only handed back.
@@ -41,6 +45,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -131,6 +136,28 @@ type Record struct {
 	Group string
 	Key   []byte
 	Value []byte
+	// w is what the coordinator applies when the record's append
+	// completes (Appended); nil if nothing.
+	w *write
+}
+
+// write is the state a call stored in its records and keeps pending until
+// their append completes: offsets committed (Kafka's pendingOffsetCommits)
+// and the assignment of a generation (the leader's SyncGroup).
+type write struct {
+	seq     uint64
+	g       *group
+	offsets []stagedOffset
+	// sync is set when the write stores the assignment of generation gen.
+	sync bool
+	gen  int32
+}
+
+// stagedOffset is one offset a write commits.
+type stagedOffset struct {
+	topic     string
+	partition int32
+	off       *offset
 }
 
 // out accumulates what one input produces.
@@ -154,6 +181,9 @@ type Coordinator struct {
 	nextRetentionCheck time.Time
 	// memberSeq orders members by the time they were added.
 	memberSeq uint64
+	// writeSeq orders writes (and so committed offsets) by the call that
+	// made them, which is their order in the log.
+	writeSeq uint64
 }
 
 // New returns an empty Coordinator, or an error if cfg is invalid.
@@ -237,6 +267,75 @@ func (c *Coordinator) Handle(now time.Time, token any, client Client, req kmsg.R
 		return r, rec, nil
 	}
 	return nil, nil, fmt.Errorf("group coordinator: unsupported request key %d version %d", req.Key(), req.GetVersion())
+}
+
+// newWrite opens a write for g's records of the current call.
+func (c *Coordinator) newWrite(g *group) *write {
+	c.writeSeq++
+	return &write{seq: c.writeSeq, g: g}
+}
+
+// Appended completes the writes of records a call returned, once their
+// append to __consumer_offsets was acknowledged (err nil) or failed. On
+// success the offsets they commit become visible, unless newer ones are or
+// the partition's offsets were deleted meanwhile, and a rebalance whose
+// assignment they store becomes Stable: its parked SyncGroups are answered.
+// On failure the offsets are dropped and a rebalance still waiting for
+// its assignment is answered COORDINATOR_NOT_AVAILABLE and restarted, as
+// Kafka does. Records of a group unloaded or deleted since are ignored.
+func (c *Coordinator) Appended(now time.Time, recs []Record, err error) []Reply {
+	c.begin(now)
+	var o out
+	var done map[*write]bool
+	for _, r := range recs {
+		w := r.w
+		if w == nil || done[w] {
+			continue
+		}
+		if done == nil {
+			done = map[*write]bool{}
+		}
+		done[w] = true
+		c.complete(&o, now, w, err)
+	}
+	return o.replies
+}
+
+func (c *Coordinator) complete(o *out, now time.Time, w *write, err error) {
+	g := w.g
+	if c.groups[g.id] != g {
+		return
+	}
+	for _, s := range w.offsets {
+		staged := g.pendingOffsets[s.topic][s.partition]
+		if staged == nil {
+			continue // deleted meanwhile
+		}
+		if err == nil {
+			if cur := g.offsets[s.topic][s.partition]; cur == nil || cur.seq < s.off.seq {
+				g.setOffset(s.topic, s.partition, s.off)
+			}
+		}
+		if staged == s.off {
+			g.unstage(s.topic, s.partition)
+		}
+	}
+	if w.sync && g.state == CompletingRebalance && g.generation == w.gen {
+		if err != nil {
+			c.resetAssignments(o, g, kerr.CoordinatorNotAvailable.Code)
+			c.prepareRebalance(o, g, now)
+		} else {
+			c.assignmentStored(o, g, now)
+		}
+	}
+	c.maybeForget(g)
+}
+
+// HasPendingOffset reports whether a commit of the group's topic partition
+// waits for its append (OffsetFetch require_stable).
+func (c *Coordinator) HasPendingOffset(groupID, topic string, partition int32) bool {
+	g := c.groups[groupID]
+	return g != nil && g.pendingOffsets[topic][partition] != nil
 }
 
 // begin is called at the start of every input that carries a clock.
@@ -329,7 +428,7 @@ func (c *Coordinator) newMemberID(clientID string) string {
 // its next cleanup without writing anything.
 func (c *Coordinator) maybeForget(g *group) {
 	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
-		len(g.offsets) == 0 && g.generation == 0 && !g.metadataStored {
+		len(g.offsets) == 0 && len(g.pendingOffsets) == 0 && g.generation == 0 && !g.metadataStored {
 		delete(c.groups, g.id)
 	}
 }

@@ -128,6 +128,9 @@ type offset struct {
 	// expireMs is the explicit expiration of a v1 value record (commits
 	// with a retention time, OffsetCommit v2-v4), or -1.
 	expireMs int64
+	// seq orders it among writes and replays (Coordinator.writeSeq): an
+	// acknowledged commit replaces only an older offset.
+	seq uint64
 }
 
 // group is one classic group and its committed offsets.
@@ -167,8 +170,12 @@ type group struct {
 	// protocol only); subscribedKnown is false when they cannot be known.
 	subscribed      map[string]struct{}
 	subscribedKnown bool
-	// offsets by topic, then partition.
+	// offsets by topic, then partition: the committed offsets whose
+	// append was acknowledged, the only ones OffsetFetch answers.
 	offsets map[string]map[int32]*offset
+	// pendingOffsets holds the latest commit of each partition whose append
+	// is not acknowledged yet (Kafka's pendingOffsetCommits).
+	pendingOffsets map[string]map[int32]*offset
 	// metadataStored is true once a GroupMetadata record exists for the
 	// group (written or replayed).
 	metadataStored bool
@@ -184,6 +191,8 @@ func newGroup(id string, nowMs int64) *group {
 		pending:     make(map[string]time.Time),
 		pendingSync: make(map[string]struct{}),
 		offsets:     make(map[string]map[int32]*offset),
+
+		pendingOffsets: make(map[string]map[int32]*offset),
 	}
 }
 

@@ -18,6 +18,11 @@ type harness struct {
 	replies map[any]kmsg.Response
 	records []Record
 	ids     int
+	// holdAppends keeps records unacknowledged: the test calls ack (or
+	// fail) itself. Otherwise every call's records are acknowledged at
+	// once, as on a single node.
+	holdAppends bool
+	held        [][]Record
 }
 
 func newHarness(t *testing.T, mod func(*Config)) *harness {
@@ -48,6 +53,25 @@ func (h *harness) collect(rs []Reply, recs []Record) {
 		h.replies[r.Token] = r.Resp
 	}
 	h.records = append(h.records, recs...)
+	if len(recs) == 0 {
+		return
+	}
+	if h.holdAppends {
+		h.held = append(h.held, recs)
+		return
+	}
+	h.collect(h.c.Appended(h.now, recs, nil), nil)
+}
+
+// ack completes the i-th held append (in call order) with err.
+func (h *harness) ack(i int, err error) {
+	h.t.Helper()
+	recs := h.held[i]
+	h.held[i] = nil
+	if recs == nil {
+		h.t.Fatalf("append %d completed twice", i)
+	}
+	h.collect(h.c.Appended(h.now, recs, err), nil)
 }
 
 // advance moves the clock by d and ticks.

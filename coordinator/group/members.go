@@ -79,19 +79,31 @@ func (c *Coordinator) syncGroup(o *out, now time.Time, token any, req *kmsg.Sync
 				gm.assignment = []byte{}
 			}
 		}
-		o.records = append(o.records, c.groupRecord(g))
-		g.transition(Stable, now)
-		for _, gm := range g.sortedMembers() {
-			if gm.sync != nil {
-				o.reply(gm.sync.token, c.syncSuccess(g, gm, gm.sync.version))
-				gm.sync = nil
-				gm.deadline = now.Add(ms(gm.sessionTimeoutMs))
-			}
-		}
+		// The group stays CompletingRebalance, its SyncGroups parked,
+		// until the assignment is in the log (Appended): a member must
+		// not act on a generation a coordinator failover could lose.
+		w := c.newWrite(g)
+		w.sync, w.gen = true, g.generation
+		rec := c.groupRecord(g)
+		rec.w = w
+		o.records = append(o.records, rec)
 	case Stable:
 		c.syncDone(g, m.id)
 		m.deadline = now.Add(ms(m.sessionTimeoutMs))
 		o.reply(token, c.syncSuccess(g, m, v))
+	}
+}
+
+// assignmentStored completes a rebalance once its assignment is in the
+// log: the group becomes Stable and the parked SyncGroups are answered.
+func (c *Coordinator) assignmentStored(o *out, g *group, now time.Time) {
+	g.transition(Stable, now)
+	for _, gm := range g.sortedMembers() {
+		if gm.sync != nil {
+			o.reply(gm.sync.token, c.syncSuccess(g, gm, gm.sync.version))
+			gm.sync = nil
+			gm.deadline = now.Add(ms(gm.sessionTimeoutMs))
+		}
 	}
 }
 

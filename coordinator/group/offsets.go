@@ -12,7 +12,8 @@ import (
 // time (an explicit expiration), v6 adds the leader epoch, v7
 // group.instance.id. Generation -1 with no member id is a commit by a
 // non-group ("simple") consumer, allowed only while the group is Empty; it
-// creates the group if needed. Each accepted partition yields one Record.
+// creates the group if needed. Each accepted partition yields one Record;
+// its offset stays pending, invisible to OffsetFetch, until Appended.
 // The caller must already have answered UNKNOWN_TOPIC_OR_PARTITION or
 // authorization errors for partitions it filtered out.
 func (c *Coordinator) OffsetCommit(now time.Time, token any, req *kmsg.OffsetCommitRequest) ([]Reply, []Record) {
@@ -64,6 +65,7 @@ func (c *Coordinator) OffsetCommit(now time.Time, token any, req *kmsg.OffsetCom
 	}
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = v
+	var w *write
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -79,8 +81,15 @@ func (c *Coordinator) OffsetCommit(now time.Time, token any, req *kmsg.OffsetCom
 				if v >= 6 {
 					off.leaderEpoch = p.LeaderEpoch
 				}
-				g.setOffset(t.Topic, p.Partition, off)
-				o.records = append(o.records, offsetRecord(g.id, t.Topic, p.Partition, off))
+				if w == nil {
+					w = c.newWrite(g)
+				}
+				off.seq = w.seq
+				g.stage(t.Topic, p.Partition, off)
+				w.offsets = append(w.offsets, stagedOffset{t.Topic, p.Partition, off})
+				rec := offsetRecord(g.id, t.Topic, p.Partition, off)
+				rec.w = w
+				o.records = append(o.records, rec)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -141,7 +150,30 @@ func (g *group) setOffset(topic string, partition int32, off *offset) {
 	ps[partition] = off
 }
 
+// stage makes off the pending commit of the partition.
+func (g *group) stage(topic string, partition int32, off *offset) {
+	ps := g.pendingOffsets[topic]
+	if ps == nil {
+		ps = make(map[int32]*offset)
+		g.pendingOffsets[topic] = ps
+	}
+	ps[partition] = off
+}
+
+// unstage forgets the pending commit of the partition.
+func (g *group) unstage(topic string, partition int32) {
+	ps := g.pendingOffsets[topic]
+	delete(ps, partition)
+	if len(ps) == 0 {
+		delete(g.pendingOffsets, topic)
+	}
+}
+
+// deleteOffset removes the committed offset of the partition, and its
+// pending commit, which will then not apply (Kafka's removeOffsets). It
+// reports whether a committed offset was removed.
 func (g *group) deleteOffset(topic string, partition int32) bool {
+	g.unstage(topic, partition)
 	ps := g.offsets[topic]
 	if _, ok := ps[partition]; !ok {
 		return false
@@ -157,8 +189,9 @@ func (g *group) deleteOffset(topic string, partition int32) bool {
 // committed offsets) and adds a top-level error, v5 the leader epoch, v7
 // require_stable, v8 batches groups, v9 adds the member id and epoch, which
 // classic groups ignore. Partitions without a committed offset answer -1.
-// No offsets are ever pending (no transactions), so require_stable never
-// yields UNSTABLE_OFFSET_COMMIT.
+// Offsets whose commit is not acknowledged yet are not answered; the
+// caller answers UNSTABLE_OFFSET_COMMIT for require_stable
+// (HasPendingOffset).
 func (c *Coordinator) OffsetFetch(now time.Time, token any, req *kmsg.OffsetFetchRequest) ([]Reply, []Record) {
 	c.begin(now)
 	resp := kmsg.NewPtrOffsetFetchResponse()
@@ -336,6 +369,9 @@ func (c *Coordinator) expireOffsets(o *out, now time.Time) {
 				ps := g.offsets[t]
 				for _, p := range sortedPartitions(ps) {
 					off := ps[p]
+					if g.pendingOffsets[t][p] != nil {
+						continue // a newer commit is being written
+					}
 					expired := nowMs-base(off) >= retention
 					if off.expireMs >= 0 {
 						expired = nowMs >= off.expireMs
@@ -347,7 +383,7 @@ func (c *Coordinator) expireOffsets(o *out, now time.Time) {
 				}
 			}
 		}
-		if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 {
+		if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.pendingOffsets) == 0 {
 			g.transition(Dead, now)
 			delete(c.groups, id)
 			if g.generation > 0 || g.metadataStored {

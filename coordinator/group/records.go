@@ -139,7 +139,10 @@ func (c *Coordinator) replayOffset(key, value []byte) error {
 		g = newGroup(k.Group, -1)
 		c.groups[k.Group] = g
 	}
-	off := &offset{offset: val.Offset, leaderEpoch: -1, metadata: val.Metadata, commitMs: val.CommitTimestamp, expireMs: -1}
+	// A replayed offset is newer than every commit still pending (a
+	// transactional one is replayed when its marker is written).
+	c.writeSeq++
+	off := &offset{offset: val.Offset, leaderEpoch: -1, metadata: val.Metadata, commitMs: val.CommitTimestamp, expireMs: -1, seq: c.writeSeq}
 	if val.Version >= 3 {
 		off.leaderEpoch = val.LeaderEpoch
 	}
