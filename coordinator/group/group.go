@@ -172,10 +172,10 @@ type group struct {
 	subscribedKnown bool
 	// offsets by topic, then partition: the committed offsets whose
 	// append was acknowledged, the only ones OffsetFetch answers.
-	offsets map[string]map[int32]*offset
+	offsets offsetMap
 	// pendingOffsets holds the latest commit of each partition whose append
 	// is not acknowledged yet (Kafka's pendingOffsetCommits).
-	pendingOffsets map[string]map[int32]*offset
+	pendingOffsets offsetMap
 	// metadataStored is true once a GroupMetadata record exists for the
 	// group (written or replayed).
 	metadataStored bool
@@ -190,9 +190,9 @@ func newGroup(id string, nowMs int64) *group {
 		static:      make(map[string]string),
 		pending:     make(map[string]time.Time),
 		pendingSync: make(map[string]struct{}),
-		offsets:     make(map[string]map[int32]*offset),
+		offsets:     make(offsetMap),
 
-		pendingOffsets: make(map[string]map[int32]*offset),
+		pendingOffsets: make(offsetMap),
 	}
 }
 

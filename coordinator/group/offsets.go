@@ -141,32 +141,45 @@ func (c *Coordinator) validateCommit(g *group, generation int32, memberID string
 	return 0
 }
 
-func (g *group) setOffset(topic string, partition int32, off *offset) {
-	ps := g.offsets[topic]
+// offsetMap holds offsets by topic, then partition; a topic without
+// partitions is not kept.
+type offsetMap map[string]map[int32]*offset
+
+// put sets the offset of the partition.
+func (m offsetMap) put(topic string, partition int32, off *offset) {
+	ps := m[topic]
 	if ps == nil {
 		ps = make(map[int32]*offset)
-		g.offsets[topic] = ps
+		m[topic] = ps
 	}
 	ps[partition] = off
+}
+
+// remove forgets the offset of the partition and reports whether it had one.
+func (m offsetMap) remove(topic string, partition int32) bool {
+	ps := m[topic]
+	if _, ok := ps[partition]; !ok {
+		return false
+	}
+	delete(ps, partition)
+	if len(ps) == 0 {
+		delete(m, topic)
+	}
+	return true
+}
+
+func (g *group) setOffset(topic string, partition int32, off *offset) {
+	g.offsets.put(topic, partition, off)
 }
 
 // stage makes off the pending commit of the partition.
 func (g *group) stage(topic string, partition int32, off *offset) {
-	ps := g.pendingOffsets[topic]
-	if ps == nil {
-		ps = make(map[int32]*offset)
-		g.pendingOffsets[topic] = ps
-	}
-	ps[partition] = off
+	g.pendingOffsets.put(topic, partition, off)
 }
 
 // unstage forgets the pending commit of the partition.
 func (g *group) unstage(topic string, partition int32) {
-	ps := g.pendingOffsets[topic]
-	delete(ps, partition)
-	if len(ps) == 0 {
-		delete(g.pendingOffsets, topic)
-	}
+	g.pendingOffsets.remove(topic, partition)
 }
 
 // deleteOffset removes the committed offset of the partition, and its
@@ -174,15 +187,7 @@ func (g *group) unstage(topic string, partition int32) {
 // reports whether a committed offset was removed.
 func (g *group) deleteOffset(topic string, partition int32) bool {
 	g.unstage(topic, partition)
-	ps := g.offsets[topic]
-	if _, ok := ps[partition]; !ok {
-		return false
-	}
-	delete(ps, partition)
-	if len(ps) == 0 {
-		delete(g.offsets, topic)
-	}
-	return true
+	return g.offsets.remove(topic, partition)
 }
 
 // OffsetFetch handles OffsetFetch v0-v9. v2 allows null topics (all
