@@ -72,6 +72,22 @@ func TestOffsetDeleteDropsPendingCommit(t *testing.T) {
 	}
 }
 
+// syncedWithHeldAppends is group "g" of two members whose follower ("s1")
+// and leader ("s0", with the assignment) sent SyncGroup while every append
+// is held.
+func syncedWithHeldAppends(t *testing.T) (h *harness, follower string, gen int32) {
+	t.Helper()
+	h = newHarness(t, nil)
+	h.holdAppends = true
+	lead := h.joinWithID("j0", joinOpts{})
+	follower = h.joinWithID("j1", joinOpts{})
+	h.tickUntil("j0")
+	gen = h.joinResp("j0").Generation
+	h.sync("s1", "g", follower, gen, nil)
+	h.sync("s0", "g", lead, gen, map[string][]byte{lead: {0}, follower: {1}})
+	return h, follower, gen
+}
+
 // The anomaly of TestFaultsConsumerGroup ("committed offset moved back"):
 // a rebalance's assignment was handed to members (the group went Stable
 // when the leader's SyncGroup arrived, and a follower's SyncGroup was
@@ -84,14 +100,7 @@ func TestOffsetDeleteDropsPendingCommit(t *testing.T) {
 // OffsetCommit answering REBALANCE_IN_PROGRESS) until the append is
 // acknowledged.
 func TestAssignmentHandedOutOnlyAfterAppend(t *testing.T) {
-	h := newHarness(t, nil)
-	h.holdAppends = true
-	lead := h.joinWithID("j0", joinOpts{})
-	follower := h.joinWithID("j1", joinOpts{})
-	h.tickUntil("j0")
-	gen := h.joinResp("j0").Generation
-	h.sync("s1", "g", follower, gen, nil)
-	h.sync("s0", "g", lead, gen, map[string][]byte{lead: {0}, follower: {1}})
+	h, follower, gen := syncedWithHeldAppends(t)
 	if h.answered("s0") || h.answered("s1") {
 		t.Fatal("SyncGroup answered before the assignment was appended")
 	}
@@ -124,14 +133,7 @@ func TestAssignmentHandedOutOnlyAfterAppend(t *testing.T) {
 // A failed append of the assignment answers the parked SyncGroups
 // COORDINATOR_NOT_AVAILABLE and rebalances again.
 func TestAssignmentAppendFailureRebalances(t *testing.T) {
-	h := newHarness(t, nil)
-	h.holdAppends = true
-	lead := h.joinWithID("j0", joinOpts{})
-	follower := h.joinWithID("j1", joinOpts{})
-	h.tickUntil("j0")
-	gen := h.joinResp("j0").Generation
-	h.sync("s1", "g", follower, gen, nil)
-	h.sync("s0", "g", lead, gen, map[string][]byte{lead: {0}, follower: {1}})
+	h, _, _ := syncedWithHeldAppends(t)
 	h.ack(0, errAppend)
 	for _, tok := range []string{"s0", "s1"} {
 		if r := h.syncResp(tok); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
