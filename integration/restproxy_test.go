@@ -124,8 +124,8 @@ func TestRestProxyOnThreeBrokers(t *testing.T) {
 
 // startClusterWithHTTP starts n brokers, each with its own free loopback
 // port in the HTTP listener property prop (schema.registry.listeners,
-// rest.proxy.listeners), plus extra, and waits until the cluster formed;
-// it returns the brokers and each one's port.
+// rest.proxy.listeners), plus extra, and waits until the cluster formed
+// and every broker is ready; it returns the brokers and each one's port.
 func startClusterWithHTTP(t *testing.T, z *ZooKeeper, n int, prop string, extra map[string]string) ([]*BrokerProc, map[int32]int) {
 	t.Helper()
 	ports := map[int32]int{}
@@ -142,5 +142,16 @@ func startClusterWithHTTP(t *testing.T, z *ZooKeeper, n int, prop string, extra 
 		return props
 	})
 	waitClusterFormed(t, bs, n)
+	// A broker answers Kafka requests before it is ready (its controller
+	// may still be starting); its HTTP services need it ready.
+	for _, b := range bs {
+		waitFor(t, 60*time.Second, fmt.Sprintf("broker %d ready", b.ID), func() (bool, error) {
+			code, body, err := b.Readyz()
+			if err != nil || code != http.StatusOK {
+				return false, fmt.Errorf("/readyz: %d %s %v", code, body, err)
+			}
+			return true, nil
+		})
+	}
 	return bs, ports
 }
