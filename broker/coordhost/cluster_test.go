@@ -26,6 +26,7 @@ type clusterHost struct {
 	f     *faultyReplicas
 	ids   map[string][16]byte
 	epoch map[string]int32
+	close func()
 }
 
 type noISRWrites struct{}
@@ -52,7 +53,18 @@ func newClusterHost(t *testing.T) *clusterHost {
 // partitions without a role until the test makes them leaders.
 func newClusterHostWith(t *testing.T, props map[string]string, topics []controller.Topic) *clusterHost {
 	t.Helper()
-	dir := t.TempDir()
+	c := openClusterHost(t, t.TempDir(), props, topics)
+	t.Cleanup(c.close)
+	return c
+}
+
+// openClusterHost opens the cluster-mode Host of newClusterHostWith on
+// dir, creating topics in its metadata store (none: the store is reopened
+// as it is). It starts as the broker does (broker.New): the host loads
+// before the manager enters cluster mode, while the partitions still look
+// led by this node. close stops it; it may be called once.
+func openClusterHost(t *testing.T, dir string, props map[string]string, topics []controller.Topic) *clusterHost {
+	t.Helper()
 	all := map[string]string{
 		"log.dirs":          filepath.Join(dir, "data"),
 		"broker.id":         "1",
@@ -77,23 +89,25 @@ func newClusterHostWith(t *testing.T, props map[string]string, topics []controll
 	c := &clusterHost{t: t, rm: rm, ids: map[string][16]byte{}, epoch: map[string]int32{}}
 	for _, top := range topics {
 		top.ID = controller.NewTopicID()
-		c.ids[top.Name] = top.ID
 		if err := store.CreateTopic(top); err != nil {
 			t.Fatal(err)
 		}
 	}
+	for _, top := range store.Topics() {
+		c.ids[top.Name] = top.ID
+	}
 	if err := rm.Load(store); err != nil {
+		t.Fatal(err)
+	}
+	c.f = &faultyReplicas{Manager: rm}
+	c.h = NewHost(cfg, c.f, closing)
+	if err := c.h.Load(store); err != nil {
 		t.Fatal(err)
 	}
 	rm.SetReplicationConfig(replica.ReplicationConfig{LagTimeMax: time.Hour, FetchWaitMax: 10 * time.Millisecond, FetchBackoff: 50 * time.Millisecond})
 	rm.SetCluster(1, noISRWrites{}, func(int32) (string, bool) { return "", false })
-	c.f = &faultyReplicas{Manager: rm}
-	c.h = NewHost(cfg, c.f, closing)
 	rm.OnLeadershipChange(c.h.OnLeadershipChange)
-	if err := c.h.Load(store); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	c.close = func() {
 		close(closing)
 		c.h.CloseShares()
 		c.h.Close()
@@ -102,7 +116,7 @@ func newClusterHostWith(t *testing.T, props map[string]string, topics []controll
 			t.Error(err)
 		}
 		store.Close()
-	})
+	}
 	return c
 }
 
@@ -230,6 +244,47 @@ func TestGroupPartitionsFollowLeadership(t *testing.T) {
 	}
 	if r := await(t, groupRequest(t, h, heartbeatReq(gA, a, 1)), "heartbeat").(*kmsg.HeartbeatResponse); r.ErrorCode != 0 {
 		t.Fatalf("heartbeat of a after the reload: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// TestRestartedBrokerLoadsGroupsWhenItLeads: a cluster broker that starts
+// on a log dir holding __consumer_offsets loads no group until
+// LeaderAndIsr makes it a leader. Its partitions look led by this node
+// until it joins the cluster; loading them then kept the groups as the
+// local copy held them, and the later gain (the partition "already
+// loaded") served that stale copy: consumers restarted below offsets the
+// new leader's log held (TestFaultsConsumerGroup, after a kill -9).
+func TestRestartedBrokerLoadsGroupsWhenItLeads(t *testing.T) {
+	props := map[string]string{"offsets.topic.num.partitions": "2", "transaction.state.log.num.partitions": "2"}
+	dir := t.TempDir()
+	c := openClusterHost(t, dir, props, []controller.Topic{
+		{Name: offsetsTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
+		{Name: "t", Partitions: 1, ReplicationFactor: 2},
+	})
+	c.move(offsetsTopic, 0, true)
+	g := idIn("g", 0)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version = 8
+	commit.Group, commit.Generation = g, -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}}}
+	if r := await(t, groupRequest(t, c.h, commit), "commit").(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	c.close()
+
+	c = openClusterHost(t, dir, props, nil)
+	t.Cleanup(c.close)
+	if state, _ := groupMembers(t, c.h, g); state != "Dead" {
+		t.Fatalf("before leading, the restarted broker holds group %s (%s), want not loaded (Dead)", g, state)
+	}
+	c.epoch[offsetsTopic+"-0"] = 1 // the epoch the first run led with
+	c.move(offsetsTopic, 0, true)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 7
+	fetch.Group = g
+	r := await(t, groupRequest(t, c.h, fetch), "fetch").(*kmsg.OffsetFetchResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].Offset != 5 {
+		t.Fatalf("committed offsets after the gain: %+v, want t-0 at 5", r.Topics)
 	}
 }
 

@@ -74,7 +74,12 @@ func (h *Host) groupConfig() group.Config {
 
 // loadGroups replays __consumer_offsets if it exists; called from New.
 func (h *Host) loadGroups() error {
-	if h.rm.TopicByName(offsetsTopic) == nil {
+	if h.rm.TopicByName(offsetsTopic) == nil || h.cfg.Cluster.Enabled() {
+		// In a cluster this broker leads no partition yet (until it
+		// joins, its partitions still look single-node led): the
+		// coordinators load when LeaderAndIsr makes it a leader, or on
+		// first use. Loading now would keep what the local copy held
+		// when the broker stopped, not what the next leader wrote.
 		return nil
 	}
 	_, err := h.groups.ensure()
@@ -268,7 +273,13 @@ func (g *groups) leadershipChanged(part int32, leader bool) {
 		return
 	}
 	switch {
-	case leader && !g.mu.loaded[part]:
+	case leader:
+		// A gain means this broker did not lead part just before: any
+		// state still loaded for it is older than the log and is
+		// replaced by a fresh replay.
+		if g.mu.loaded[part] {
+			g.unloadPartitionLocked(part, kerr.NotCoordinator.Code)
+		}
 		n, err := g.loadPartitionLocked(currentPartition(g.b.rm, g.mu.topic, part))
 		if err != nil {
 			g.b.log.Error("loading group coordinator partition failed; reloading the coordinator", "err", err)
