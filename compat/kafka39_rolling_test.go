@@ -203,20 +203,26 @@ func (p *rollingProducer) stop(t *testing.T) []ack {
 // TestKafka39RollingMigration: a rolling migration of a three-broker Kafka
 // 3.9 cluster to kbroker and the first step back, under load. Kafka brokers
 // 1, 2 and 3 (each its own log dir) hold a topic with RF 3 and
-// min.insync.replicas=2 whose three partitions prefer one broker each; an
-// idempotent acks=all producer writes to it all along, and a group (on a
-// __consumer_offsets partition broker 2 leads) commits offsets on Kafka
-// before the roll and on kbroker after it. Each Kafka broker in turn (1
-// first, the first to register and so most likely the first controller)
-// stops with SIGTERM (a controlled shutdown) and a kbroker takes its broker.id, chroot and log dir; once that kbroker is in
-// the ISR of every partition (the topic's and __consumer_offsets'), a
-// preferred election gives it back its leaderships and the producer must
+// min.insync.replicas=2 whose three partitions prefer one broker each. All
+// along, an idempotent acks=all producer writes to it; a transactional
+// producer commits and aborts transactions on a topic like it
+// (kafka39_rolling_txn_test.go); a group of members that come and go
+// consumes the first topic and commits (kafka39_rolling_group_test.go).
+// Another group (on a __consumer_offsets partition broker 2 leads) commits
+// offsets on Kafka before the roll and on kbroker after it. Each Kafka
+// broker in turn (1 first, the first to register and so most likely the
+// first controller) stops with SIGTERM (a controlled shutdown) and a
+// kbroker takes its broker.id, chroot and log dir; once that kbroker is in
+// the ISR of every partition (the topics' and __consumer_offsets'), a
+// preferred election gives it back its leaderships and the producers must
 // go on. Then broker 2 goes back to Kafka 3.9 on its dir the same way.
 // At the end every acknowledged record is in the log exactly once, at its
-// acknowledged offset, in sequence order without gaps, and the group's
-// last commit, made on kbroker, is what every broker answers with Kafka
-// coordinating the group again. Every wait for the cluster also wants
-// each broker's Metadata to be what ZooKeeper holds.
+// acknowledged offset, in sequence order without gaps; read_committed
+// shows every committed transaction whole and no aborted one; the members'
+// group never moved a commit back nor restarted below it; and the other
+// group's last commit, made on kbroker, is what every broker answers with
+// Kafka coordinating the group again. Every wait for the cluster also
+// wants each broker's Metadata to be what ZooKeeper holds.
 func TestKafka39RollingMigration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, three Apache Kafka 3.9 brokers and three kbroker brokers")
@@ -234,6 +240,7 @@ func TestKafka39RollingMigration(t *testing.T) {
 	}
 	waitRollingCluster(t, zkc, brokers, "three Kafka brokers registered", false)
 	createAssigned(t, seeds[0], rollingTopic, map[string]string{"min.insync.replicas": "2"}, rollingAssignment...)
+	createAssigned(t, seeds[0], rollingTxnTopic, map[string]string{"min.insync.replicas": "2"}, rollingAssignment...)
 	grp := rollingGroupOn(t, zkc, seeds[0], 2)
 	t.Logf("group %s, on a partition of %s that broker 2 leads", grp, offsetsTopic)
 	committed := commitRollingOffsets(t, seeds[0], grp, 10, "on Kafka")
@@ -241,10 +248,14 @@ func TestKafka39RollingMigration(t *testing.T) {
 	t.Logf("Kafka cluster ready after %v", time.Since(start).Round(time.Millisecond))
 
 	prod := startRollingProducer(t, seeds)
+	txw := startRollingTxnWriter(t, seeds)
+	members := startRollingGroup(t, seeds)
 	prod.waitProgress(t, "on the Kafka cluster", 200)
+	txw.waitProgress(t, "on the Kafka cluster", 10)
 	for _, b := range brokers {
 		replaceWithKbroker(t, z, zkc, chroot, brokers, b)
 		prod.waitProgress(t, fmt.Sprintf("after kbroker took broker %d", b.id), 200)
+		txw.waitProgress(t, fmt.Sprintf("after kbroker took broker %d", b.id), 10)
 	}
 	// kbroker 2 coordinates the group now, from what Kafka 2 wrote; its
 	// own commit must survive the way back.
@@ -252,9 +263,12 @@ func TestKafka39RollingMigration(t *testing.T) {
 	committed = commitRollingOffsets(t, brokers[1].Addr(), grp, 100, "on kbroker")
 	replaceWithKafka(t, z, zkc, chroot, brokers, brokers[1])
 	prod.waitProgress(t, "after Kafka took broker 2 back", 200)
+	txw.waitProgress(t, "after Kafka took broker 2 back", 10)
 
+	txw.stop(t, brokers[0].Addr())
 	acks := prod.stop(t)
 	t.Logf("%d records acknowledged during the roll", len(acks))
+	members.stop(t, brokers[0].Addr(), acks)
 	checkRollingLog(t, brokers[0].Addr(), acks)
 	for _, b := range brokers {
 		checkRollingOffsets(t, b.Addr(), grp, committed)
