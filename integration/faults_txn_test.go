@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,9 +95,6 @@ func (w *txnWriter) one(ctx context.Context) error {
 	return nil
 }
 
-// FaultsTxnEnv, set to 1, runs TestFaultsTransactions.
-const FaultsTxnEnv = "KBROKER_FAULTS_TXN"
-
 // readCommittedConsumer reads every partition of topic from the start with
 // isolation read_committed and reports each record to tc as name.
 func readCommittedConsumer(t *testing.T, seeds []string, topic string, partitions int32, name string, tc *history.TxnChecker, stop <-chan struct{}, wg *sync.WaitGroup) {
@@ -152,14 +148,7 @@ func readCommittedConsumer(t *testing.T, seeds []string, topic string, partition
 // what the consumers saw: no aborted or uncommitted read, no committed
 // write lost, no transaction visible in only some partitions, no consumer
 // going back in a partition, no duplicate, no G1c cycle.
-//
-// Not part of the plain test run: it finds an open anomaly
-// (docs/RELIABILITY.md, "transaction atomicity under seed 20261208").
-// Run it with KBROKER_FAULTS_TXN=1.
 func TestFaultsTransactions(t *testing.T) {
-	if os.Getenv(FaultsTxnEnv) != "1" {
-		t.Skipf("an open anomaly (docs/RELIABILITY.md); %s=1 runs it", FaultsTxnEnv)
-	}
 	if !inNetns(t) {
 		return
 	}

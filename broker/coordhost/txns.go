@@ -13,6 +13,16 @@ package coordhost
 // transaction and its record is appended. A marker that cannot be written is
 // kept and retried on the next tick; after a crash, Loaded returns the
 // markers of prepared transactions again.
+//
+// The coordinator changes its state when it handles a call, before the
+// call's records are acknowledged (it has no pending states), so nothing
+// leaves the host before they are: replies and markers wait for the
+// acknowledgement, a call with no records waits for every call that
+// appended before it, and the in-process checks of produce wait for their
+// call's outcome (callAndWait). A record acknowledged after its
+// coordinator was dropped or its partition reloaded counts for nothing
+// (NOT_COORDINATOR, no markers): the coordinator replayed meanwhile read
+// the log only up to its high watermark and does not have it.
 
 import (
 	"errors"
@@ -53,7 +63,26 @@ type txns struct {
 		closed bool
 		// unwritten are markers some partition of which could not be written yet.
 		unwritten []txn.Marker
+		// loadGen numbers the loads of partitions: loadGens holds, by
+		// partition, the number of the load c's state of it comes from.
+		// A call's outcome counts only if c and the loads of its records'
+		// partitions are still the ones it ran with (stale).
+		loadGen  uint64
+		loadGens map[int32]uint64
+		// seq numbers the calls that append records; inflight holds those
+		// not acknowledged yet (of any coordinator), and waiting the calls
+		// with no records that answer only after them (afterInflight).
+		seq      uint64
+		inflight map[uint64]bool
+		waiting  []txnWaiter
 	}
+}
+
+// txnWaiter is a call with no records of its own, answered once every call
+// that appended before it is acknowledged.
+type txnWaiter struct {
+	upTo uint64
+	run  func()
 }
 
 func (h *Host) txnConfig() txn.Config {
@@ -164,6 +193,11 @@ func (x *txns) loadPartitionLocked(p *replica.Partition) (int, error) {
 		return 0, fmt.Errorf("loading %s-%d: %w", txnStateTopic, p.Index, err)
 	}
 	x.mu.loaded[p.Index] = true
+	x.mu.loadGen++
+	if x.mu.loadGens == nil {
+		x.mu.loadGens = map[int32]uint64{}
+	}
+	x.mu.loadGens[p.Index] = x.mu.loadGen
 	return n, nil
 }
 
@@ -242,6 +276,7 @@ func (x *txns) unloadPartitionLocked(part int32) {
 	}
 	x.mu.unwritten = keep
 	delete(x.mu.loaded, part)
+	delete(x.mu.loadGens, part)
 }
 
 // topicLocked returns __transaction_state (coordinatorTopic).
@@ -272,52 +307,161 @@ func (x *txns) close() {
 // rearmLocked, replays the log; Loaded then returns the markers of the
 // transactions that were prepared, so none is left half-written.
 func (x *txns) dropLocked() {
-	x.mu.c, x.mu.loaded = nil, nil
+	x.mu.c, x.mu.loaded, x.mu.loadGens = nil, nil, nil
 	if x.sender != nil {
 		x.sender.clear()
 	}
+	// The calls waiting for appends in flight answer now (NOT_COORDINATOR:
+	// their coordinator is gone); the next one replays the log and waits
+	// for nothing of this one's. A callback that never comes (a panic in
+	// the append) then holds nobody up.
+	x.mu.inflight = nil
+	x.runWaitersLocked()
 }
 
 // errTxnStateWrite wraps a failed append to __transaction_state: the call's
 // replies were answered with COORDINATOR_NOT_AVAILABLE and its effects dropped.
 var errTxnStateWrite = errors.New("writing transaction state failed")
 
-// call runs f under the lock and carries out its effects in order. It
-// returns an error wrapping errTxnStateWrite when the records could not be
-// written (replies are then already failed).
-func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker)) error {
+// errTxnCoordinatorMoved is the outcome of a call whose records were
+// acknowledged after the coordinator that wrote them was dropped, or after
+// their partition was unloaded or loaded again: the state they came from is
+// gone, and the coordinator now serving them was replayed from a log that
+// may lack them. As Kafka's TransactionStateManager answers an append whose
+// coordinator epoch changed meanwhile, the replies are NOT_COORDINATOR and
+// the markers are not sent (the current coordinator sends those of the
+// transactions its log shows prepared).
+var errTxnCoordinatorMoved = errors.New("the transaction coordinator was reloaded before the write was acknowledged")
+
+// call runs f under the lock and carries out its effects in order: f's
+// records are appended; once they are acknowledged its replies are
+// delivered, its markers written, and then done (if not nil) is called
+// with the outcome: nil, or an error wrapping errTxnStateWrite (the append
+// failed: the replies say COORDINATOR_NOT_AVAILABLE) or
+// errTxnCoordinatorMoved. A call with no records of its own is answered
+// only after every call that appended before it, so nothing is answered
+// from state whose write is still in flight (Kafka answers
+// CONCURRENT_TRANSACTIONS while a transition is pending); the in-process
+// checks of produce (VerifyTxnPartition, AddTxnPartition) wait for done.
+// All of it runs under the lock: before call returns on a single node,
+// when replication completes in a cluster. call itself returns only an
+// error loading the coordinator.
+func (x *txns) call(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker), done func(error)) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := x.ensureLocked(); err != nil {
 		return err
 	}
-	replies, recs, markers := f(x.mu.c, x.b.now())
-	// Replies and markers follow the acknowledgement of the records. On a
-	// single node it arrives before persistLocked returns, still under
-	// txns.mu, so persistErr is set when call returns; the in-process checks
-	// of produce (verifyTxnPartition, addTxnPartition) rely on that.
-	var persistErr error
-	gate := newAckGate(&x.mu)
-	x.persistLocked(recs, gate.wrap(func(err error) {
-		if err != nil {
-			persistErr = fmt.Errorf("%w: %v", errTxnStateWrite, err)
-			x.b.log.Error("writing transaction state failed; reloading the coordinator", "err", err)
+	c := x.mu.c
+	if c == nil {
+		return errors.New("transaction coordinator dropped while loading")
+	}
+	replies, recs, markers := f(c, x.b.now())
+	gens := x.loadGensLocked(recs)
+	finish := func(err error) {
+		switch {
+		case err != nil:
+			err = fmt.Errorf("%w: %v", errTxnStateWrite, err)
 			for _, r := range replies {
 				failTxnResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
 			}
-			markers = nil
-			x.dropLocked()
+			if x.mu.c == c {
+				x.b.log.Error("writing transaction state failed; reloading the coordinator", "err", err)
+				x.dropLocked()
+			}
+		case x.staleLocked(c, gens):
+			err = errTxnCoordinatorMoved
+			for _, r := range replies {
+				failTxnResponse(r.Resp, kerr.NotCoordinator.Code)
+			}
 		}
 		for _, r := range replies {
 			deliver(r.Token, r.Resp)
 		}
-		if x.mu.c != nil {
+		if err == nil {
 			x.writeMarkersLocked(markers) // may drop the coordinator
 		}
+		if done != nil {
+			done(err)
+		}
 		x.rearmLocked()
+	}
+	if len(recs) == 0 {
+		x.afterInflightLocked(func() { finish(nil) })
+		return nil
+	}
+	if x.mu.inflight == nil {
+		x.mu.inflight = map[uint64]bool{}
+	}
+	x.mu.seq++
+	seq := x.mu.seq
+	x.mu.inflight[seq] = true
+	gate := newAckGate(&x.mu)
+	x.persistLocked(recs, gate.wrap(func(err error) {
+		delete(x.mu.inflight, seq)
+		finish(err)
+		x.runWaitersLocked()
 	}))
-	gate.release() // on a single node this sets persistErr
-	return persistErr
+	gate.release()
+	return nil
+}
+
+// loadGensLocked returns the loads of the partitions recs go to.
+func (x *txns) loadGensLocked(recs []txn.Record) map[int32]uint64 {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := int32(len(x.mu.topic.Partitions))
+	gens := make(map[int32]uint64, 1)
+	for _, r := range recs {
+		p := txn.PartitionFor(r.TxnID, n)
+		gens[p] = x.mu.loadGens[p]
+	}
+	return gens
+}
+
+// staleLocked reports whether the state a call of coordinator c ran on is
+// gone: c was dropped, or a partition of its records was unloaded or loaded
+// again since (gens).
+func (x *txns) staleLocked(c *txn.Coordinator, gens map[int32]uint64) bool {
+	if x.mu.c != c {
+		return true
+	}
+	for p, g := range gens {
+		if x.mu.loadGens[p] != g {
+			return true
+		}
+	}
+	return false
+}
+
+// afterInflightLocked runs f now if no append of a call is in flight, else
+// once every call in flight now is acknowledged (runWaitersLocked).
+func (x *txns) afterInflightLocked(f func()) {
+	if len(x.mu.inflight) == 0 {
+		f()
+		return
+	}
+	x.mu.waiting = append(x.mu.waiting, txnWaiter{upTo: x.mu.seq, run: f})
+}
+
+// runWaitersLocked runs, in order, the waiting calls whose predecessors
+// are all acknowledged.
+func (x *txns) runWaitersLocked() {
+	oldest := uint64(0) // the oldest call still in flight; 0: none
+	for s := range x.mu.inflight {
+		if oldest == 0 || s < oldest {
+			oldest = s
+		}
+	}
+	for len(x.mu.waiting) > 0 {
+		w := x.mu.waiting[0]
+		if oldest != 0 && oldest <= w.upTo {
+			return
+		}
+		x.mu.waiting = x.mu.waiting[1:]
+		w.run()
+	}
 }
 
 // persistLocked appends records to their transactional ids' partitions and
@@ -443,8 +587,8 @@ func (x *txns) tick() {
 		x.mu.unwritten = nil
 		recs, markers := c.Tick(now)
 		return nil, recs, append(retry, markers...)
-	})
-	if err != nil && !errors.Is(err, errTxnStateWrite) {
+	}, nil)
+	if err != nil {
 		// The coordinator could not be loaded: try again later.
 		x.b.log.Warn("transaction coordinator tick skipped; retrying", "err", err)
 		x.mu.Lock()
@@ -462,10 +606,7 @@ func (h *Host) TxnRequest(client group.Client, req kmsg.Request, tok Token) erro
 		r, recs, m, err := c.Handle(now, tok, client, req)
 		handleErr = err
 		return r, recs, m
-	})
-	if errors.Is(err, errTxnStateWrite) {
-		err = nil // the reply carries the failure
-	}
+	}, nil)
 	if err == nil {
 		err = handleErr
 	}
@@ -486,12 +627,11 @@ func (h *Host) VerifyTxnPartition(txnID string, producerID int64, epoch int16, t
 	tr.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: topic, Partitions: []int32{partition}}}
 	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{tr}
 	tok := make(Token, 1)
-	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+	if code := h.txns.callAndWait(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		r, recs, m, _ := c.Handle(now, tok, group.Client{}, req)
 		return r, recs, m
-	})
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
+	}); code != 0 {
+		return code
 	}
 	resp, ok := (<-tok).(*kmsg.AddPartitionsToTxnResponse)
 	if !ok {
@@ -520,15 +660,41 @@ func (h *Host) AddTxnPartition(txnID string, producerID int64, epoch int16, topi
 		return h.remoteTxnPartition(broker, txnID, producerID, epoch, topic, partition, false) // txn_remote.go
 	}
 	var code int16
-	err := h.txns.call(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
+	if failed := h.txns.callAndWait(func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker) {
 		var recs []txn.Record
 		code, recs = c.PartitionsAddedByProduce(now, txnID, producerID, epoch, []txn.TopicPartition{{Topic: topic, Partition: partition}})
 		return nil, recs, nil
-	})
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
+	}); failed != 0 {
+		return failed
 	}
 	return code
+}
+
+// callAndWait is call for the in-process checks of produce: it returns
+// once the call's records (and those of every call before it) are
+// acknowledged, 0 if they were, else the produce error to answer with
+// (retriable: NOT_ENOUGH_REPLICAS, as produceCodeOfTxnCheck). The batch
+// must not be appended before: a partition added to the transaction by a
+// record that is then lost would take the batch out of the transaction's
+// markers, and the next transaction's marker would decide it.
+func (x *txns) callAndWait(f func(c *txn.Coordinator, now time.Time) ([]txn.Reply, []txn.Record, []txn.Marker)) int16 {
+	outcome := make(chan error, 1)
+	if err := x.call(f, func(err error) { outcome <- err }); err != nil {
+		return produceCodeOfTxnCheck(kerr.CoordinatorNotAvailable.Code)
+	}
+	timer := time.NewTimer(txnCheckTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-outcome:
+		if err != nil {
+			return produceCodeOfTxnCheck(kerr.CoordinatorNotAvailable.Code)
+		}
+		return 0
+	case <-timer.C:
+		return produceCodeOfTxnCheck(kerr.RequestTimedOut.Code)
+	case <-x.b.closing:
+		return produceCodeOfTxnCheck(kerr.CoordinatorNotAvailable.Code)
+	}
 }
 
 // failTxnResponse sets code on a transaction response whose write failed.
