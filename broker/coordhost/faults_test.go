@@ -27,6 +27,24 @@ type faultyReplicas struct {
 	*replica.Manager
 	mu   sync.Mutex
 	fail func(topic string) error
+	// held, if set, holds the acknowledgements of AppendInternal (the
+	// append itself happens) until it is closed.
+	held chan struct{}
+}
+
+// holdAppends holds the acknowledgements of the internal appends from now
+// until the returned func is called.
+func (f *faultyReplicas) holdAppends() (release func()) {
+	ch := make(chan struct{})
+	f.mu.Lock()
+	f.held = ch
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		f.held = nil
+		f.mu.Unlock()
+		close(ch)
+	}
 }
 
 func (f *faultyReplicas) setFault(fail func(topic string) error) {
@@ -47,6 +65,18 @@ func (f *faultyReplicas) check(topic string) error {
 func (f *faultyReplicas) AppendInternal(p *replica.Partition, batch []byte, done func(error)) {
 	if err := f.check(p.Topic.Meta.Name); err != nil {
 		done(err)
+		return
+	}
+	f.mu.Lock()
+	held := f.held
+	f.mu.Unlock()
+	if held != nil {
+		f.Manager.AppendInternal(p, batch, func(err error) {
+			go func() {
+				<-held
+				done(err)
+			}()
+		})
 		return
 	}
 	f.Manager.AppendInternal(p, batch, done)

@@ -55,6 +55,9 @@ const (
 	shareStateBackoff = 100 * time.Millisecond
 	// shareLoadTimeout bounds LoadStates' reads within one ShareFetch.
 	shareLoadTimeout = 3 * time.Second
+	// shareDrainTimeout bounds how long a closing share host lets its
+	// writer finish the writes already queued (shareWriter.stop).
+	shareDrainTimeout = 5 * time.Second
 )
 
 // shareCluster is the cluster-mode state of the share host, under ShareHost.mu.
@@ -76,8 +79,11 @@ type shareWriteJob struct {
 }
 
 // shareWriter writes the jobs FIFO on one goroutine, which it owns: start
-// starts it, stop cancels what is in flight, fails what is queued and
-// waits for it.
+// starts it; stop refuses new jobs, lets the queued ones finish for up to
+// shareDrainTimeout (their calls were answered to nobody yet, and a write
+// cut short has an unknown outcome), then cancels what is in flight, fails
+// what is left and waits for the goroutine. Invariant: every job pushed
+// gets exactly one outcome on done.
 type shareWriter struct {
 	h      *ShareHost
 	ctx    context.Context
@@ -132,10 +138,11 @@ func (w *shareWriter) push(job *shareWriteJob) {
 	}
 }
 
+// pop takes the next job; nil when none is queued or stop gave up waiting.
 func (w *shareWriter) pop() *shareWriteJob {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.mu.queue) == 0 || w.mu.stopped {
+	if len(w.mu.queue) == 0 || w.ctx.Err() != nil {
 		return nil
 	}
 	job := w.mu.queue[0]
@@ -144,14 +151,18 @@ func (w *shareWriter) pop() *shareWriteJob {
 	return job
 }
 
+// drained reports whether stop was called and nothing is left to write.
+func (w *shareWriter) drained() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.stopped && len(w.mu.queue) == 0
+}
+
+// run writes the queued jobs in order until stop was called and the queue
+// is empty, or stop gave up waiting.
 func (w *shareWriter) run() {
 	defer close(w.exited)
 	for {
-		select {
-		case <-w.wake:
-		case <-w.ctx.Done():
-			return
-		}
 		for job := w.pop(); job != nil; job = w.pop() {
 			var first error
 			for _, r := range job.recs {
@@ -163,18 +174,36 @@ func (w *shareWriter) run() {
 			}
 			job.done <- first
 		}
+		if w.drained() {
+			return
+		}
+		select {
+		case <-w.wake:
+		case <-w.ctx.Done():
+			return
+		}
 	}
 }
 
-// stop ends the writer: the write in flight is cancelled, queued jobs fail.
+// stop ends the writer: push refuses new jobs, the queued ones are
+// written for up to shareDrainTimeout, then the write in flight is
+// cancelled and the jobs left fail.
 func (w *shareWriter) stop() {
 	w.mu.Lock()
 	w.mu.stopped = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	t := time.AfterFunc(shareDrainTimeout, w.cancel)
+	<-w.exited
+	t.Stop()
+	w.cancel()
+	w.mu.Lock()
 	q := w.mu.queue
 	w.mu.queue = nil
 	w.mu.Unlock()
-	w.cancel()
-	<-w.exited
 	for _, job := range q {
 		job.done <- errShareClosed
 	}
@@ -201,19 +230,29 @@ func (h *ShareHost) writeDone(r share.StateRecord, err error) {
 var errShareNotLeader = errors.New("no longer the leader of the data partition")
 
 // writeState writes one record at its share coordinator, retrying while
-// the coordinator moves or loads, up to shareStateTimeout.
+// the coordinator moves or loads, up to shareStateTimeout. A state write
+// that was sent and then finds the data partition led elsewhere had an
+// unknown outcome (its share coordinator may have appended it and lost
+// its leadership before answering, and the next one replays it): it is
+// settled by reading the state back (writeSettled), so a call is failed
+// only when what it acknowledged did not take effect.
 func (h *ShareHost) writeState(ctx context.Context, r share.StateRecord) error {
+	sent := false
 	code, err := retryShare(ctx, func() (int16, error) {
 		p := h.b.dataPartition(r.TP)
 		if p == nil || !p.IsLeader() {
 			return 0, errShareNotLeader
 		}
+		sent = true
 		return h.b.sendState(ctx, r, p.LeaderEpoch())
 	})
 	switch {
 	case errors.Is(err, errShareNotLeader):
 		if r.Snapshot == nil {
 			return nil // a deletion (DeleteGroups) reaches the state by the admin path
+		}
+		if sent && h.writeSettled(ctx, r) {
+			return nil
 		}
 		return err
 	case ctx.Err() != nil:
@@ -227,6 +266,24 @@ func (h *ShareHost) writeState(ctx context.Context, r share.StateRecord) error {
 		err = kerr.ErrorForCode(code)
 	}
 	return fmt.Errorf("share coordinator unavailable for %s: %w", shareStateTimeout, err)
+}
+
+// writeSettled reports whether the state r wrote took effect after all:
+// the share-partition's persisted state, read without a leader epoch (it
+// must neither be fenced by the next leader's read nor fence it), covers
+// r's snapshot (share.Snapshot.Covers). False when it does not or cannot
+// be read within shareStateTimeout. Called once this broker no longer
+// leads the data partition, so it writes nothing more there: the state
+// read is what the next leader reads too.
+func (h *ShareHost) writeSettled(ctx context.Context, r share.StateRecord) bool {
+	var s *share.Snapshot
+	code, err := retryShare(ctx, func() (code int16, err error) {
+		s, code, err = h.b.readState(ctx, r.Group, r.TP, -1)
+		return code, err
+	})
+	settled := err == nil && code == 0 && s != nil && s.Covers(*r.Snapshot)
+	h.b.log.Info("share-partition state write settled by reading it back", "group", r.Group, "key", r.CoordinatorKey, "took_effect", settled, "code", code, "err", err)
+	return settled
 }
 
 // retryShare runs f until it answers a code that is not retriable, fails

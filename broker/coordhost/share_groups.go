@@ -107,7 +107,9 @@ var errShareClosed = errors.New("broker is shutting down")
 //
 // In cluster mode the state goes to the share coordinators
 // (share_cluster.go) after the lock is released, and Call returns once it
-// is written.
+// is written, also while the host closes: the writer settles every job it
+// took (shareWriter.stop), so a call is not failed while its write may
+// still take effect.
 func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 	h.mu.Lock()
 	if h.mu.closed {
@@ -128,12 +130,7 @@ func (h *ShareHost) Call(f func(c *share.Coordinator, now time.Time)) error {
 		job := h.enqueueLocked(now)
 		h.afterLocked()
 		h.mu.Unlock()
-		select {
-		case err := <-job.done:
-			return err
-		case <-h.b.closing:
-			return errShareClosed
-		}
+		return <-job.done
 	}
 	defer h.mu.Unlock()
 	err := h.persistLocked(now)

@@ -100,6 +100,25 @@ type statePart struct {
 	// acknowledged; pumping while a goroutine runs pump. Invariant: at most
 	// one append in flight.
 	inflight, pumping bool
+	// appending is the batch of writes of the append in flight (nil when
+	// none is), so that a read can tell that a key has a write under way.
+	appending []taken
+}
+
+// writesPending reports whether a write of k was accepted and not yet
+// answered: queued, or in the append in flight.
+func (pp *statePart) writesPending(k shareKey) bool {
+	for _, op := range pp.queue {
+		if op.key == k {
+			return true
+		}
+	}
+	for _, t := range pp.appending {
+		if t.op.key == k {
+			return true
+		}
+	}
+	return false
 }
 
 // stateOp is one queued write of a key. eval computes the key's next
@@ -333,7 +352,7 @@ func (s *shareStore) pump(pp *statePart) {
 		}
 		batch, refused, recs := s.takeLocked(pp)
 		if len(recs) > 0 {
-			pp.inflight = true
+			pp.inflight, pp.appending = true, batch
 		}
 		s.mu.Unlock()
 		for _, r := range refused {
@@ -442,7 +461,7 @@ func (s *shareStore) acked(pp *statePart, batch []taken, err error) {
 			}
 		}
 	}
-	pp.inflight = false
+	pp.inflight, pp.appending = false, nil
 	run := current && !pp.pumping && len(pp.queue) > 0
 	if run {
 		pp.pumping = true
@@ -494,7 +513,14 @@ func cloneSnapshot(s share.Snapshot) share.Snapshot {
 // as Kafka 3.9's readState): writes of an older leader are fenced from
 // then on. leaderEpoch -1 reads without fencing or raising (kbroker's
 // admin paths; Kafka would fence it). The snapshot is the last one whose
-// append was acknowledged, never a write still in flight.
+// append was acknowledged, never a write still in flight. A read that
+// would raise the key's leader epoch while a write of the key is queued
+// or being appended answers COORDINATOR_LOAD_IN_PROGRESS and raises
+// nothing (the new leader retries): otherwise it would return the state
+// without that write, which then succeeds all the same, and the new
+// leader would deliver again records whose acknowledgement the old one
+// confirmed (Kafka orders the read after those writes: its read appends
+// the new leader epoch through the same queue).
 func (h *Host) ShareStateRead(group string, tp share.TopicPartition, leaderEpoch int32) (s share.Snapshot, found bool, code int16) {
 	st := &h.shareStore
 	k := shareKey{group, tp}
@@ -510,6 +536,9 @@ func (h *Host) ShareStateRead(group string, tp share.TopicPartition, leaderEpoch
 			return share.Snapshot{}, false, kerr.FencedLeaderEpoch.Code
 		}
 		if !ok || leaderEpoch > e {
+			if pp.writesPending(k) {
+				return share.Snapshot{}, false, kerr.CoordinatorLoadInProgress.Code
+			}
 			pp.epochs[k] = leaderEpoch
 		}
 	}

@@ -319,6 +319,41 @@ func TestShareStoreWriteOrder(t *testing.T) {
 	}
 }
 
+// TestShareStoreReadWaitsForWrites: a read that raises a key's leader
+// epoch (a new share-partition leader loading its state) while a write of
+// the key by the old leader is being appended answers
+// COORDINATOR_LOAD_IN_PROGRESS and raises nothing; once the write is
+// acknowledged the read returns the state with it. Otherwise the new
+// leader would start from the state without the write, which the old
+// leader confirms all the same.
+func TestShareStoreReadWaitsForWrites(t *testing.T) {
+	c := newShareStoreHost(t)
+	h := c.h
+	tp := share.TopicPartition{TopicID: c.ids["t"], Partition: 0}
+	const g = "handover"
+	c.move(share.StateTopic, statePartOf(g, tp), true)
+	wantCode(t, "loaded", awaitLoaded(t, h, g, tp), 0)
+	wantCode(t, "first write", syncWrite(t, func(d func(int16)) {
+		h.ShareStateWrite(g, tp, share.Snapshot{LeaderEpoch: 1, StartOffset: 10}, d)
+	}), 0)
+
+	release := c.f.holdAppends()
+	written := make(chan int16, 1)
+	h.ShareStateWrite(g, tp, share.Snapshot{LeaderEpoch: 1, StartOffset: 20}, func(code int16) { written <- code })
+	_, _, code := h.ShareStateRead(g, tp, 2)
+	wantCode(t, "read by the next leader during the old leader's write", code, kerr.CoordinatorLoadInProgress.Code)
+	release()
+	wantCode(t, "the old leader's write", <-written, 0)
+	s, found, code := h.ShareStateRead(g, tp, 2)
+	wantCode(t, "read by the next leader after the write", code, 0)
+	if !found || s.StartOffset != 20 {
+		t.Fatalf("the next leader read %+v (found %v), want start offset 20", s, found)
+	}
+	wantCode(t, "the old leader's write after the read", syncWrite(t, func(d func(int16)) {
+		h.ShareStateWrite(g, tp, share.Snapshot{LeaderEpoch: 1, StartOffset: 30}, d)
+	}), kerr.FencedLeaderEpoch.Code)
+}
+
 // TestShareStoreSingleNode: on a single node nothing loads the store, so
 // every call answers NOT_COORDINATOR and the share host keeps
 // __share_group_state to itself.

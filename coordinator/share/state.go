@@ -279,6 +279,50 @@ const (
 	PersistArchived     = persistArchived
 )
 
+// Covers reports whether s, a share-partition's persisted state, holds
+// as finished every offset that w finishes: the offsets below
+// w.StartOffset and those of w's Acknowledged and Archived batches are
+// below s.StartOffset or in a finished batch of s, under the same state
+// epoch. A leader whose write of w had an unknown outcome (the share
+// coordinator moved while appending it) learns from a read of s whether
+// what w acknowledged took effect. Both snapshots must be valid
+// (Validate).
+func (s Snapshot) Covers(w Snapshot) bool {
+	if s.StateEpoch != w.StateEpoch {
+		return false
+	}
+	if !s.finishes(0, w.StartOffset-1) {
+		return false
+	}
+	for _, b := range w.Batches {
+		if b.State != persistAvailable && !s.finishes(b.First, b.Last) {
+			return false
+		}
+	}
+	return true
+}
+
+// finishes reports whether every offset of first..last (none when last <
+// first) is below s.StartOffset or in an Acknowledged or Archived batch of s.
+func (s Snapshot) finishes(first, last int64) bool {
+	if first < s.StartOffset {
+		first = s.StartOffset
+	}
+	for _, b := range s.Batches {
+		if first > last {
+			return true
+		}
+		if b.Last < first {
+			continue
+		}
+		if b.First > first || b.State == persistAvailable {
+			return false // first is in a gap or an unfinished batch
+		}
+		first = b.Last + 1
+	}
+	return first > last
+}
+
 // snapshot is the partition's persisted form at now.
 func (p *partition) snapshot(now time.Time) Snapshot {
 	var runs []StateBatch

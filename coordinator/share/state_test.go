@@ -226,3 +226,35 @@ func TestForgetDeletedTopics(t *testing.T) {
 		t.Fatal("state of an existing topic dropped")
 	}
 }
+
+// TestSnapshotCovers: a persisted state covers a write when everything the
+// write finished is finished in it, under the same state epoch.
+func TestSnapshotCovers(t *testing.T) {
+	acked := func(first, last int64) StateBatch { return StateBatch{first, last, PersistAcknowledged, 1} }
+	archived := func(first, last int64) StateBatch { return StateBatch{first, last, PersistArchived, 5} }
+	avail := func(first, last int64) StateBatch { return StateBatch{first, last, PersistAvailable, 1} }
+	w := Snapshot{StateEpoch: 1, StartOffset: 10, Batches: []StateBatch{acked(10, 12), avail(13, 13), archived(14, 15)}}
+	for _, tc := range []struct {
+		name string
+		s    Snapshot
+		want bool
+	}{
+		{"the write itself", w, true},
+		{"the start moved past all of it", Snapshot{StateEpoch: 1, StartOffset: 16}, true},
+		{"later progress: 13 acknowledged too", Snapshot{StateEpoch: 1, StartOffset: 16, Batches: []StateBatch{acked(16, 20)}}, true},
+		{"the start moved to 13, 14..15 archived", Snapshot{StateEpoch: 1, StartOffset: 13, Batches: []StateBatch{avail(13, 13), archived(14, 15)}}, true},
+		{"the state before the write", Snapshot{StateEpoch: 1, StartOffset: 10, Batches: []StateBatch{avail(10, 13)}}, false},
+		{"an older start", Snapshot{StateEpoch: 1, StartOffset: 8, Batches: []StateBatch{acked(10, 15)}}, false},
+		{"an offset of the write left available", Snapshot{StateEpoch: 1, StartOffset: 10, Batches: []StateBatch{acked(10, 11), avail(12, 13), archived(14, 15)}}, false},
+		{"a gap where the write finished offsets", Snapshot{StateEpoch: 1, StartOffset: 10, Batches: []StateBatch{acked(10, 12), archived(15, 15)}}, false},
+		{"nothing past the start", Snapshot{StateEpoch: 1, StartOffset: 12}, false},
+		{"another state epoch (an admin reset)", Snapshot{StateEpoch: 2, StartOffset: 16}, false},
+	} {
+		if err := tc.s.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := tc.s.Covers(w); got != tc.want {
+			t.Errorf("%s: Covers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
