@@ -202,7 +202,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		maxMBps := map[string]float64{}
 		if slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 }) {
 			for _, t := range targets {
-				r := latencyRun(b, t, fmt.Sprintf("max-%s", t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload)
+				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload)
 				maxMBps[t.name] = r.acked
 				fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
 			}
@@ -214,7 +214,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 				if rate.pct > 0 {
 					offered = maxMBps[t.name] * rate.pct / 100
 				}
-				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, t.name), partitions, offered, warmup, measure, payload)
+				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload)
 				r.rate = rate
 				runs = append(runs, r)
 				fmt.Print(latencyRunLine(r))
@@ -236,6 +236,10 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		}
 	}
 }
+
+// latTopic is a target's name as part of a topic name ("kbroker x3" →
+// "kbroker-x3").
+func latTopic(name string) string { return strings.ReplaceAll(name, " ", "-") }
 
 // latencyTargets starts the brokers BenchmarkFixedRate compares.
 func latencyTargets(b *testing.B) []benchTarget {
