@@ -42,6 +42,8 @@ package compat
 //   - KBROKER_BENCH_PPROF=host:port serves kbroker's /debug/pprof/ there
 //     (execution traces, block and mutex profiles: see docs/PERFORMANCE.md);
 //   - KBROKER_BENCH_TARGETS: a comma-separated subset of the targets' names;
+//   - KBROKER_BENCH_ROTATE=n: start the rotation of the targets' order n
+//     places later (another run with another target first);
 //   - KBROKER_BENCH_TRACE=dir: during each fixed-rate run's measured window
 //     an execution trace of this process (clients, kfake) goes to
 //     dir/<topic>-client.trace and, with KBROKER_BENCH_PPROF, one of
@@ -178,6 +180,12 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 			b.Fatalf("KBROKER_BENCH_LATENCY_PARTITIONS=%q: want a positive integer", s)
 		}
 	}
+	shift := 0
+	if s := os.Getenv("KBROKER_BENCH_ROTATE"); s != "" {
+		if shift, err = strconv.Atoi(s); err != nil || shift < 0 {
+			b.Fatalf("KBROKER_BENCH_ROTATE=%q: want a non-negative integer", s)
+		}
+	}
 	plotDir := os.Getenv("KBROKER_BENCH_PLOT_DIR")
 	if plotDir == "" {
 		if plotDir, err = os.MkdirTemp("", "kbroker-fixedrate-"); err != nil {
@@ -209,7 +217,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		}
 		for i, rate := range rates {
 			for j := range targets {
-				t := targets[(i+j)%len(targets)]
+				t := targets[(i+j+shift)%len(targets)]
 				offered := rate.mbps
 				if rate.pct > 0 {
 					offered = maxMBps[t.name] * rate.pct / 100
