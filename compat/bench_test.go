@@ -78,14 +78,27 @@ func benchMiB(b *testing.B) int {
 	return n
 }
 
-// benchTarget is one broker under test; opts are the clients' extra options
-// (TLS).
+// benchTarget is one broker (or cluster) under test; opts are the clients'
+// extra options (TLS).
 type benchTarget struct {
 	name, addr string
 	opts       []kgo.Opt
 	// pid is the broker's process, whose CPU time is measured; 0 for
 	// in-process kfake and for Kafka.
 	pid int
+	// seeds are a cluster's brokers (addr alone when empty) and rf the
+	// replication factor of its topics (1 when 0); topics with rf > 1
+	// get min.insync.replicas=2 (BenchmarkClusterLatency).
+	seeds []string
+	rf    int16
+}
+
+// seedList is the bootstrap list of t's clients.
+func (t benchTarget) seedList() []string {
+	if len(t.seeds) > 0 {
+		return t.seeds
+	}
+	return []string{t.addr}
 }
 
 // benchResult is one round of one target. The CPU figures are seconds of

@@ -4,8 +4,10 @@ package compat
 // RF=3 and min.insync.replicas=2 on this machine: three kbroker processes
 // joined by a real ZooKeeper (integration's harness) beside a three-node
 // Apache Kafka 4.4.0 KRaft cluster (three combined broker+controller
-// processes on 127.0.0.1, each with its own ports and data directory), and,
-// in the same run, one kbroker and one Kafka with RF=1. Every target gets
+// processes on 127.0.0.1, each with its own ports and data directory) and a
+// three-broker Apache Kafka 3.9 cluster in ZooKeeper mode (on the same
+// ZooKeeper under the chroot /kafka39), and, in the same run, one kbroker
+// and one Kafka 4.4 with RF=1. Every target gets
 // the same producer (integration.ProduceAcksAll: franz-go, idempotent,
 // acks=all, 1 KiB incompressible values, no compression, no linger, at most
 // integration.ProduceInFlight records unacknowledged) on a new topic of
@@ -13,13 +15,20 @@ package compat
 // that a noisy neighbour hits them alike. It prints, per target, the median
 // MB/s (and its range) and p50/p99 latency of a record's produce over the
 // rounds (the first is a warm-up and left out when there are more), and the
-// ratios that matter: kbroker to Kafka at each size, and three brokers to
-// one.
+// ratios that matter: kbroker to each Kafka at each size, and three
+// brokers to one.
 //
 //	go test ./compat/ -run '^$' -bench BenchmarkClusterAcksAll -benchtime 5x
 //
 // KBROKER_BENCH_CLUSTER_MIB sets the payload per round and target (default
 // 64). scripts/bench.sh runs it with the other benchmarks.
+//
+// BenchmarkClusterLatency runs BenchmarkFixedRate's open-loop latency
+// measurement (fixedrate_bench_test.go, same environment knobs, rates
+// "50,100" by default) on the same three clusters: RF 3, acks=all,
+// min.insync.replicas=2, and prints kbroker x3's ratios to both Kafkas.
+//
+//	KBROKER_BENCH_SECS=20 KBROKER_BENCH_WARMUP_SECS=5 go test ./compat/ -run '^$' -bench BenchmarkClusterLatency -benchtime 1x -timeout 1h
 
 import (
 	"context"
@@ -63,32 +72,12 @@ func BenchmarkClusterAcksAll(b *testing.B) {
 	}
 
 	benchWarmMemory(b) // bench_warm_test.go
-	z := integration.StartZooKeeper(b)
-	kbs := integration.StartCluster(b, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
-	kafkas := startKafkaCluster(b, 3)
+	targets := startBenchClusters(b)
 	single := startBroker(b, b.TempDir(), matrixOverrides...)
 	kafka1 := startKafka(b)
-	var kbSeeds, kafkaSeeds []string
-	for _, p := range kbs {
-		kbSeeds = append(kbSeeds, p.Addr())
-	}
-	for _, k := range kafkas {
-		kafkaSeeds = append(kafkaSeeds, k.Addr())
-	}
-	targets := []clusterTarget{
-		{name: "kbroker x3", seeds: kbSeeds, rf: 3},
-		{name: "kafka x3", seeds: kafkaSeeds, rf: 3},
-		{name: "kbroker x1", seeds: []string{single.Addr()}, rf: 1},
-		{name: "kafka x1", seeds: []string{kafka1.Addr()}, rf: 1},
-	}
-	for i := range targets {
-		t := &targets[i]
-		t.adm = newAdmin(b, t.seeds[0])
-		waitFor(b, 2*time.Minute, t.name+" to show all its brokers", func() bool {
-			m, err := t.adm.BrokerMetadata(context.Background())
-			return err == nil && len(m.Brokers) == len(t.seeds) && m.Controller >= 0
-		})
-	}
+	targets = append(targets,
+		awaitClusterTarget(b, clusterTarget{name: "kbroker x1", seeds: []string{single.Addr()}, rf: 1}),
+		awaitClusterTarget(b, clusterTarget{name: "kafka x1", seeds: []string{kafka1.Addr()}, rf: 1}))
 
 	results := map[string][]integration.ProduceResult{}
 	round := 0
@@ -106,6 +95,61 @@ func BenchmarkClusterAcksAll(b *testing.B) {
 	}
 	fmt.Print(clusterBenchReport(targets, results, mib))
 	single.Alive()
+}
+
+// BenchmarkClusterLatency is BenchmarkFixedRate on the three clusters of
+// BenchmarkClusterAcksAll (see the comment at the top of this file).
+func BenchmarkClusterLatency(b *testing.B) {
+	benchFixedRate(b, "50,100", func(b *testing.B) []benchTarget {
+		var out []benchTarget
+		for _, c := range startBenchClusters(b) {
+			out = append(out, benchTarget{name: c.name, addr: c.seeds[0], seeds: c.seeds, rf: c.rf})
+		}
+		return out
+	})
+}
+
+// startBenchClusters starts the three 3-broker clusters compared (kbroker
+// on ZooKeeper, Kafka 4.4 KRaft, Kafka 3.9 on the same ZooKeeper under
+// /kafka39), each with min.insync.replicas=2 and its internal topics at
+// RF 3, and returns them once each shows all its brokers.
+func startBenchClusters(b *testing.B) []clusterTarget {
+	z := integration.StartZooKeeper(b)
+	kbs := integration.StartCluster(b, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
+	kafkas := startKafkaCluster(b, 3)
+	var kbSeeds, kafkaSeeds, kafka39Seeds []string
+	for _, p := range kbs {
+		kbSeeds = append(kbSeeds, p.Addr())
+	}
+	for _, k := range kafkas {
+		kafkaSeeds = append(kafkaSeeds, k.Addr())
+	}
+	for id := range int32(3) {
+		k := startKafka39With(b, z, "/kafka39", id+1, filepath.Join(b.TempDir(), "data"), map[string]string{
+			"min.insync.replicas":                      "2",
+			"default.replication.factor":               "3",
+			"offsets.topic.replication.factor":         "3",
+			"transaction.state.log.replication.factor": "3",
+			"transaction.state.log.min.isr":            "2",
+		})
+		kafka39Seeds = append(kafka39Seeds, k.Addr())
+	}
+	return []clusterTarget{
+		awaitClusterTarget(b, clusterTarget{name: "kbroker x3", seeds: kbSeeds, rf: 3}),
+		awaitClusterTarget(b, clusterTarget{name: "kafka x3", seeds: kafkaSeeds, rf: 3}),
+		awaitClusterTarget(b, clusterTarget{name: "kafka39 x3", seeds: kafka39Seeds, rf: 3}),
+	}
+}
+
+// awaitClusterTarget gives t an admin client and waits until its metadata
+// shows all its seeds as brokers and a controller.
+func awaitClusterTarget(b *testing.B, t clusterTarget) clusterTarget {
+	t.adm = newAdmin(b, t.seeds[0])
+	waitFor(b, 2*time.Minute, t.name+" to show all its brokers", func() bool {
+		m, err := t.adm.BrokerMetadata(context.Background())
+		return err == nil && len(m.Brokers) == len(t.seeds) && m.Controller >= 0
+	})
+	return t
 }
 
 // clusterBenchRound creates topic on t and produces values to it.
@@ -156,8 +200,12 @@ func clusterBenchReport(targets []clusterTarget, results map[string][]integratio
 		fmt.Fprintf(&sb, "%-11s %3d %9.1f %13s %9.1f %9.1f\n", t.name, t.rf, r.mbps,
 			fmt.Sprintf("(%.1f-%.1f)", slices.Min(mbps), slices.Max(mbps)), r.p50, r.p99)
 	}
-	for _, pair := range [][2]string{{"kbroker x3", "kafka x3"}, {"kbroker x1", "kafka x1"}, {"kbroker x3", "kbroker x1"}, {"kafka x3", "kafka x1"}} {
-		a, o := rows[pair[0]], rows[pair[1]]
+	for _, pair := range [][2]string{{"kbroker x3", "kafka x3"}, {"kbroker x3", "kafka39 x3"}, {"kbroker x1", "kafka x1"}, {"kbroker x3", "kbroker x1"}, {"kafka x3", "kafka x1"}} {
+		a, ok := rows[pair[0]]
+		o, ok2 := rows[pair[1]]
+		if !ok || !ok2 {
+			continue
+		}
 		fmt.Fprintf(&sb, "%-10s / %-10s MB/s %.2fx, p50 %.2fx, p99 %.2fx\n", pair[0], pair[1], a.mbps/o.mbps, a.p50/o.p50, a.p99/o.p99)
 	}
 	return sb.String()
@@ -210,18 +258,21 @@ func TestClusterBenchReport(t *testing.T) {
 	ms := time.Millisecond
 	var targets []clusterTarget
 	results := map[string][]integration.ProduceResult{}
-	for _, name := range []string{"kbroker x3", "kafka x3", "kbroker x1", "kafka x1"} {
+	for _, name := range []string{"kbroker x3", "kafka x3", "kafka39 x3", "kbroker x1", "kafka x1"} {
 		targets = append(targets, clusterTarget{name: name, rf: 1})
 		// The warm-up round (1000 MB/s) must not count.
 		results[name] = []integration.ProduceResult{res(1000, ms, ms), res(10, 10*ms, 40*ms), res(30, 30*ms, 80*ms), res(20, 20*ms, 60*ms)}
 	}
 	results["kafka x3"] = []integration.ProduceResult{res(1, ms, ms), res(5, 40*ms, 120*ms), res(5, 40*ms, 120*ms), res(5, 40*ms, 120*ms)}
+	results["kafka39 x3"] = []integration.ProduceResult{res(1, ms, ms), res(10, 20*ms, 30*ms), res(10, 20*ms, 30*ms), res(10, 20*ms, 30*ms)}
 	got := clusterBenchReport(targets, results, 32)
 	for _, want := range []string{
 		"4 rounds (medians of 3)",
 		"kbroker x3    1      20.0   (10.0-30.0)      20.0      60.0",
 		"kafka x3      1       5.0     (5.0-5.0)      40.0     120.0",
 		"kbroker x3 / kafka x3   MB/s 4.00x, p50 0.50x, p99 0.50x",
+		"kafka39 x3    1      10.0   (10.0-10.0)      20.0      30.0",
+		"kbroker x3 / kafka39 x3 MB/s 2.00x, p50 1.00x, p99 2.00x",
 		"kbroker x3 / kbroker x1 MB/s 1.00x, p50 1.00x, p99 1.00x",
 	} {
 		if !strings.Contains(got, want) {

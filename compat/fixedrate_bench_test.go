@@ -42,6 +42,8 @@ package compat
 //   - KBROKER_BENCH_PPROF=host:port serves kbroker's /debug/pprof/ there
 //     (execution traces, block and mutex profiles: see docs/PERFORMANCE.md);
 //   - KBROKER_BENCH_TARGETS: a comma-separated subset of the targets' names;
+//   - KBROKER_BENCH_ROTATE=n: start the rotation of the targets' order n
+//     places later (another run with another target first);
 //   - KBROKER_BENCH_TRACE=dir: during each fixed-rate run's measured window
 //     an execution trace of this process (clients, kfake) goes to
 //     dir/<topic>-client.trace and, with KBROKER_BENCH_PPROF, one of
@@ -159,8 +161,13 @@ var latEpoch = time.Now()
 
 func latNow() int64 { return int64(time.Since(latEpoch)) }
 
-func BenchmarkFixedRate(b *testing.B) {
-	rates, err := parseRates(cmp.Or(os.Getenv("KBROKER_BENCH_RATES"), "50,200,70%"))
+func BenchmarkFixedRate(b *testing.B) { benchFixedRate(b, "50,200,70%", latencyTargets) }
+
+// benchFixedRate runs the fixed-rate comparison on the targets start
+// returns, at the rates of KBROKER_BENCH_RATES (defRates when unset). The
+// ratios are those of the first target named kbroker… to every other.
+func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benchTarget) {
+	rates, err := parseRates(cmp.Or(os.Getenv("KBROKER_BENCH_RATES"), defRates))
 	if err != nil {
 		b.Fatalf("KBROKER_BENCH_RATES: %v", err)
 	}
@@ -173,6 +180,12 @@ func BenchmarkFixedRate(b *testing.B) {
 			b.Fatalf("KBROKER_BENCH_LATENCY_PARTITIONS=%q: want a positive integer", s)
 		}
 	}
+	shift := 0
+	if s := os.Getenv("KBROKER_BENCH_ROTATE"); s != "" {
+		if shift, err = strconv.Atoi(s); err != nil || shift < 0 {
+			b.Fatalf("KBROKER_BENCH_ROTATE=%q: want a non-negative integer", s)
+		}
+	}
 	plotDir := os.Getenv("KBROKER_BENCH_PLOT_DIR")
 	if plotDir == "" {
 		if plotDir, err = os.MkdirTemp("", "kbroker-fixedrate-"); err != nil {
@@ -182,7 +195,7 @@ func BenchmarkFixedRate(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	targets := latencyTargets(b)
+	targets := start(b)
 	benchWarmMemory(b) // bench_warm_test.go
 	payload := make([]byte, benchValueSize)
 	if _, err := rand.Read(payload); err != nil {
@@ -197,19 +210,19 @@ func BenchmarkFixedRate(b *testing.B) {
 		maxMBps := map[string]float64{}
 		if slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 }) {
 			for _, t := range targets {
-				r := latencyRun(b, t, fmt.Sprintf("max-%s", t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload)
+				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload)
 				maxMBps[t.name] = r.acked
 				fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
 			}
 		}
 		for i, rate := range rates {
 			for j := range targets {
-				t := targets[(i+j)%len(targets)]
+				t := targets[(i+j+shift)%len(targets)]
 				offered := rate.mbps
 				if rate.pct > 0 {
 					offered = maxMBps[t.name] * rate.pct / 100
 				}
-				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, t.name), partitions, offered, warmup, measure, payload)
+				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload)
 				r.rate = rate
 				runs = append(runs, r)
 				fmt.Print(latencyRunLine(r))
@@ -231,6 +244,10 @@ func BenchmarkFixedRate(b *testing.B) {
 		}
 	}
 }
+
+// latTopic is a target's name as part of a topic name ("kbroker x3" →
+// "kbroker-x3").
+func latTopic(name string) string { return strings.ReplaceAll(name, " ", "-") }
 
 // latencyTargets starts the brokers BenchmarkFixedRate compares.
 func latencyTargets(b *testing.B) []benchTarget {
@@ -272,7 +289,8 @@ func latencyTargets(b *testing.B) []benchTarget {
 	return targets
 }
 
-// latencyRun creates topic on t, then offers records at offered MB/s (as
+// latencyRun creates topic on t (replication factor t.rf, and
+// min.insync.replicas=2 when replicated), then offers records at offered MB/s (as
 // fast as the producer goes when 0) for warmup+measure while a consumer
 // tails the topic, and returns the latencies of the records intended during
 // the measured window.
@@ -285,7 +303,7 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 
 	perSecRecords := 1e6 / float64(benchValueSize) * max(offered, 1)
 	prod, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(t.addr),
+		kgo.SeedBrokers(t.seedList()...),
 		kgo.ProducerLinger(time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 		kgo.MaxBufferedRecords(max(10_000, int(perSecRecords))),
@@ -295,7 +313,12 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 		b.Fatalf("producer: %v", err)
 	}
 	defer prod.Close()
-	resp, err := kadm.NewClient(prod).CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	rf, configs := max(t.rf, 1), map[string]*string(nil)
+	if rf > 1 {
+		two := "2"
+		configs = map[string]*string{"min.insync.replicas": &two}
+	}
+	resp, err := kadm.NewClient(prod).CreateTopic(ctx, int32(partitions), rf, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -307,7 +330,7 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
 	cons, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(t.addr),
+		kgo.SeedBrokers(t.seedList()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.FetchMaxBytes(64 << 20),
@@ -555,12 +578,14 @@ func latencyRunLine(r latRun) string {
 	for _, s := range secs[:min(3, len(secs))] {
 		worst = append(worst, fmt.Sprintf("%ds %.1f ms", s, latMs(r.perSec[s], 100)))
 	}
-	return fmt.Sprintf("%-8s at %-12s offered %6.1f MB/s, acked %6.1f, consumed %6.1f; e2e p99 %.1f ms, p99.9 %.1f ms, max %.1f ms (worst seconds: %s); load %s\n",
+	return fmt.Sprintf("%-10s at %-12s offered %6.1f MB/s, acked %6.1f, consumed %6.1f; e2e p99 %.1f ms, p99.9 %.1f ms, max %.1f ms (worst seconds: %s); load %s\n",
 		r.target, r.rate, r.offered, r.acked, r.consumed, latMs(r.e2e, 99), latMs(r.e2e, 99.9), latMs(r.e2e, 100), strings.Join(worst, ", "), r.load)
 }
 
 // latencyReport is the table of one rate: per target the rates and both
-// latencies' percentiles, then kbroker's ratio to every peer.
+// latencies' percentiles, then the reference's ratio to every peer. The
+// reference is the first target whose name starts with "kbroker" ("kbroker",
+// "kbroker x3"); without one there are no ratios.
 func latencyReport(targets []benchTarget, runs []latRun, rate fixedRate) string {
 	at := runsAt(runs, rate)
 	if len(at) == 0 {
@@ -570,9 +595,16 @@ func latencyReport(targets []benchTarget, runs []latRun, rate fixedRate) string 
 	for _, r := range at {
 		byName[r.target] = r
 	}
+	w, ref := 9, ""
+	for _, t := range targets {
+		w = max(w, len(t.name))
+		if _, ok := byName[t.name]; ok && ref == "" && strings.HasPrefix(t.name, "kbroker") {
+			ref = t.name
+		}
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nfixed rate %s: latency in ms (publish: intended send → ack; e2e: intended send → consumer poll)\n", rate)
-	fmt.Fprintf(&sb, "%-9s %8s %8s %8s", "target", "offered", "acked", "consumed")
+	fmt.Fprintf(&sb, "%-*s %8s %8s %8s", w, "target", "offered", "acked", "consumed")
 	for _, kind := range []string{"pub", "e2e"} {
 		for _, q := range latQuantiles {
 			fmt.Fprintf(&sb, " %9s", kind+" "+q.name)
@@ -584,7 +616,7 @@ func latencyReport(targets []benchTarget, runs []latRun, rate fixedRate) string 
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&sb, "%-9s %8.1f %8.1f %8.1f", t.name, r.offered, r.acked, r.consumed)
+		fmt.Fprintf(&sb, "%-*s %8.1f %8.1f %8.1f", w, t.name, r.offered, r.acked, r.consumed)
 		for _, h := range []*hdrhistogram.Histogram{r.publish, r.e2e} {
 			for _, q := range latQuantiles {
 				fmt.Fprintf(&sb, " %9.2f", latMs(h, q.q))
@@ -592,16 +624,16 @@ func latencyReport(targets []benchTarget, runs []latRun, rate fixedRate) string 
 		}
 		fmt.Fprintf(&sb, " %8d  %s\n", r.missing, r.load)
 	}
-	k, ok := byName["kbroker"]
+	k, ok := byName[ref]
 	if !ok {
 		return sb.String()
 	}
 	for _, t := range targets {
 		o, ok := byName[t.name]
-		if !ok || t.name == "kbroker" {
+		if !ok || t.name == ref {
 			continue
 		}
-		fmt.Fprintf(&sb, "kbroker / %-8s", t.name)
+		fmt.Fprintf(&sb, "%s / %-8s", ref, t.name)
 		for _, kind := range []struct {
 			name string
 			k, o *hdrhistogram.Histogram

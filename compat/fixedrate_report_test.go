@@ -53,6 +53,19 @@ func TestLatencyReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
 	}
+	// The clusters' bench: the reference is the first kbroker… target,
+	// and the columns widen for longer names.
+	targets = []benchTarget{{name: "kbroker x3"}, {name: "kafka x3"}, {name: "kafka39 x3"}}
+	runs = []latRun{run("kbroker x3", 1), run("kafka x3", 4), run("kafka39 x3", 2)}
+	got = latencyReport(targets, runs, rate)
+	for _, want := range []string{"kafka39 x3     50.0", "kbroker x3 / kafka x3 ", "kbroker x3 / kafka39 x3 ", "acked MB/s 1.00x"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("cluster report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "kafka x3 / ") || strings.Contains(got, "kbroker x3 / kbroker x3") {
+		t.Errorf("cluster report has a ratio of the wrong reference:\n%s", got)
+	}
 	var series []plotSeries
 	for _, r := range runs {
 		series = append(series, plotSeries{label: r.target + " <p99>", color: "#000", ys: []float64{latMs(r.perSec[0], 99), 0, latMs(r.perSec[1], 99)}})

@@ -8,13 +8,17 @@
 #      kbroker and kfake;
 #   3. BenchmarkClusterAcksAll: acks=all produce (idempotent, RF=3,
 #      min.insync.replicas=2) on three kbrokers on ZooKeeper beside a
-#      three-node Kafka KRaft cluster, and on one of each with RF=1;
+#      three-node Kafka 4.4 KRaft cluster and three Kafka 3.9 brokers in
+#      ZooKeeper mode, and on one kbroker and one Kafka 4.4 with RF=1;
 #   4. BenchmarkFixedRate: publish and end-to-end latency at fixed offered
 #      rates (50 MB/s, 200 MB/s, 70% of each broker's maximum) against
 #      kbroker, kfake and Kafka, HdrHistogram percentiles and SVG plots
 #      (docs/PERFORMANCE.md);
 #   5. BenchmarkSustained: KBROKER_BENCH_SUSTAINED_GB (default 20) produced
-#      while a consumer tails, beside dd of the same size on the same disk.
+#      while a consumer tails, beside dd of the same size on the same disk;
+#   6. BenchmarkClusterLatency: part 4's fixed-rate latency (50 and 100
+#      MB/s) on part 3's three 3-broker clusters (RF 3, acks=all,
+#      min.insync.replicas=2).
 # It builds the compat test binary once and prints the load average before
 # and after each part (the machine may be shared: read the numbers with it).
 #
@@ -24,7 +28,8 @@
 # warm-up left out of the medians), KBROKER_BENCH_MIB (64, MiB per round of
 # part 1), KBROKER_BENCH_RECORDS (200000, part 2), KBROKER_BENCH_CLUSTER_MIB
 # (64, part 3), KBROKER_BENCH_SECS (60, part 4), KBROKER_BENCH_SUSTAINED_GB
-# (20, part 5), BENCH_PARTS (default "1 2 3 4 5": a subset to run), and those of
+# (20, part 5), KBROKER_BENCH_SECS also for part 6, BENCH_PARTS (default
+# "1 2 3 4 5 6": a subset to run), and those of
 # BenchmarkProduceConsume (KBROKER_BENCH_TLS, KBROKER_BENCH_BASELINE,
 # KBROKER_BENCH_PPROF). Needs what the Java compat tests need: a JDK and
 # Maven, with compat/java's dependencies in ~/.m2 (scripts/test.sh fetches
@@ -42,7 +47,7 @@ elif [[ $# -gt 0 ]]; then
 	exit 2
 fi
 rounds="${BENCH_ROUNDS:-5}"
-parts="${BENCH_PARTS:-1 2 3 4 5}"
+parts="${BENCH_PARTS:-1 2 3 4 5 6}"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -73,6 +78,7 @@ for p in $parts; do
 	3) run BenchmarkClusterAcksAll "${rounds}x" ;;
 	4) run BenchmarkFixedRate 1x ;;
 	5) run BenchmarkSustained 1x ;;
-	*) echo "BENCH_PARTS: unknown part $p (want 1 to 5)" >&2; exit 2 ;;
+	6) run BenchmarkClusterLatency 1x ;;
+	*) echo "BENCH_PARTS: unknown part $p (want 1 to 6)" >&2; exit 2 ;;
 	esac
 done
