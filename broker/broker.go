@@ -60,6 +60,9 @@ type Broker struct {
 	restProxy *restproxy.Proxy
 	restHTTP  *httpserver.Server
 	ready     atomic.Bool
+	// joined is closed when Start has opened the listeners and, in a
+	// cluster, registered the broker (start_gate.go).
+	joined    chan struct{}
 	closeOnce sync.Once
 	// cluster is the cluster-mode state (cluster.go), nil on a single node.
 	cluster  *clusterNode
@@ -93,7 +96,7 @@ func newBroker(cfg config.Config, fs vfs.FS) (*Broker, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{}), applied: cfg}
+	b := &Broker{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: make(chan struct{}), joined: make(chan struct{}), applied: cfg}
 	b.rm = replica.NewManager(cfg, b.closing)
 	b.co = coordhost.NewHost(cfg, b.rm, b.closing)
 
@@ -206,6 +209,7 @@ func (b *Broker) Start() error {
 		b.startDynamicWatch() // dynamic_cluster.go
 	}
 	b.ready.Store(true)
+	close(b.joined)
 	b.startRegistryReader() // schemaregistry.go
 	return nil
 }

@@ -93,7 +93,7 @@ func (b *Broker) basicAuth() *httpserver.BasicAuth {
 // handler is the API wrapped by the client quotas (quotas.go), the request
 // metrics and the request log (requestlog.go).
 func (b *Broker) handler() network.Handler {
-	return requestLog(b.log, b.metrics.Handler(b.quotaHandler(b.api)))
+	return requestLog(b.log, b.metrics.Handler(b.startGate(b.quotaHandler(b.api))))
 }
 
 // HTTPAddrs returns the bound HTTP listener addresses (useful with port 0).
