@@ -3,8 +3,8 @@ package compat
 // The rolling migration of issue 24: a three-broker Apache Kafka 3.9
 // cluster (ZooKeeper mode) becomes a kbroker cluster one broker at a time,
 // each kbroker on the stopped Kafka broker's broker.id, ZooKeeper chroot
-// and log dir, under a producer that never stops; then one broker goes
-// back to Kafka.
+// and log dir, under producers that never stop; then, after a kill -9,
+// the whole cluster goes back to Kafka the same way.
 
 import (
 	"context"
@@ -119,7 +119,7 @@ func startRollingProducer(t *testing.T, seeds []string) *rollingProducer {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(rollingTopic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.StopProducerOnDataLossDetected(), kgo.MaxBufferedRecords(500),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.WithLogger(kgo.BasicLogger(p.log, kgo.LogLevelInfo, nil)))
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.WithLogger(kgo.BasicLogger(p.log, kgo.LogLevelInfo, func() string { return time.Now().UTC().Format("15:04:05.000 ") })))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,12 +129,13 @@ func startRollingProducer(t *testing.T, seeds []string) *rollingProducer {
 	go p.run(ctx)
 	t.Cleanup(func() {
 		p.cancel()
+		p.cl.Close() // fails what is still buffered: run cannot stay blocked
 		<-p.done
-		p.cl.Close()
 		if t.Failed() {
 			t.Logf("--- producer log (last 6000 bytes) ---\n%s", tail(p.log.String(), 6000))
 		}
 	})
+	keepRollingOutput(t, "producer", p.log.String) // runs before the cleanup above
 	return p
 }
 
@@ -151,7 +152,8 @@ func (p *rollingProducer) run(ctx context.Context) {
 		}
 		part := int32(seq % rollingPartitions)
 		r := &kgo.Record{Partition: part, Value: []byte(fmt.Sprintf("%d-%d", part, seq/rollingPartitions))}
-		p.cl.Produce(context.Background(), r, p.record)
+		// ctx: a producer blocked on a full buffer stops with the test.
+		p.cl.Produce(ctx, r, p.record)
 	}
 }
 
@@ -159,6 +161,9 @@ func (p *rollingProducer) run(ctx context.Context) {
 func (p *rollingProducer) record(r *kgo.Record, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if errors.Is(err, context.Canceled) {
+		return // not acknowledged, cancelled by stop before it was sent
+	}
 	if err != nil {
 		p.errs = append(p.errs, fmt.Errorf("%s: %w", r.Value, err))
 		return
@@ -201,7 +206,7 @@ func (p *rollingProducer) stop(t *testing.T) []ack {
 }
 
 // TestKafka39RollingMigration: a rolling migration of a three-broker Kafka
-// 3.9 cluster to kbroker and the first step back, under load. Kafka brokers
+// 3.9 cluster to kbroker and back, under load. Kafka brokers
 // 1, 2 and 3 (each its own log dir) hold a topic with RF 3 and
 // min.insync.replicas=2 whose three partitions prefer one broker each. All
 // along, an idempotent acks=all producer writes to it; a transactional
@@ -215,7 +220,8 @@ func (p *rollingProducer) stop(t *testing.T) []ack {
 // kbroker takes its broker.id, chroot and log dir; once that kbroker is in
 // the ISR of every partition (the topics' and __consumer_offsets'), a
 // preferred election gives it back its leaderships and the producers must
-// go on. Then broker 2 goes back to Kafka 3.9 on its dir the same way.
+// go on. kbroker 3 is then killed with SIGKILL and restarted on its dir.
+// Then brokers 2, 1 and 3 go back to Kafka 3.9 on their dirs the same way.
 // At the end every acknowledged record is in the log exactly once, at its
 // acknowledged offset, in sequence order without gaps; read_committed
 // shows every committed transaction whole and no aborted one; the members'
@@ -257,13 +263,20 @@ func TestKafka39RollingMigration(t *testing.T) {
 		prod.waitProgress(t, fmt.Sprintf("after kbroker took broker %d", b.id), 200)
 		txw.waitProgress(t, fmt.Sprintf("after kbroker took broker %d", b.id), 10)
 	}
+	// A crash mid-roll: kill -9 of kbroker 3 (a leader), restarted on its
+	// log dir.
+	killAndRestartKbroker(t, zkc, brokers, brokers[2])
+	prod.waitProgress(t, "after kbroker 3's kill -9 and restart", 200)
+	txw.waitProgress(t, "after kbroker 3's kill -9 and restart", 10)
 	// kbroker 2 coordinates the group now, from what Kafka 2 wrote; its
 	// own commit must survive the way back.
 	checkRollingOffsets(t, brokers[1].Addr(), grp, committed)
 	committed = commitRollingOffsets(t, brokers[1].Addr(), grp, 100, "on kbroker")
-	replaceWithKafka(t, z, zkc, chroot, brokers, brokers[1])
-	prod.waitProgress(t, "after Kafka took broker 2 back", 200)
-	txw.waitProgress(t, "after Kafka took broker 2 back", 10)
+	for _, b := range []*rollingBroker{brokers[1], brokers[0], brokers[2]} {
+		replaceWithKafka(t, z, zkc, chroot, brokers, b)
+		prod.waitProgress(t, fmt.Sprintf("after Kafka took broker %d back", b.id), 200)
+		txw.waitProgress(t, fmt.Sprintf("after Kafka took broker %d back", b.id), 10)
+	}
 
 	txw.stop(t, brokers[0].Addr())
 	acks := prod.stop(t)
@@ -297,6 +310,17 @@ func replaceWithKbroker(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Cl
 	keepRollingOutput(t, fmt.Sprintf("kbroker-%d", b.id), b.kb.Log)
 	rejoin(t, zkc, brokers, b, start)
 	checkOpenedCleanly(t, fmt.Sprintf("kbroker %d", b.id), b.kb.Log(), kbrokerDirTrouble)
+}
+
+// killAndRestartKbroker kills b's kbroker with SIGKILL and starts it again
+// on its log dir, then waits until the cluster is whole again with every
+// leader preferred.
+func killAndRestartKbroker(t *testing.T, zkc *zkclient.Client, brokers []*rollingBroker, b *rollingBroker) {
+	t.Helper()
+	start := time.Now()
+	b.kb.Kill()
+	b.kb.Restart()
+	rejoin(t, zkc, brokers, b, start)
 }
 
 // replaceWithKafka is replaceWithKbroker the way back: b's kbroker stops

@@ -39,6 +39,7 @@ type rollingTxnWriter struct {
 
 	mu   sync.Mutex
 	errs []error
+	cl   *kgo.Client // the current client, closed by a cleanup that finds run stuck
 }
 
 // startRollingTxnWriter starts the writer; it is stopped at test cleanup
@@ -51,6 +52,11 @@ func startRollingTxnWriter(t *testing.T, seeds []string) *rollingTxnWriter {
 	go w.run(ctx)
 	t.Cleanup(func() {
 		w.cancel()
+		w.mu.Lock()
+		if w.cl != nil {
+			w.cl.Close() // fails what is in flight: run cannot stay blocked
+		}
+		w.mu.Unlock()
 		<-w.done
 	})
 	return w
@@ -78,6 +84,9 @@ func (w *rollingTxnWriter) run(ctx context.Context) {
 				w.fail(err)
 				return
 			}
+			w.mu.Lock()
+			w.cl = cl
+			w.mu.Unlock()
 		}
 		if err := w.one(ctx, cl, n%4 == 3); err != nil {
 			if ctx.Err() == nil {
