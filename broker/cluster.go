@@ -104,19 +104,22 @@ func (b *Broker) openCluster() error {
 func (b *Broker) apiCluster() *api.Cluster {
 	c := b.cluster
 	return &api.Cluster{
-		BrokerID: b.cfg.NodeID,
-		Listener: b.cfg.InterBrokerListener().Name,
-		Fence:    &c.fence,
-		BrokerEpoch: func() int64 {
-			if r := c.reg.Load(); r != nil {
-				return r.Epoch()
-			}
-			return -1
-		},
-		Cache:      c.cache,
-		Controller: (*controllerRef)(c),
-		Replicas:   replicaAdapter{b.rm},
+		BrokerID:    b.cfg.NodeID,
+		Listener:    b.cfg.InterBrokerListener().Name,
+		Fence:       &c.fence,
+		BrokerEpoch: c.brokerEpoch,
+		Cache:       c.cache,
+		Controller:  (*controllerRef)(c),
+		Replicas:    replicaAdapter{b.rm},
 	}
+}
+
+// brokerEpoch is the registration's epoch, -1 before the broker registered.
+func (c *clusterNode) brokerEpoch() int64 {
+	if r := c.reg.Load(); r != nil {
+		return r.Epoch()
+	}
+	return -1
 }
 
 // controllerRef is the controller as the handlers see it: standby (no

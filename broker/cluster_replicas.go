@@ -35,6 +35,7 @@ func ReplicationConfig(cfg config.Config) replica.ReplicationConfig {
 func (b *Broker) startReplication() {
 	rc := ReplicationConfig(b.cfg)
 	rc.Conn = b.cluster.conn
+	rc.BrokerEpoch = b.cluster.brokerEpoch
 	b.rm.SetReplicationConfig(rc)
 	b.rm.OnLeadershipChange(b.co.OnLeadershipChange)
 	listener := b.cfg.InterBrokerListener().Name

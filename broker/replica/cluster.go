@@ -44,6 +44,10 @@ type ReplicationConfig struct {
 	// TLS and SASL as its security protocol wants (ClientID is set from
 	// the field above).
 	Conn kconn.Options
+	// BrokerEpoch is this broker's registration epoch (-1 until it
+	// registered), sent in Fetch v15+ ReplicaState as Kafka's ZooKeeper-mode
+	// followers send theirs; nil sends -1.
+	BrokerEpoch func() int64
 }
 
 // DefaultReplicationConfig returns Kafka's defaults.

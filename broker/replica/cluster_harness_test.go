@@ -156,7 +156,13 @@ type testBroker struct {
 	conns   map[net.Conn]bool
 	stopped bool
 	store   controller.Store
+	// fetchEpochs is the ReplicaState.Epoch of the last Fetch v15+ from
+	// each follower, under connMu.
+	fetchEpochs map[int32]int64
 }
+
+// harnessBrokerEpoch is the registration epoch broker id sends.
+func harnessBrokerEpoch(id int32) int64 { return 1000 + int64(id) }
 
 func (c *testCluster) start(id int32, dir string) *testBroker {
 	c.t.Helper()
@@ -196,7 +202,9 @@ func (c *testCluster) start(id int32, dir string) *testBroker {
 		c.t.Fatal(err)
 	}
 	b.store = store
-	b.m.SetReplicationConfig(c.rc)
+	rc := c.rc
+	rc.BrokerEpoch = func() int64 { return harnessBrokerEpoch(id) }
+	b.m.SetReplicationConfig(rc)
 	b.m.repl.manualFetch = c.manual
 	b.m.SetCluster(id, c, c.addr)
 	b.ln, err = net.Listen("tcp", "127.0.0.1:0")
@@ -294,6 +302,14 @@ func (b *testBroker) serveConn(conn net.Conn) {
 		var resp kmsg.Response
 		switch req := req.(type) {
 		case *kmsg.FetchRequest:
+			if req.Version >= 15 {
+				b.connMu.Lock()
+				if b.fetchEpochs == nil {
+					b.fetchEpochs = map[int32]int64{}
+				}
+				b.fetchEpochs[req.ReplicaState.ID] = req.ReplicaState.Epoch
+				b.connMu.Unlock()
+			}
 			fr := req.ResponseKind().(*kmsg.FetchResponse)
 			b.m.Fetch(req, fr)
 			resp = fr

@@ -422,8 +422,8 @@ func (f *fetcher) applyTruncation(tp storage.TopicPartition, fp fetchPart, leade
 func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetchPart) error {
 	// The version inter.broker.protocol.version gives, as a Kafka
 	// follower sends: a Kafka leader of a mixed cluster gets what its own
-	// followers send. v15 moved the replica id into ReplicaState; its
-	// broker epoch -1 is one Kafka's leaders accept (any epoch).
+	// followers send. v15 moved the replica id into ReplicaState, with
+	// the follower's registration epoch.
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = f.m.cfg.Cluster.IBP.FetchVersion()
 	for _, fp := range parts {
@@ -433,6 +433,9 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 	}
 	req.ReplicaID = f.self
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.self, -1
+	if f.cfg.BrokerEpoch != nil {
+		req.ReplicaState.Epoch = f.cfg.BrokerEpoch()
+	}
 	req.MaxWaitMillis = int32(f.cfg.FetchWaitMax / time.Millisecond)
 	req.MinBytes = f.cfg.FetchMinBytes
 	req.MaxBytes = f.cfg.FetchResponseMaxBytes

@@ -105,3 +105,21 @@ func TestStopReplicaDeleteAndRecreate(t *testing.T) {
 		t.Fatalf("recreated follower holds %q, want [a]", got)
 	}
 }
+
+// TestFollowerSendsBrokerEpoch: a follower's Fetch (v15 and later) names
+// it in ReplicaState with its registration epoch, as Kafka's ZooKeeper-mode
+// followers do (they used to send -1).
+func TestFollowerSendsBrokerEpoch(t *testing.T) {
+	c := newTestCluster(t, 2, fastRC(10*time.Second), false, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, -1, "x")
+	c.waitReplicated(1, 2)
+	b := c.broker(1)
+	b.connMu.Lock()
+	got, ok := b.fetchEpochs[2]
+	b.connMu.Unlock()
+	if !ok || got != harnessBrokerEpoch(2) {
+		t.Fatalf("leader saw follower 2's Fetch with broker epoch %d (seen %v), want %d", got, ok, harnessBrokerEpoch(2))
+	}
+}
