@@ -201,3 +201,23 @@ func TestConsumerCommitAcknowledgedAfterReload(t *testing.T) {
 		t.Fatalf("commit acknowledged after the reload answered success while the serving coordinator returns %d", fetch())
 	}
 }
+
+// TestGroupCallsWaitOnlyForTheirPartition: a write in flight in
+// __consumer_offsets-0 holds back the answers of calls of that partition
+// only; a group of partition 1 is answered at once.
+func TestGroupCallsWaitOnlyForTheirPartition(t *testing.T) {
+	c, groupID := consumerAckSetup(t)
+	join := consumerHeartbeat(t, c.h, groupID, "m2")
+	notWithin(t, (<-chan kmsg.Response)(join), 300*time.Millisecond, "m2's join")
+	other := idIn("other", 1)
+	if r := consumerJoin(t, c.h, other, "o1"); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("join of %s (partition 1): %v epoch %d", other, kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
+	}
+	if ms := consumerMembers(t, c.h, other); len(ms) != 1 {
+		t.Fatalf("members of %s: %v", other, ms)
+	}
+	c.followerFetch(offsetsTopic, 0)
+	if r := within(t, (<-chan kmsg.Response)(join), "m2's join").(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("m2's join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

@@ -375,8 +375,11 @@ var errGroupsDropped = errors.New("group coordinators dropped before the call wa
 
 // call runs f against the coordinators under their lock (loading them
 // first if needed), persists the records it returns, then delivers the
-// replies. parts are the __consumer_offsets partitions whose groups f
-// reads (nil: all); the partitions of its records are added.
+// replies. f reads the groups named in names (nil: all groups); the call
+// touches their __consumer_offsets partitions, those of its records and
+// those of the parked requests it answers. A tick or a metadata change
+// passes an empty names: what it decides shows only in its records and
+// in the parked requests it answers.
 //
 // Nothing is answered from state whose write is in flight: the replies go
 // out once the call's records are acknowledged and every earlier call of
@@ -392,7 +395,7 @@ var errGroupsDropped = errors.New("group coordinators dropped before the call wa
 // serving its groups now was replayed from a log that may lack its
 // records (Kafka's coordinator runtime answers a write once it is
 // committed, and fails it when the partition's epoch changed).
-func (g *groups) call(parts []string, f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
+func (g *groups) call(names []string, f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, err := g.ensureLocked(); err != nil {
@@ -400,7 +403,7 @@ func (g *groups) call(parts []string, f func(cs coords, now time.Time) ([]group.
 	}
 	c := g.mu.c
 	replies, recs := f(coords{c, g.mu.cc}, g.b.now())
-	call := &groupCall{parts: g.partsLocked(parts, recs)}
+	call := &groupCall{parts: g.partsLocked(names, replies, recs)}
 	gens := g.loadGensLocked(call.parts)
 	call.finish = func(err error) {
 		stale := err == nil && g.staleLocked(c, gens)
@@ -441,8 +444,9 @@ func (g *groups) call(parts []string, f func(cs coords, now time.Time) ([]group.
 }
 
 // partsLocked is the set of partitions a call touches: those of the
-// groups it names and of its records; nil (all) when names is nil.
-func (g *groups) partsLocked(names []string, recs []group.Record) map[int32]bool {
+// groups it names, of its records and of the parked requests its replies
+// answer; nil (all) when names is nil.
+func (g *groups) partsLocked(names []string, replies []group.Reply, recs []group.Record) map[int32]bool {
 	if names == nil {
 		return nil
 	}
@@ -453,6 +457,13 @@ func (g *groups) partsLocked(names []string, recs []group.Record) map[int32]bool
 	}
 	for _, r := range recs {
 		parts[group.PartitionFor(r.Group, n)] = true
+	}
+	for _, r := range replies {
+		if tok, ok := r.Token.(Token); ok {
+			if id, ok := parkedGroup(g.mu.parked[tok]); ok {
+				parts[group.PartitionFor(id, n)] = true
+			}
+		}
 	}
 	return parts
 }
@@ -707,7 +718,7 @@ func (g *groups) tick() {
 		g.dropLocked()
 		g.rearmLocked()
 	})
-	err := g.call(nil, func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+	err := g.call([]string{}, func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		replies, recs := cs.classic.Tick(now)
 		return replies, append(recs, fromConsumer(cs.consumer.Tick(now))...)
 	})
