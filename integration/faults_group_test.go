@@ -187,6 +187,19 @@ func runGroupFaults(t *testing.T, topic, group string, kip848 bool) {
 		})
 		return true, nil
 	})
+	if kip848 {
+		// The members ran the KIP-848 protocol, not a fallback to the
+		// classic one: the broker lists the group as a consumer group.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		listed, err := kadm.NewClient(admCl).ListGroups(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("listing groups: %v", err)
+		}
+		if lg, ok := listed[group]; !ok || lg.GroupType != "consumer" {
+			t.Fatalf("group %s listed as %+v, want a KIP-848 (consumer) group", group, lg)
+		}
+	}
 	rep := gc.Check(ch.AckedRecords(), final)
 	t.Logf("group: %d successful commits, %d records polled, final committed %v", rep.Commits, rep.Polled, final)
 	if err := rep.Err(); err != nil {
