@@ -18,7 +18,7 @@ import (
 // polls, commits what it polled after every poll and when its partitions
 // are revoked, and after a random lifetime leaves so that a new member
 // (a new name) takes the slot. Everything goes to a GroupChecker.
-func groupMember(t *testing.T, seeds []string, group, topic string, slot int, seed uint64, gc *history.GroupChecker, stop <-chan struct{}, wg *sync.WaitGroup) {
+func groupMember(t *testing.T, seeds []string, group, topic string, slot int, seed uint64, kip848 bool, gc *history.GroupChecker, stop <-chan struct{}, wg *sync.WaitGroup) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, uint64(100+slot)))
 	wg.Add(1)
@@ -32,7 +32,7 @@ func groupMember(t *testing.T, seeds []string, group, topic string, slot int, se
 			}
 			name := fmt.Sprintf("m%d.%d", slot, gen)
 			lifetime := 5*time.Second + time.Duration(rng.IntN(10000))*time.Millisecond
-			if err := runMember(seeds, group, topic, name, lifetime, gc, stop); err != nil {
+			if err := runMember(seeds, group, topic, name, lifetime, kip848, gc, stop); err != nil {
 				t.Logf("member %s: %v", name, err)
 			}
 		}
@@ -73,12 +73,14 @@ func tpsOf(m map[string][]int32) []history.TP {
 	return out
 }
 
-// runMember is one member's life.
-func runMember(seeds []string, group, topic, name string, lifetime time.Duration, gc *history.GroupChecker, stop <-chan struct{}) error {
+// runMember is one member's life: with kip848 a member of a KIP-848
+// consumer group (ConsumerGroupHeartbeat, the broker assigns), else of a
+// classic group.
+func runMember(seeds []string, group, topic, name string, lifetime time.Duration, kip848 bool, gc *history.GroupChecker, stop <-chan struct{}) error {
 	var cl *kgo.Client
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(10*time.Second), kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.SessionTimeout(10 * time.Second), kgo.MetadataMinAge(100 * time.Millisecond), kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			gc.Assigned(name, tpsOf(m)...)
 		}),
@@ -88,7 +90,13 @@ func runMember(seeds []string, group, topic, name string, lifetime time.Duration
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			gc.Revoked(name, tpsOf(m)...)
-		}))
+		})}
+	if kip848 {
+		// franz-go runs the KIP-848 protocol with a server-side
+		// balancer and the range or sticky balancer named.
+		opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -126,7 +134,21 @@ func TestFaultsConsumerGroup(t *testing.T) {
 	if !inNetns(t) {
 		return
 	}
-	const topic, group = "grp", "faults-group"
+	runGroupFaults(t, "grp", "faults-group", false)
+}
+
+// TestFaultsConsumerGroup848 is TestFaultsConsumerGroup with a KIP-848
+// consumer group: the broker's consumer coordinator assigns partitions
+// through ConsumerGroupHeartbeat, and commits carry member epochs.
+func TestFaultsConsumerGroup848(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	runGroupFaults(t, "grp848", "faults-group-848", true)
+}
+
+// runGroupFaults is the consumer-group fault test of topic and group.
+func runGroupFaults(t *testing.T, topic, group string, kip848 bool) {
 	c, seed, duration, kinds := startFaultCluster(t, topic, 2)
 	seeds := addrsOf(c.Brokers)
 	ch := history.New()
@@ -135,7 +157,7 @@ func TestFaultsConsumerGroup(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for slot := range 3 {
-		groupMember(t, seeds, group, topic, slot, seed, gc, stop, &wg)
+		groupMember(t, seeds, group, topic, slot, seed, kip848, gc, stop, &wg)
 	}
 	p.waitAcked(t, 100, "records acknowledged before the first fault")
 	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, ch.AckedCount)
@@ -165,6 +187,19 @@ func TestFaultsConsumerGroup(t *testing.T) {
 		})
 		return true, nil
 	})
+	if kip848 {
+		// The members ran the KIP-848 protocol, not a fallback to the
+		// classic one: the broker lists the group as a consumer group.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		listed, err := kadm.NewClient(admCl).ListGroups(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("listing groups: %v", err)
+		}
+		if lg, ok := listed[group]; !ok || lg.GroupType != "consumer" {
+			t.Fatalf("group %s listed as %+v, want a KIP-848 (consumer) group", group, lg)
+		}
+	}
 	rep := gc.Check(ch.AckedRecords(), final)
 	t.Logf("group: %d successful commits, %d records polled, final committed %v", rep.Commits, rep.Polled, final)
 	if err := rep.Err(); err != nil {

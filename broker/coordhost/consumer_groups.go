@@ -61,7 +61,7 @@ func (h *Host) TopicsChanged() {
 	if !loaded {
 		return
 	}
-	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+	err := g.call([]string{}, func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		return nil, fromConsumer(cs.consumer.MetadataChanged(now))
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ package coordhost
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,9 +56,46 @@ type groups struct {
 		// coordinators hold: all of them on a single node, those this
 		// broker leads in a cluster.
 		loaded map[int32]bool
+		// loadGen numbers the loads of partitions: loadGens holds, by
+		// partition, the number of the load the coordinators' state of it
+		// comes from. A call's outcome counts only if the coordinators and
+		// the loads of its partitions are still the ones it ran with.
+		loadGen  uint64
+		loadGens map[int32]uint64
+		// calls are the calls not answered yet, in call order: each is
+		// answered once its records are acknowledged and every earlier
+		// call of a partition it touches is answered (finishCallsLocked).
+		calls  []*groupCall
 		timer  *time.Timer
 		closed bool
 	}
+}
+
+// groupCall is a call whose replies wait for its own acknowledgement and
+// for the earlier calls of the partitions it touches: the consumer
+// coordinator applies its state when it handles a call, so a reply built
+// after an unacknowledged write may show what that write stores.
+type groupCall struct {
+	// parts are the __consumer_offsets partitions the call read or wrote;
+	// nil: all of them.
+	parts    map[int32]bool
+	acked    bool
+	err      error
+	finished bool
+	finish   func(error)
+}
+
+// overlaps reports whether two calls touch a common partition.
+func (a *groupCall) overlaps(b *groupCall) bool {
+	if a.parts == nil || b.parts == nil {
+		return true
+	}
+	for p := range a.parts {
+		if b.parts[p] {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *Host) groupConfig() group.Config {
@@ -228,6 +266,11 @@ func (g *groups) loadPartitionLocked(p *replica.Partition) (int, error) {
 		g.mu.pendingTxn[pid] = append(g.mu.pendingTxn[pid], pos...)
 	}
 	g.mu.loaded[p.Index] = true
+	g.mu.loadGen++
+	if g.mu.loadGens == nil {
+		g.mu.loadGens = map[int32]uint64{}
+	}
+	g.mu.loadGens[p.Index] = g.mu.loadGen
 	return n, nil
 }
 
@@ -259,6 +302,7 @@ func (g *groups) unloadPartitionLocked(part int32, code int16) {
 		}
 	}
 	delete(g.mu.loaded, part)
+	delete(g.mu.loadGens, part)
 }
 
 // leadershipChanged loads (leader) or unloads the groups of
@@ -325,10 +369,33 @@ type coords struct {
 	consumer *consumer.Coordinator
 }
 
+// errGroupsDropped is the outcome of a call still waiting when its
+// coordinators were dropped: its replies say COORDINATOR_NOT_AVAILABLE.
+var errGroupsDropped = errors.New("group coordinators dropped before the call was answered")
+
 // call runs f against the coordinators under their lock (loading them
 // first if needed), persists the records it returns, then delivers the
-// replies. A failed write drops the coordinators (dropLocked).
-func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
+// replies. f reads the groups named in names (nil: all groups); the call
+// touches their __consumer_offsets partitions, those of its records and
+// those of the parked requests it answers. A tick or a metadata change
+// passes an empty names: what it decides shows only in its records and
+// in the parked requests it answers.
+//
+// Nothing is answered from state whose write is in flight: the replies go
+// out once the call's records are acknowledged and every earlier call of
+// a partition it touches is answered, under g.mu (on a single node, where
+// appends are acknowledged at once, before call returns). Only then does
+// the classic coordinator apply what they store (Appended): offsets, a
+// rebalance's assignment and the SyncGroups it answers; the KIP-848
+// coordinator applied its state when it ran f, so its answers wait. A
+// failed write drops the coordinators (dropLocked), which answers every
+// call still waiting COORDINATOR_NOT_AVAILABLE; a call acknowledged after
+// its coordinators were dropped, or after a partition it touches was
+// unloaded or loaded again, answers NOT_COORDINATOR: the coordinator
+// serving its groups now was replayed from a log that may lack its
+// records (Kafka's coordinator runtime answers a write once it is
+// committed, and fails it when the partition's epoch changed).
+func (g *groups) call(names []string, f func(cs coords, now time.Time) ([]group.Reply, []group.Record)) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, err := g.ensureLocked(); err != nil {
@@ -336,30 +403,118 @@ func (g *groups) call(f func(cs coords, now time.Time) ([]group.Reply, []group.R
 	}
 	c := g.mu.c
 	replies, recs := f(coords{c, g.mu.cc}, g.b.now())
-	// The replies go out once the records are acknowledged, under g.mu
-	// (ackGate): on a single node before call returns. Only then does the
-	// classic coordinator apply what they store (Appended): offsets, a
-	// rebalance's assignment and the SyncGroups it answers.
-	gate := newAckGate(&g.mu)
-	defer gate.release()
-	g.persistLocked(recs, gate.wrap(func(err error) {
-		if err != nil {
-			g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
+	call := &groupCall{parts: g.partsLocked(names, replies, recs)}
+	gens := g.loadGensLocked(call.parts)
+	call.finish = func(err error) {
+		stale := err == nil && g.staleLocked(c, gens)
+		switch {
+		case err != nil:
 			for _, r := range replies {
 				failResponse(r.Resp, kerr.CoordinatorNotAvailable.Code)
 			}
-		} else if len(recs) > 0 && g.mu.c == c {
+		case stale:
+			for _, r := range replies {
+				failResponse(r.Resp, kerr.NotCoordinator.Code)
+			}
+		}
+		if err == nil && len(recs) > 0 && g.mu.c == c {
+			// Groups reloaded since are ignored by Appended.
 			replies = append(replies, c.Appended(g.b.now(), recs, nil)...)
 		}
 		for _, r := range replies {
 			g.deliverLocked(r.Token, r.Resp)
 		}
-		if err != nil {
+		if err != nil && g.mu.c == c {
+			g.b.log.Error("writing group state failed; reloading the coordinator", "err", err)
 			g.dropLocked() // the next call replays the log, which lacks the failed records
 		}
 		g.rearmLocked()
+	}
+	g.mu.calls = append(g.mu.calls, call)
+	gate := newAckGate(&g.mu)
+	defer gate.release()
+	g.persistLocked(recs, gate.wrap(func(err error) {
+		if call.finished {
+			return // answered when its coordinators were dropped
+		}
+		call.acked, call.err = true, err
+		g.finishCallsLocked()
 	}))
 	return nil
+}
+
+// partsLocked is the set of partitions a call touches: those of the
+// groups it names, of its records and of the parked requests its replies
+// answer; nil (all) when names is nil.
+func (g *groups) partsLocked(names []string, replies []group.Reply, recs []group.Record) map[int32]bool {
+	if names == nil {
+		return nil
+	}
+	n := int32(len(g.mu.topic.Partitions))
+	parts := make(map[int32]bool, 1)
+	for _, id := range names {
+		parts[group.PartitionFor(id, n)] = true
+	}
+	for _, r := range recs {
+		parts[group.PartitionFor(r.Group, n)] = true
+	}
+	for _, r := range replies {
+		if tok, ok := r.Token.(Token); ok {
+			if id, ok := parkedGroup(g.mu.parked[tok]); ok {
+				parts[group.PartitionFor(id, n)] = true
+			}
+		}
+	}
+	return parts
+}
+
+// loadGensLocked returns the loads of parts (nil: of every loaded partition).
+func (g *groups) loadGensLocked(parts map[int32]bool) map[int32]uint64 {
+	gens := map[int32]uint64{}
+	for p, gen := range g.mu.loadGens {
+		if parts == nil || parts[p] {
+			gens[p] = gen
+		}
+	}
+	for p := range parts {
+		if _, ok := gens[p]; !ok {
+			gens[p] = 0 // not loaded: loading it later makes the call stale
+		}
+	}
+	return gens
+}
+
+// staleLocked reports whether the state a call of coordinator c ran on is
+// gone: c was dropped, or a partition the call touched was unloaded or
+// loaded again since (gens).
+func (g *groups) staleLocked(c *group.Coordinator, gens map[int32]uint64) bool {
+	if g.mu.c != c {
+		return true
+	}
+	for p, gen := range gens {
+		if g.mu.loadGens[p] != gen {
+			return true
+		}
+	}
+	return false
+}
+
+// finishCallsLocked answers, in call order, every acknowledged call that
+// no earlier unanswered call of a partition it touches holds back.
+func (g *groups) finishCallsLocked() {
+	for progress := true; progress; {
+		progress = false
+		for i, call := range g.mu.calls {
+			if !call.acked || slices.ContainsFunc(g.mu.calls[:i], call.overlaps) {
+				continue
+			}
+			g.mu.calls = slices.Delete(g.mu.calls, i, i+1)
+			call.finished = true
+			call.finish(call.err) // may drop the coordinators and so change g.mu.calls
+			progress = true
+			break
+		}
+	}
 }
 
 // deliverLocked hands resp to the request waiting on tok and forgets the
@@ -387,11 +542,20 @@ func (g *groups) parkLocked(tok Token, req kmsg.Request) {
 // COORDINATOR_NOT_AVAILABLE now, so their clients find the coordinator
 // again and retry, as they do when a Kafka coordinator moves.
 func (g *groups) dropLocked() {
-	g.mu.c, g.mu.cc, g.mu.loaded = nil, nil, nil
+	g.mu.c, g.mu.cc, g.mu.loaded, g.mu.loadGens = nil, nil, nil, nil
 	for tok, req := range g.mu.parked {
 		g.answerParkedLocked(tok, req, kerr.CoordinatorNotAvailable.Code)
 	}
 	g.mu.parked = nil
+	// The calls waiting for acknowledgements answer now: their state is
+	// gone, and the next coordinator waits for nothing of this one's (an
+	// acknowledgement that never comes then holds nobody up).
+	calls := g.mu.calls
+	g.mu.calls = nil
+	for _, call := range calls {
+		call.finished = true
+		call.finish(errGroupsDropped)
+	}
 }
 
 // answerParkedLocked answers parked request req with code and forgets it.
@@ -554,7 +718,7 @@ func (g *groups) tick() {
 		g.dropLocked()
 		g.rearmLocked()
 	})
-	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+	err := g.call([]string{}, func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		replies, recs := cs.classic.Tick(now)
 		return replies, append(recs, fromConsumer(cs.consumer.Tick(now))...)
 	})
@@ -627,7 +791,7 @@ func (h *Host) GroupRequest(client group.Client, req kmsg.Request, tok Token) er
 		deliver(tok, lg.ResponseKind())
 		return nil
 	}
-	err := g.call(func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
+	err := g.call(requestGroups(req), func(cs coords, now time.Time) ([]group.Reply, []group.Record) {
 		r, recs, err := routeGroupRequest(cs, now, tok, client, req)
 		handleErr = err
 		if err == nil && !answers(r, tok) {
@@ -649,4 +813,38 @@ func answers(replies []group.Reply, tok Token) bool {
 		}
 	}
 	return false
+}
+
+// requestGroups are the groups a group request reads or writes; nil (all
+// groups) for ListGroups and requests of no single group.
+func requestGroups(req kmsg.Request) []string {
+	switch r := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return []string{r.Group}
+	case *kmsg.SyncGroupRequest:
+		return []string{r.Group}
+	case *kmsg.HeartbeatRequest:
+		return []string{r.Group}
+	case *kmsg.LeaveGroupRequest:
+		return []string{r.Group}
+	case *kmsg.OffsetCommitRequest:
+		return []string{r.Group}
+	case *kmsg.OffsetDeleteRequest:
+		return []string{r.Group}
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return []string{r.Group}
+	case *kmsg.OffsetFetchRequest:
+		ids := []string{r.Group}
+		for _, rg := range r.Groups {
+			ids = append(ids, rg.Group)
+		}
+		return ids
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return append([]string{}, r.Groups...)
+	case *kmsg.DescribeGroupsRequest:
+		return append([]string{}, r.Groups...)
+	case *kmsg.DeleteGroupsRequest:
+		return append([]string{}, r.Groups...)
+	}
+	return nil
 }

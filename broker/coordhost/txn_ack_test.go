@@ -88,12 +88,13 @@ func dropTxnCoordinator(h *Host) {
 	h.txns.dropLocked()
 }
 
-// notWithin fails the test if ch delivers within d.
+// notWithin fails the test if ch delivers within d (used while a coordinator's
+// record is held unreplicated).
 func notWithin[T any](t *testing.T, ch <-chan T, d time.Duration, what string) {
 	t.Helper()
 	select {
 	case v := <-ch:
-		t.Fatalf("%s answered %v before its __transaction_state record was replicated", what, v)
+		t.Fatalf("%s answered %v before its coordinator's record was replicated", what, v)
 	case <-time.After(d):
 	}
 }
