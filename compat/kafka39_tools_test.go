@@ -5,11 +5,18 @@ package compat
 // the controller.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/integration"
 )
@@ -22,8 +29,10 @@ import (
 // acknowledged record readable from its new home each time; it gives a
 // replicated topic led by broker 2 the preferred order [1 2], and
 // kafka-leader-election --election-type PREFERRED moves its leadership to
-// broker 1, then back the same way. Every step waits until both brokers'
-// Metadata show the result.
+// broker 1, then back the same way. Last, under an acks=all producer,
+// broker 1 (the controller, and led's leader again) is killed with SIGKILL:
+// broker 2 becomes the controller and the leader with every acknowledged
+// record. Every step waits until the brokers' Metadata show the result.
 func TestKafka39ToolsUnderEitherController(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: ZooKeeper, Apache Kafka 3.9, kbroker and Kafka's tools")
@@ -46,16 +55,26 @@ func toolsOnMixedPair(t *testing.T, kafkaController bool) {
 	}
 	z := integration.StartZooKeeper(t)
 	var one, two string // the brokers' addresses
+	var killOne func()  // kill -9 of broker 1
 	if kafkaController {
-		one = startKafka39(t, z, chroot, 1).Addr()
+		kf := startKafka39(t, z, chroot, 1)
+		one = kf.Addr()
 		waitFor(t, kafkaStartTimeout, "Kafka to be the controller", func() bool {
 			m, err := newAdmin(t, one).BrokerMetadata(testCtx(t))
 			return err == nil && m.Controller == 1
 		})
 		two = startKbrokerID(t, z, chroot, 2, nil).Addr()
+		killOne = func() {
+			if err := killProcGroup(kf.cmd); err != nil {
+				t.Fatalf("kill -9 of Kafka: %v", err)
+			}
+			<-kf.done
+		}
 	} else {
-		one = startKbrokerController(t, z, chroot).Addr()
+		kb := startKbrokerController(t, z, chroot)
+		one = kb.Addr()
 		two = startKafka39(t, z, chroot, 2).Addr()
+		killOne = kb.Kill
 	}
 	addrs := []string{one, two}
 	waitViews(t, "both brokers registered", "controller 1 brokers [1 2]", addrs)
@@ -119,4 +138,106 @@ func toolsOnMixedPair(t *testing.T, kafkaController bool) {
 	waitViews(t, "led by broker 2 again", view("led", 2, "[2 1]", "[1 2]"), addrs, "led")
 	want = append(want, produceAcked(t, addrs, "led", "c", 50)...)
 	checkValues(t, one, "led", false, want)
+
+	// kill -9 of broker 1, the controller and a follower of led, under
+	// acks=all load, after a preferred election made it led's leader: broker
+	// 2, of the other kind, becomes the controller and the leader, with
+	// every acknowledged record.
+	reassign("led", "[1,2]")
+	elect("led")
+	waitViews(t, "led by broker 1 before the kill", view("led", 1, "[1 2]", "[1 2]"), addrs, "led")
+	load := startAcksAllLoad(t, addrs, "led")
+	load.waitAcked(t, 100)
+	killOne()
+	waitViews(t, "broker 2 alone, the controller and led's leader",
+		"controller 2 brokers [2]; led-0 leader 2 replicas [1 2] isr [2]", []string{two}, "led")
+	load.waitAcked(t, 100)
+	want = append(want, load.stop(t)...)
+	checkValues(t, two, "led", false, want)
+}
+
+// acksAllLoad produces to partition 0 of a topic with acks=all
+// (idempotent), one record every 2 ms, until stopped, and keeps the
+// acknowledged values in offset order.
+type acksAllLoad struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	acked []string
+	errs  []error
+}
+
+// startAcksAllLoad starts the load; it is stopped at cleanup if the test
+// did not stop it.
+func startAcksAllLoad(t *testing.T, seeds []string, topic string) *acksAllLoad {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &acksAllLoad{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("load-%d", i))}, func(r *kgo.Record, err error) {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				switch {
+				case errors.Is(err, context.Canceled):
+				case err != nil:
+					l.errs = append(l.errs, err)
+				default:
+					l.acked = append(l.acked, string(r.Value))
+				}
+			})
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		cl.Close()
+		<-l.done
+	})
+	return l
+}
+
+// waitAcked waits until n more records are acknowledged.
+func (l *acksAllLoad) waitAcked(t *testing.T, n int) {
+	t.Helper()
+	l.mu.Lock()
+	from := len(l.acked)
+	l.mu.Unlock()
+	waitFor(t, kafkaStartTimeout, fmt.Sprintf("%d more acknowledged records", n), func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.acked) >= from+n
+	})
+}
+
+// stop ends the load, flushes, and returns the acknowledged values; a
+// failed record fails the test.
+func (l *acksAllLoad) stop(t *testing.T) []string {
+	t.Helper()
+	l.cancel()
+	<-l.done
+	if err := l.cl.Flush(testCtx(t)); err != nil {
+		t.Fatalf("flushing the load: %v", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) > 0 {
+		t.Fatalf("%d records failed, first: %v", len(l.errs), l.errs[0])
+	}
+	return slices.Clone(l.acked)
 }
