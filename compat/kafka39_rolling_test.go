@@ -101,22 +101,30 @@ type ack struct {
 // partition and its sequence within that partition, and records every
 // acknowledgement.
 type rollingProducer struct {
-	cl     *kgo.Client
-	log    *syncBuffer
-	cancel context.CancelFunc
-	done   chan struct{}
+	partitions int32
+	cl         *kgo.Client
+	log        *syncBuffer
+	cancel     context.CancelFunc
+	done       chan struct{}
 
 	mu   sync.Mutex
 	acks []ack
 	errs []error
 }
 
-// startRollingProducer starts the producer seeded with seeds; it is stopped
-// at test cleanup if the test did not stop it.
+// startRollingProducer starts the producer of rollingTopic seeded with
+// seeds; it is stopped at test cleanup if the test did not stop it.
 func startRollingProducer(t *testing.T, seeds []string) *rollingProducer {
 	t.Helper()
-	p := &rollingProducer{log: &syncBuffer{}, done: make(chan struct{})}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(rollingTopic),
+	return startAckedProducer(t, seeds, rollingTopic, rollingPartitions)
+}
+
+// startAckedProducer is startRollingProducer on partitions 0 to
+// partitions-1 of topic.
+func startAckedProducer(t *testing.T, seeds []string, topic string, partitions int32) *rollingProducer {
+	t.Helper()
+	p := &rollingProducer{partitions: partitions, log: &syncBuffer{}, done: make(chan struct{})}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.StopProducerOnDataLossDetected(), kgo.MaxBufferedRecords(500),
 		kgo.MetadataMinAge(100*time.Millisecond), kgo.WithLogger(kgo.BasicLogger(p.log, kgo.LogLevelInfo, func() string { return time.Now().UTC().Format("15:04:05.000 ") })))
@@ -150,8 +158,8 @@ func (p *rollingProducer) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		part := int32(seq % rollingPartitions)
-		r := &kgo.Record{Partition: part, Value: []byte(fmt.Sprintf("%d-%d", part, seq/rollingPartitions))}
+		part := int32(seq) % p.partitions
+		r := &kgo.Record{Partition: part, Value: []byte(fmt.Sprintf("%d-%d", part, int32(seq)/p.partitions))}
 		// ctx: a producer blocked on a full buffer stops with the test.
 		p.cl.Produce(ctx, r, p.record)
 	}

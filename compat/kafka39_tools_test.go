@@ -5,18 +5,12 @@ package compat
 // the controller.
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/integration"
 )
@@ -146,98 +140,16 @@ func toolsOnMixedPair(t *testing.T, kafkaController bool) {
 	reassign("led", "[1,2]")
 	elect("led")
 	waitViews(t, "led by broker 1 before the kill", view("led", 1, "[1 2]", "[1 2]"), addrs, "led")
-	load := startAcksAllLoad(t, addrs, "led")
-	load.waitAcked(t, 100)
+	load := startAckedProducer(t, addrs, "led", 1)
+	load.waitProgress(t, "before the kill", 100)
 	killOne()
 	waitViews(t, "broker 2 alone, the controller and led's leader",
 		"controller 2 brokers [2]; led-0 leader 2 replicas [1 2] isr [2]", []string{two}, "led")
-	load.waitAcked(t, 100)
-	want = append(want, load.stop(t)...)
+	load.waitProgress(t, "after the kill", 100)
+	acks := load.stop(t)
+	slices.SortFunc(acks, func(a, b ack) int { return int(a.offset - b.offset) })
+	for _, a := range acks {
+		want = append(want, a.value)
+	}
 	checkValues(t, two, "led", false, want)
-}
-
-// acksAllLoad produces to partition 0 of a topic with acks=all
-// (idempotent), one record every 2 ms, until stopped, and keeps the
-// acknowledged values in offset order.
-type acksAllLoad struct {
-	cl     *kgo.Client
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu    sync.Mutex
-	acked []string
-	errs  []error
-}
-
-// startAcksAllLoad starts the load; it is stopped at cleanup if the test
-// did not stop it.
-func startAcksAllLoad(t *testing.T, seeds []string, topic string) *acksAllLoad {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.MetadataMinAge(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &acksAllLoad{cl: cl, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("load-%d", i))}, func(r *kgo.Record, err error) {
-				l.mu.Lock()
-				defer l.mu.Unlock()
-				switch {
-				case errors.Is(err, context.Canceled):
-				case err != nil:
-					l.errs = append(l.errs, err)
-				default:
-					l.acked = append(l.acked, string(r.Value))
-				}
-			})
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		cl.Close()
-		<-l.done
-	})
-	return l
-}
-
-// waitAcked waits until n more records are acknowledged.
-func (l *acksAllLoad) waitAcked(t *testing.T, n int) {
-	t.Helper()
-	l.mu.Lock()
-	from := len(l.acked)
-	l.mu.Unlock()
-	waitFor(t, kafkaStartTimeout, fmt.Sprintf("%d more acknowledged records", n), func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.acked) >= from+n
-	})
-}
-
-// stop ends the load, flushes, and returns the acknowledged values; a
-// failed record fails the test.
-func (l *acksAllLoad) stop(t *testing.T) []string {
-	t.Helper()
-	l.cancel()
-	<-l.done
-	if err := l.cl.Flush(testCtx(t)); err != nil {
-		t.Fatalf("flushing the load: %v", err)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.errs) > 0 {
-		t.Fatalf("%d records failed, first: %v", len(l.errs), l.errs[0])
-	}
-	return slices.Clone(l.acked)
 }
