@@ -143,6 +143,27 @@ type member struct {
 	// or right after it left that state by a record replayed from the log.
 	revokeDeadline time.Time
 	revokeEpoch    int32
+	// reported is what the member's last heartbeat with owned partitions
+	// reported owning; nil if none did since it joined or was loaded. Kept
+	// in memory only: it decides when an assignment is sent again
+	// (assignmentUnconfirmed).
+	reported assignment
+}
+
+// assignmentUnconfirmed reports whether the member's assignment changed at
+// its current epoch (a member in MemberUnreleasedPartitions picking up
+// released partitions: prevEpoch == epoch) and the member has not
+// reported owning all of it since. A client that lost the response
+// carrying that assignment and resends its keep-alive (franz-go retries
+// a request whose connection died) sends the same epoch and no owned
+// partitions, which Kafka cannot tell from a keep-alive after a delivered
+// response; it would then never learn of the partitions while the
+// coordinator keeps them assigned to it. Kafka relies on the client
+// sending a full request after a failed heartbeat; we also send the
+// assignment again until the member reports owning it.
+func (m *member) assignmentUnconfirmed() bool {
+	return m.cur.prevEpoch == m.cur.epoch && len(m.cur.assigned) > 0 &&
+		(m.reported == nil || !m.cur.assigned.subsetOf(m.reported))
 }
 
 // isReconciledTo is Kafka's ModernGroupMember.isReconciledTo.

@@ -267,6 +267,9 @@ func (c *Coordinator) heartbeat(w *out, now time.Time, client Client, req *kmsg.
 		c.emit(w, opMember{group: g.id, member: memberID, sub: sub})
 	}
 	m = g.members[memberID]
+	if owned != nil {
+		m.reported = owned.clone()
+	}
 
 	var idx *topicIndex
 	index := func() topicIndex {
@@ -292,7 +295,7 @@ func (c *Coordinator) heartbeat(w *out, now time.Time, client Client, req *kmsg.
 	resp.HeartbeatIntervalMillis = heartbeat
 	full := joining || (req.RebalanceTimeoutMillis != -1 &&
 		(req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil)
-	if full || !m.cur.assigned.equal(beforeAssigned) {
+	if full || !m.cur.assigned.equal(beforeAssigned) || m.assignmentUnconfirmed() {
 		resp.Assignment = m.cur.assigned.toResponse()
 	}
 	return nil

@@ -450,3 +450,45 @@ func TestGroupConfigTimeouts(t *testing.T) {
 		t.Fatal("A did not expire after the group's 50s session timeout")
 	}
 }
+
+// TestLostAssignmentOfReleasedPartitionsIsResent: a member in
+// MemberUnreleasedPartitions picks up the released partitions without a
+// new epoch. If the response carrying them is lost and the client resends
+// the same keep-alive (franz-go's request retry does), the retry has the
+// same epoch and no owned partitions; the coordinator must send the
+// assignment again, or the client never learns of the partitions while the
+// coordinator keeps them assigned to it and gives them to nobody else.
+func TestLostAssignmentOfReleasedPartitionsIsResent(t *testing.T) {
+	h := newHarness(t, nil)
+	h.setTopic("t", 6)
+	a := &sim{id: "A", topics: []string{"t"}}
+	b := &sim{id: "B", topics: []string{"t"}}
+	h.poll(a)
+	h.poll(b)
+	h.poll(a) // A must revoke t:3-5
+	h.poll(a) // A revoked; B's target is free
+	if got := h.member("B").cur.state; got != MemberUnreleasedPartitions {
+		t.Fatalf("B state %v", got)
+	}
+	keepAlive := beatReq("B", b.epoch, nil)
+	r := h.send(keepAlive) // the response is lost
+	wantCode(t, r, 0)
+	wantAssigned(t, respAssignment(r), "t:3,4,5")
+	if r.MemberEpoch != b.epoch {
+		t.Fatalf("B's epoch moved from %d to %d", b.epoch, r.MemberEpoch)
+	}
+	r = h.send(beatReq("B", b.epoch, nil)) // the client's retry
+	wantCode(t, r, 0)
+	if r.Assignment == nil {
+		t.Fatal("the retried keep-alive got no assignment: the client never learns of t:3-5")
+	}
+	wantAssigned(t, respAssignment(r), "t:3,4,5")
+
+	// Once the member reports owning its assignment, keep-alives are
+	// empty again.
+	wantCode(t, h.send(beatReq("B", b.epoch, asgOf("t:3,4,5"))), 0)
+	r = h.send(beatReq("B", b.epoch, nil))
+	if r.Assignment != nil {
+		t.Fatalf("keep-alive after the acknowledgement: assignment %v", r.Assignment)
+	}
+}
