@@ -9,7 +9,6 @@ package compat
 // offset, and no acknowledged record below the final commit unread.
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -17,9 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/integration"
 	"github.com/kbroker/kbroker/integration/history"
 )
 
@@ -80,71 +78,9 @@ func (g *rollingGroup) slot(slot int) {
 	}
 }
 
-// member is one member's life: it polls, commits what it polled after
-// every poll and when its partitions are revoked, and leaves.
+// member is one member's life (integration.RunGroupMember).
 func (g *rollingGroup) member(name string, lifetime time.Duration) error {
-	commit := func(ctx context.Context, cl *kgo.Client) {
-		offs := cl.UncommittedOffsets()
-		if len(offs) == 0 {
-			return
-		}
-		sent := g.gc.CommitSent()
-		ok := map[history.TP]int64{}
-		cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				return
-			}
-			for _, rt := range resp.Topics {
-				for _, rp := range rt.Partitions {
-					if rp.ErrorCode == 0 {
-						ok[history.TP{Topic: rt.Topic, Partition: rp.Partition}] = offs[rt.Topic][rp.Partition].Offset
-					}
-				}
-			}
-		})
-		g.gc.Committed(name, sent, ok)
-	}
-	tps := func(m map[string][]int32) []history.TP {
-		var out []history.TP
-		for topic, ps := range m {
-			for _, p := range ps {
-				out = append(out, history.TP{Topic: topic, Partition: p})
-			}
-		}
-		return out
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.seeds...), kgo.ConsumerGroup(rollingMembersGroup), kgo.ConsumeTopics(rollingTopic),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { g.gc.Assigned(name, tps(m)...) }),
-		kgo.OnPartitionsRevoked(func(ctx context.Context, c *kgo.Client, m map[string][]int32) {
-			commit(ctx, c)
-			g.gc.Revoked(name, tps(m)...)
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { g.gc.Revoked(name, tps(m)...) }))
-	if err != nil {
-		return err
-	}
-	defer cl.Close() // runs the revoke callback, which commits
-	end := time.After(lifetime)
-	for {
-		select {
-		case <-g.stopc:
-			return nil
-		case <-end:
-			return nil
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) {
-			g.gc.Polled(name, history.Record{TP: history.TP{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
-		})
-		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-		commit(ctx, cl)
-		cancel()
-	}
+	return integration.RunGroupMember(g.seeds, rollingMembersGroup, rollingTopic, name, lifetime, g.gc, g.stopc)
 }
 
 // stop ends the members and checks the group against the producer's
