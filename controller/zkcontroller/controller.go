@@ -385,44 +385,9 @@ func (c *Controller) readEpoch() (int32, int32, error) {
 	return epoch, stat.Version, err
 }
 
-// enableFeatures creates /feature, or turns feature versioning on in it,
-// as Kafka's controller does on election (KIP-584, IBP 2.7 and later: all
-// that kbroker speaks). An unreadable /feature is logged and left as is.
-func (c *Controller) enableFeatures() error {
-	old, stat, err := c.zk.Get(zkdata.FeaturePath)
-	if errors.Is(err, zk.ErrNoNode) {
-		data, _, err := zkdata.EnabledFeatures(nil)
-		if err != nil {
-			return err
-		}
-		if _, err := c.zk.Create(zkdata.FeaturePath, data, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("creating /feature: %w", err)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading /feature: %w", err)
-	}
-	data, changed, err := zkdata.EnabledFeatures(old)
-	if err != nil {
-		c.log.Warn("leaving an unreadable /feature as it is", "err", err)
-		return nil
-	}
-	if !changed {
-		return nil
-	}
-	if _, err := c.zk.Set(zkdata.FeaturePath, data, stat.Version); err != nil {
-		return fmt.Errorf("enabling /feature: %w", err)
-	}
-	return nil
-}
-
 // becomeController loads the cluster from ZooKeeper and starts acting on it.
 func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	c.log.Info("became controller", "epoch", epoch)
-	if err := c.enableFeatures(); err != nil {
-		return err
-	}
 	ctx := controller.NewContext(c.cfg.BrokerID, epoch, epochVersion)
 	ctx.Listener = c.cfg.Listener
 	ctx.IBP = c.cfg.IBP

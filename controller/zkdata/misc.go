@@ -231,38 +231,3 @@ func DecodeProducerIDBlock(data []byte) (ProducerIDBlock, error) {
 	}
 	return ProducerIDBlock{BrokerID: j.Broker, BlockStart: start, BlockEnd: end}, nil
 }
-
-// featureZNodeVersion is /feature's version since Kafka 2.7 (KIP-584): it
-// carries status.
-const featureZNodeVersion = 2
-
-// featureJSON is /feature: the finalized features by name (Kafka 3.9 in
-// ZooKeeper mode finalizes none) and whether feature versioning is
-// enabled (status 1) or disabled (0).
-type featureJSON struct {
-	Features json.RawMessage `json:"features"`
-	Version  int             `json:"version"`
-	Status   int             `json:"status"`
-}
-
-// EnabledFeatures returns /feature's data with feature versioning enabled
-// and the finalized features of old kept (none if old is nil), as Kafka's
-// controller writes it on election at IBP 2.7 and later, and whether that
-// differs from old.
-func EnabledFeatures(old []byte) ([]byte, bool, error) {
-	j := featureJSON{Features: json.RawMessage(`{}`)}
-	if old != nil {
-		if err := json.Unmarshal(old, &j); err != nil {
-			return nil, false, fmt.Errorf("feature znode %q: %w", old, err)
-		}
-		if len(j.Features) == 0 || string(j.Features) == "null" {
-			j.Features = json.RawMessage(`{}`)
-		}
-		if j.Status == 1 && j.Version == featureZNodeVersion {
-			return old, false, nil
-		}
-	}
-	j.Version, j.Status = featureZNodeVersion, 1
-	data, err := json.Marshal(j)
-	return data, true, err
-}

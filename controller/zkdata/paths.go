@@ -33,7 +33,6 @@ const (
 	IsrChangePath          = "/isr_change_notification"
 	LogDirEventPath        = "/log_dir_event_notification"
 	ProducerIDBlockPath    = "/latest_producer_id_block"
-	FeaturePath            = "/feature"
 	ConsumersPath          = "/consumers"
 	ConfigChangeSeqPrefix  = "config_change_"
 	IsrChangeSeqPrefix     = "isr_change_"

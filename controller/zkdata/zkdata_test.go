@@ -182,27 +182,6 @@ func TestSmallZNodesKafkaJSON(t *testing.T) {
 	}
 }
 
-// TestFeatureZNodeKafkaJSON: /feature as Kafka 3.9's controller writes it
-// in ZooKeeper mode, created or enabled keeping its features.
-func TestFeatureZNodeKafkaJSON(t *testing.T) {
-	enc, changed, err := EnabledFeatures(nil)
-	if err != nil || !changed {
-		t.Fatalf("new /feature: %v changed %v", err, changed)
-	}
-	sameJSON(t, enc, `{"features":{},"version":2,"status":1}`)
-	if _, changed, _ := EnabledFeatures(enc); changed {
-		t.Fatal("an enabled /feature was rewritten")
-	}
-	enc, changed, err = EnabledFeatures([]byte(`{"features":{"x":{"min_version_level":1,"max_version_level":2}},"version":2,"status":0}`))
-	if err != nil || !changed {
-		t.Fatalf("disabled /feature: %v changed %v", err, changed)
-	}
-	sameJSON(t, enc, `{"features":{"x":{"min_version_level":1,"max_version_level":2}},"version":2,"status":1}`)
-	if _, _, err := EnabledFeatures([]byte("not json")); err == nil {
-		t.Fatal("an unreadable /feature was accepted")
-	}
-}
-
 func TestPaths(t *testing.T) {
 	for got, want := range map[string]string{
 		BrokerPath(3):              "/brokers/ids/3",
