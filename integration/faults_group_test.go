@@ -106,7 +106,6 @@ func runGroupFaults(t *testing.T, topic, group string, kip848 bool) {
 		})
 	}
 
-
 	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, ch.AckedCount)
 	// The producer stops first and the members then get drainBound to
 	// commit every acknowledged record (liveness, checked below). The
