@@ -155,6 +155,21 @@ func (w *rollingTxnWriter) waitProgress(t *testing.T, what string, n int) {
 	})
 }
 
+// reportProgress is waitProgress that logs, rather than fails, when the
+// transactions do not progress.
+func (w *rollingTxnWriter) reportProgress(t *testing.T, what string, n int) {
+	t.Helper()
+	from := w.committed()
+	deadline := time.Now().Add(kafkaStartTimeout)
+	for w.committed() < from+n {
+		if time.Now().After(deadline) {
+			t.Logf("OPEN: fewer than %d more committed transactions %s in %v (%d)", n, what, kafkaStartTimeout, w.committed()-from)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // stop ends the writer and checks the transactions against a
 // read_committed read of rollingTxnTopic through the broker at addr: no
 // aborted or open record visible, every committed transaction whole, none
@@ -163,6 +178,11 @@ func (w *rollingTxnWriter) waitProgress(t *testing.T, what string, n int) {
 func (w *rollingTxnWriter) stop(t *testing.T, addr string) {
 	t.Helper()
 	w.cancel()
+	w.mu.Lock()
+	if w.cl != nil {
+		w.cl.Close() // fails what is in flight: run cannot stay blocked
+	}
+	w.mu.Unlock()
 	<-w.done
 	w.mu.Lock()
 	errs := w.errs
