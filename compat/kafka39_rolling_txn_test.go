@@ -50,15 +50,7 @@ func startRollingTxnWriter(t *testing.T, seeds []string) *rollingTxnWriter {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.run(ctx)
-	t.Cleanup(func() {
-		w.cancel()
-		w.mu.Lock()
-		if w.cl != nil {
-			w.cl.Close() // fails what is in flight: run cannot stay blocked
-		}
-		w.mu.Unlock()
-		<-w.done
-	})
+	t.Cleanup(w.halt)
 	return w
 }
 
@@ -155,6 +147,18 @@ func (w *rollingTxnWriter) waitProgress(t *testing.T, what string, n int) {
 	})
 }
 
+// halt stops run and waits for it; closing the current client fails
+// what is in flight, so a stuck transaction cannot keep run blocked.
+func (w *rollingTxnWriter) halt() {
+	w.cancel()
+	w.mu.Lock()
+	if w.cl != nil {
+		w.cl.Close()
+	}
+	w.mu.Unlock()
+	<-w.done
+}
+
 // reportProgress is waitProgress that logs, rather than fails, when the
 // transactions do not progress.
 func (w *rollingTxnWriter) reportProgress(t *testing.T, what string, n int) {
@@ -177,13 +181,7 @@ func (w *rollingTxnWriter) reportProgress(t *testing.T, what string, n int) {
 // are logged; any other fails the test.
 func (w *rollingTxnWriter) stop(t *testing.T, addr string) {
 	t.Helper()
-	w.cancel()
-	w.mu.Lock()
-	if w.cl != nil {
-		w.cl.Close() // fails what is in flight: run cannot stay blocked
-	}
-	w.mu.Unlock()
-	<-w.done
+	w.halt()
 	w.mu.Lock()
 	errs := w.errs
 	w.mu.Unlock()
