@@ -10,7 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,11 +207,17 @@ func (w *rollingTxnWriter) stop(t *testing.T, addr string) {
 }
 
 // retriableTxnErr reports whether err is one a client should expect while
-// brokers restart: a Kafka error marked retriable, or a timeout.
+// brokers restart: a Kafka error marked retriable, a timeout, or a
+// network error (a restarted broker listens on a new port, so a client
+// that still dials the old address is refused until it refreshes its
+// metadata).
 func retriableTxnErr(err error) bool {
 	var ke *kerr.Error
+	var ne net.Error
 	return errors.As(err, &ke) && ke.Retriable || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, kerr.ConcurrentTransactions) || errors.Is(err, kerr.CoordinatorLoadInProgress)
+		errors.Is(err, kerr.ConcurrentTransactions) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
+		errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // readCommittedAll reads topic from the start to its end offsets with
@@ -262,4 +271,25 @@ func readCommittedAll(t *testing.T, addr, topic string) []history.Record {
 		t.Fatalf("reading %s read_committed through %s: at %v, ends %v", topic, addr, at, ends)
 	}
 	return out
+}
+
+// TestRetriableTxnErr pins which writer errors the rolling migration
+// only logs: a refused dial, as franz-go wraps it, is one; a fenced epoch
+// is not.
+func TestRetriableTxnErr(t *testing.T) {
+	_, dial := net.Dial("tcp", "127.0.0.1:1")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("tw.22: commit: %w", fmt.Errorf("unable to dial: %w", dial)), true},
+		{fmt.Errorf("tw.1: commit: %w", kerr.NotCoordinator), true},
+		{fmt.Errorf("tw.1: commit: %w", context.DeadlineExceeded), true},
+		{fmt.Errorf("tw.1: commit: %w", kerr.InvalidProducerEpoch), false},
+		{fmt.Errorf("tw.1: commit: %w", kerr.ProducerFenced), false},
+	} {
+		if got := retriableTxnErr(c.err); got != c.want {
+			t.Errorf("retriableTxnErr(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
 }
