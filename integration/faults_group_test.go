@@ -17,7 +17,7 @@ import (
 // polls, commits what it polled after every poll and when its partitions
 // are revoked, and after a random lifetime leaves so that a new member
 // (a new name) takes the slot. Everything goes to a GroupChecker.
-func groupMember(t *testing.T, seeds []string, group, topic string, slot int, seed uint64, kip848 bool, gc *history.GroupChecker, stop <-chan struct{}, wg *sync.WaitGroup) {
+func groupMember(t *testing.T, seeds []string, group, topic string, slot int, seed uint64, kip848 bool, gc *history.GroupChecker, probe *consumeProbe, stop <-chan struct{}, wg *sync.WaitGroup) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, uint64(100+slot)))
 	wg.Add(1)
@@ -31,7 +31,7 @@ func groupMember(t *testing.T, seeds []string, group, topic string, slot int, se
 			}
 			name := fmt.Sprintf("m%d.%d", slot, gen)
 			lifetime := 5*time.Second + time.Duration(rng.IntN(10000))*time.Millisecond
-			var opts []kgo.Opt
+			opts := []kgo.Opt{kgo.WithHooks(probe)}
 			if kip848 {
 				// franz-go runs the KIP-848 protocol with a server-side
 				// balancer and the range or sticky balancer named.
@@ -76,12 +76,13 @@ func runGroupFaults(t *testing.T, topic, group string, kip848 bool) {
 	c, seed, duration, kinds := startFaultCluster(t, topic, 2)
 	seeds := addrsOf(c.Brokers)
 	ch := history.New()
-	p := startProducer(t, c.Brokers, topic, ch)
+	probe := &consumeProbe{}
+	p := startProbedProducer(t, c.Brokers, topic, ch, probe)
 	gc := history.NewGroupChecker()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for slot := range 3 {
-		groupMember(t, seeds, group, topic, slot, seed, kip848, gc, stop, &wg)
+		groupMember(t, seeds, group, topic, slot, seed, kip848, gc, probe, stop, &wg)
 	}
 	p.waitAcked(t, 100, "records acknowledged before the first fault")
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
@@ -106,7 +107,7 @@ func runGroupFaults(t *testing.T, topic, group string, kip848 bool) {
 		})
 	}
 
-	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, ch.AckedCount)
+	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, workload{ch.AckedCount, probe})
 	// The producer stops first and the members then get drainBound to
 	// commit every acknowledged record (liveness, checked below). The
 	// producer's sticky partitioner writes one partition at a time (64 KiB

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,27 +57,42 @@ func faultsConfig(t *testing.T) (seed uint64, d time.Duration, kinds []FaultKind
 // faultStats is what the nemesis test measured for one fault kind.
 type faultStats struct {
 	n int
-	// acked counts the records acknowledged while faults of this kind
-	// were active.
+	// acked counts the successes (acknowledged records, committed
+	// transactions) while faults of this kind were active.
 	acked int
 	// recovery is, per injection, the time from the heal to the next
-	// acknowledged produce; healthy, to every replica back in every ISR.
-	recovery, healthy []time.Duration
+	// success; consumed, to the first poll of a record sent after the
+	// heal; healthy, to every replica back in every ISR.
+	recovery, consumed, healthy []time.Duration
+	// zombie is the longest time a deposed leader went on appending
+	// records it never acknowledged (zombieWatch), zombies how many
+	// injections had one, and unacked how many offsets they appended.
+	zombie           time.Duration
+	zombies, unacked int64
 }
 
-// table formats the stats as a Markdown table, one row per kind.
+// faultsTable formats the stats as a Markdown table, one row per kind.
 func faultsTable(stats map[FaultKind]*faultStats) string {
 	var b strings.Builder
-	b.WriteString("| fault | injected | successes during fault | produce recovery (max) | produce recovery (median) | full ISR again (max) |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | injected | successes during fault | produce recovery (max) | produce recovery (median) | consume recovery (max) | consume recovery (median) | full ISR again (max) | zombie appends (faults, offsets never acknowledged) | zombie window (max) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
 	for _, k := range AllFaults {
 		s := stats[k]
 		if s == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %v | %v | %v |\n", k, s.n, s.acked,
-			maxDur(s.recovery).Round(10*time.Millisecond), medianDur(s.recovery).Round(10*time.Millisecond),
-			maxDur(s.healthy).Round(10*time.Millisecond))
+		zombie := "none"
+		if s.zombies > 0 {
+			zombie = fmt.Sprintf("%d, %d", s.zombies, s.unacked)
+		}
+		window := "-"
+		if s.zombies > 0 {
+			window = r(s.zombie).String()
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %v | %v | %v | %v | %v | %s | %s |\n", k, s.n, s.acked,
+			r(maxDur(s.recovery)), r(medianDur(s.recovery)), r(maxDur(s.consumed)), r(medianDur(s.consumed)),
+			r(maxDur(s.healthy)), zombie, window)
 	}
 	return b.String()
 }
@@ -123,10 +139,16 @@ func TestFaultsNemesis(t *testing.T) {
 	const topic = "faults"
 	c, seed, duration, kinds := startFaultCluster(t, topic, 1)
 	ch := history.New()
-	p := startProducer(t, c.Brokers, topic, ch)
+	probe := &consumeProbe{}
+	p := startProbedProducer(t, c.Brokers, topic, ch, probe)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	tailConsumer(t, addrsOf(c.Brokers), topic, 3, "tail", nil, stop, &wg, kgo.WithHooks(probe))
 	p.waitAcked(t, 100, "records acknowledged before the first fault")
 
-	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, ch.AckedCount)
+	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, workload{ch.AckedCount, probe})
+	close(stop)
+	wg.Wait()
 	p.close(t)
 	checkHistory(t, c.Brokers, topic, ch, fmt.Sprintf("seed %d", seed))
 	t.Logf("seed %d faults:\n%s", seed, faultsTable(stats))
@@ -148,39 +170,70 @@ func startFaultCluster(t *testing.T, topic string, share int) (c *NetCluster, se
 	return c, seed, d / time.Duration(share), kinds
 }
 
+// workload is what runNemesis watches: progress counts the writers'
+// successes (acknowledged records, committed transactions); probe stamps
+// the writers' records and sees the consumers' polls.
+type workload struct {
+	progress func() int
+	probe    *consumeProbe
+}
+
 // runNemesis injects faults one at a time for duration, each held 6 to 12
-// seconds and then healed; after each heal it measures how long progress
-// (a count of successes: acknowledged records, committed transactions)
-// takes to move again and waits until every broker is ready and every
-// partition of topic has its full ISR. The zombie's victim is a leader of
-// a partition of topic.
-func runNemesis(t *testing.T, c *NetCluster, nem *Nemesis, duration time.Duration, topic string, progress func() int) map[FaultKind]*faultStats {
+// seconds and then healed. After each heal it measures how long progress
+// takes to move again (produce recovery) and how long until a consumer
+// polls a record sent after the heal (consume recovery), then waits until
+// every broker is ready and every partition of topic has its full ISR.
+// While a fault is held a zombieWatch samples the partitions' leaders of
+// the fault's start. The zombie's victim is a leader of a partition of
+// topic.
+func runNemesis(t *testing.T, c *NetCluster, nem *Nemesis, duration time.Duration, topic string, w workload) map[FaultKind]*faultStats {
 	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(c.Brokers)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	stats := map[FaultKind]*faultStats{}
 	for end := time.Now().Add(duration); time.Now().Before(end); {
 		kind := nem.Next()
 		leaders := leadersOf(t, c.Brokers[0], topic)
+		zw, err := startZombieWatch(cl, c.Brokers, c.Brokers[0], topic)
+		if err != nil {
+			t.Fatalf("watching the leaders of %s: %v", topic, err)
+		}
 		f, err := nem.Inject(kind, leaders[nem.Intn(len(leaders))])
 		if err != nil {
+			zw.halt()
 			t.Fatalf("injecting %s: %v", kind, err)
 		}
 		hold := 6*time.Second + time.Duration(nem.Intn(6000))*time.Millisecond
-		before := progress()
+		before := w.progress()
 		t.Logf("fault %s: %s, held %v", kind, f.What, hold)
 		<-time.After(hold) // the fault's own duration, not a wait for a condition
-		during := progress() - before
+		during := w.progress() - before
+		zw.halt()
 		if err := f.Heal(); err != nil {
 			t.Fatalf("healing %s: %v", kind, err)
 		}
-		healed, at := time.Now(), progress()
-		waitFor(t, 2*time.Minute, fmt.Sprintf("progress after healing %s", kind), func() (bool, error) {
-			return progress() > at, errNotYet
+		healed, at, mark := time.Now(), w.progress(), w.probe.mark()
+		var recovered, consumed time.Duration
+		waitFor(t, 2*time.Minute, fmt.Sprintf("progress and a record sent after healing %s polled", kind), func() (bool, error) {
+			if recovered == 0 && w.progress() > at {
+				recovered = time.Since(healed)
+			}
+			if consumed == 0 && w.probe.readSince(mark) {
+				consumed = time.Since(healed)
+			}
+			return recovered > 0 && consumed > 0, errNotYet
 		})
-		recovered := time.Since(healed)
 		for _, b := range c.Brokers {
 			waitReady(t, b)
 		}
 		waitFullISR(t, c.Brokers, topic, 3)
+		zr, err := zw.result(c.Brokers[0])
+		if err != nil {
+			t.Fatalf("after healing %s: %v", kind, err)
+		}
 		s := stats[kind]
 		if s == nil {
 			s = &faultStats{}
@@ -189,8 +242,18 @@ func runNemesis(t *testing.T, c *NetCluster, nem *Nemesis, duration time.Duratio
 		s.n++
 		s.acked += during
 		s.recovery = append(s.recovery, recovered)
+		s.consumed = append(s.consumed, consumed)
 		s.healthy = append(s.healthy, time.Since(healed))
-		t.Logf("healed %s: progress again after %v, full ISR after %v", kind, recovered.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+		if zr.unacked > 0 {
+			s.zombies++
+			s.unacked += zr.unacked
+			s.zombie = max(s.zombie, zr.window)
+		}
+		for _, l := range zr.lines {
+			t.Logf("zombie: %s", l)
+		}
+		t.Logf("healed %s: progress again after %v, a record sent after the heal polled after %v, full ISR after %v",
+			kind, recovered.Round(time.Millisecond), consumed.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
 	}
 	return stats
 }

@@ -27,6 +27,8 @@ type txnWriter struct {
 	rng         *rand.Rand
 	cl          *kgo.Client
 	committed   *atomic.Int64
+	// probe, when set, stamps every record (consume availability).
+	probe *consumeProbe
 }
 
 func (w *txnWriter) client() (*kgo.Client, error) {
@@ -65,7 +67,11 @@ func (w *txnWriter) one(ctx context.Context) error {
 	var recs []*kgo.Record
 	for p := range w.partitions {
 		v := w.tc.Value(id, int(p), history.TP{Topic: w.topic, Partition: p})
-		recs = append(recs, &kgo.Record{Topic: w.topic, Partition: p, Value: []byte(v)})
+		r := &kgo.Record{Topic: w.topic, Partition: p, Value: []byte(v)}
+		if w.probe != nil {
+			w.probe.stamp(r)
+		}
+		recs = append(recs, r)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	perr := cl.ProduceSync(pctx, recs...).FirstErr()
@@ -96,16 +102,28 @@ func (w *txnWriter) one(ctx context.Context) error {
 }
 
 // readCommittedConsumer reads every partition of topic from the start with
-// isolation read_committed and reports each record to tc as name.
-func readCommittedConsumer(t *testing.T, seeds []string, topic string, partitions int32, name string, tc *history.TxnChecker, stop <-chan struct{}, wg *sync.WaitGroup) {
+// isolation read_committed and reports each record to tc as name; opts
+// are added to the client's (hooks).
+func readCommittedConsumer(t *testing.T, seeds []string, topic string, partitions int32, name string, tc *history.TxnChecker, stop <-chan struct{}, wg *sync.WaitGroup, opts ...kgo.Opt) {
+	t.Helper()
+	tailConsumer(t, seeds, topic, partitions, name, func(r *kgo.Record) {
+		tc.Read(name, history.Record{TP: history.TP{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
+	}, stop, wg, append([]kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
+}
+
+// tailConsumer reads every partition of topic from the start, assigned
+// directly, and passes each record to onRecord (nil: none) until stop
+// closes; opts are added to the client's. It logs the client's data-loss
+// notices as name.
+func tailConsumer(t *testing.T, seeds []string, topic string, partitions int32, name string, onRecord func(*kgo.Record), stop <-chan struct{}, wg *sync.WaitGroup, opts ...kgo.Opt) {
 	t.Helper()
 	offsets := map[int32]kgo.Offset{}
 	for p := range partitions {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.MetadataMinAge(100 * time.Millisecond), kgo.FetchMaxWait(500 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +150,9 @@ func readCommittedConsumer(t *testing.T, seeds []string, topic string, partition
 					t.Logf("%s: %s/%d: %v", name, topic, p, err)
 				}
 			})
-			fs.EachRecord(func(r *kgo.Record) {
-				tc.Read(name, history.Record{TP: history.TP{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset, Value: string(r.Value)})
-			})
+			if onRecord != nil {
+				fs.EachRecord(onRecord)
+			}
 		}
 	}()
 }
@@ -158,15 +176,16 @@ func TestFaultsTransactions(t *testing.T) {
 
 	tc := history.NewTxnChecker()
 	var committed atomic.Int64
+	probe := &consumeProbe{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 2 {
-		readCommittedConsumer(t, seeds, topic, partitions, fmt.Sprintf("reader%d", i), tc, stop, &wg)
+		readCommittedConsumer(t, seeds, topic, partitions, fmt.Sprintf("reader%d", i), tc, stop, &wg, kgo.WithHooks(probe))
 	}
 	var werrs sync.Map // error text → count, for the log
 	for i := range 2 {
 		w := &txnWriter{name: fmt.Sprintf("tw%d", i), topic: topic, partitions: partitions, seeds: seeds, tc: tc,
-			rng: rand.New(rand.NewPCG(seed, uint64(i))), committed: &committed}
+			rng: rand.New(rand.NewPCG(seed, uint64(i))), committed: &committed, probe: probe}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -188,7 +207,7 @@ func TestFaultsTransactions(t *testing.T) {
 	waitFor(t, time.Minute, "20 committed transactions before the first fault", func() (bool, error) {
 		return progress() >= 20, errNotYet
 	})
-	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, progress)
+	stats := runNemesis(t, c, NewNemesis(c, seed, kinds), duration, topic, workload{progress, probe})
 	close(stop)
 	wg.Wait()
 	werrs.Range(func(k, v any) bool {

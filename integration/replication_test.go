@@ -58,6 +58,12 @@ func startProducer(t *testing.T, bs []*BrokerProc, topic string, ch *history.Che
 // startProducerOpts is startProducer with options added to (and
 // overriding) its own.
 func startProducerOpts(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker, opts ...kgo.Opt) *producer {
+	return startProbedProducer(t, bs, topic, ch, nil, opts...)
+}
+
+// startProbedProducer is startProducerOpts whose records carry probe's
+// send sequence (probe may be nil: none).
+func startProbedProducer(t *testing.T, bs []*BrokerProc, topic string, ch *history.Checker, probe *consumeProbe, opts ...kgo.Opt) *producer {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrsOf(bs)...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.RetryTimeout(2 * time.Minute), kgo.ProduceRequestTimeout(10 * time.Second),
@@ -77,7 +83,11 @@ func startProducerOpts(t *testing.T, bs []*BrokerProc, topic string, ch *history
 			case sem <- struct{}{}:
 			}
 			v := ch.Next("p")
-			cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+			rec := &kgo.Record{Value: []byte(v)}
+			if probe != nil {
+				probe.stamp(rec)
+			}
+			cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
 				<-sem
 				if err != nil {
 					p.mu.Lock()
