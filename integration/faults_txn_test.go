@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,6 +102,106 @@ func (w *txnWriter) one(ctx context.Context) error {
 	return nil
 }
 
+// txnProcessor is a read_process_write chain: a franz-go
+// GroupTransactSession in group, reading topic read_committed, that for
+// each poll holding writers' records (values of transactions of
+// producers named "tw…") runs one transaction writing one record to
+// every partition of topic and sending the group's offsets in it; it
+// commits (four in five) or aborts, which rewinds the session to the
+// committed offsets. Its own records, in the same topic, it skips. It
+// tells tc what each transaction read (ReadIn, for the G1c and
+// processed-twice checks), wrote and how it ended. After an error it
+// drops its session and makes a new one with the same transactional id.
+type txnProcessor struct {
+	name, group, topic string
+	partitions         int32
+	seeds              []string
+	tc                 *history.TxnChecker
+	rng                *rand.Rand
+	s                  *kgo.GroupTransactSession
+	committed          *atomic.Int64
+}
+
+func (p *txnProcessor) session() (*kgo.GroupTransactSession, error) {
+	if p.s == nil {
+		s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(p.seeds...), kgo.TransactionalID(p.name),
+			kgo.ConsumerGroup(p.group), kgo.ConsumeTopics(p.topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RequireStableFetchOffsets(),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20*time.Second),
+			kgo.SessionTimeout(10*time.Second), kgo.RequestTimeoutOverhead(5*time.Second),
+			kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+		if err != nil {
+			return nil, fmt.Errorf("transact session %s: %w", p.name, err)
+		}
+		p.s = s
+	}
+	return p.s, nil
+}
+
+func (p *txnProcessor) reset() {
+	if p.s != nil {
+		p.s.Close()
+		p.s = nil
+	}
+}
+
+// one polls once and, if it got writers' records, processes them in one
+// transaction; its error says why that did not commit.
+func (p *txnProcessor) one() error {
+	s, err := p.session()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	fs := s.PollFetches(ctx)
+	cancel()
+	var in []string
+	fs.EachRecord(func(r *kgo.Record) {
+		if strings.HasPrefix(string(r.Value), "tw") {
+			in = append(in, string(r.Value))
+		}
+	})
+	if len(in) == 0 {
+		return nil
+	}
+	if err := s.Begin(); err != nil {
+		p.reset()
+		return fmt.Errorf("begin: %w", err)
+	}
+	id := p.tc.Begin(p.name)
+	p.tc.ReadIn(id, in...)
+	var recs []*kgo.Record
+	for part := range p.partitions {
+		v := p.tc.Value(id, int(part), history.TP{Topic: p.topic, Partition: part})
+		recs = append(recs, &kgo.Record{Topic: p.topic, Partition: part, Value: []byte(v)})
+	}
+	pctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	perr := s.ProduceSync(pctx, recs...).FirstErr()
+	cancel()
+	try := kgo.TryCommit
+	if perr != nil || p.rng.IntN(5) == 0 {
+		try = kgo.TryAbort
+	}
+	ectx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	committed, err := s.End(ectx, try)
+	switch {
+	case committed:
+		p.tc.End(id, history.Committed)
+		p.committed.Add(1)
+	case err != nil && try == kgo.TryCommit:
+		p.tc.End(id, history.Unknown)
+	default:
+		p.tc.End(id, history.Aborted)
+	}
+	if err != nil || perr != nil {
+		p.reset()
+		return fmt.Errorf("produce: %v; end (commit %v): %v", perr, try == kgo.TryCommit, err)
+	}
+	return nil
+}
+
 // readCommittedConsumer reads every partition of topic from the start with
 // isolation read_committed and reports each record to tc as name; opts
 // are added to the client's (hooks).
@@ -158,14 +259,18 @@ func tailConsumer(t *testing.T, seeds []string, topic string, partitions int32, 
 }
 
 // TestFaultsTransactions runs two transactional writers (each transaction
-// writes every partition, then commits or, one time in five, aborts) and
-// two read_committed consumers while the nemesis injects faults (same seed
-// and environment as TestFaultsNemesis; KBROKER_FAULTS_DURATION is halved
-// here). When all is healed and every transaction closed, a final
-// read_committed read of the topic goes to the transaction checker, with
-// what the consumers saw: no aborted or uncommitted read, no committed
-// write lost, no transaction visible in only some partitions, no consumer
-// going back in a partition, no duplicate, no G1c cycle.
+// writes every partition, then commits or, one time in five, aborts), a
+// read_process_write processor (txnProcessor: a group transact session
+// that reads the writers' records read_committed and writes the same
+// topic, sending its offsets in the transaction) and two read_committed
+// consumers while the nemesis injects faults (same seed and environment
+// as TestFaultsNemesis; KBROKER_FAULTS_DURATION is halved here). When all
+// is healed and every transaction closed, a final read_committed read of
+// the topic goes to the transaction checker, with what the consumers saw
+// and what the processor read: no aborted or uncommitted read, no
+// committed write lost, no transaction visible in only some partitions,
+// no consumer going back in a partition, no duplicate, no input processed
+// by two visible transactions, no G1c cycle.
 func TestFaultsTransactions(t *testing.T) {
 	if !inNetns(t) {
 		return
@@ -203,6 +308,25 @@ func TestFaultsTransactions(t *testing.T) {
 			}
 		}()
 	}
+	var processed atomic.Int64
+	proc := &txnProcessor{name: "proc0", group: "txn-proc", topic: topic, partitions: partitions, seeds: seeds, tc: tc,
+		rng: rand.New(rand.NewPCG(seed, 99)), committed: &processed}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer proc.reset()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := proc.one(); err != nil {
+				n, _ := werrs.LoadOrStore("processor: "+err.Error(), new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			}
+		}
+	}()
 	progress := func() int { return int(committed.Load()) }
 	waitFor(t, time.Minute, "20 committed transactions before the first fault", func() (bool, error) {
 		return progress() >= 20, errNotYet
@@ -216,12 +340,13 @@ func TestFaultsTransactions(t *testing.T) {
 	})
 	waitStable(t, c.Brokers, topic)
 	rep := tc.Check(readAllCommitted(t, c.Brokers, topic))
-	t.Logf("transactions %v, %d records read by consumers, %d G0 write cycles (allowed)", rep.Txns, rep.Reads, rep.G0)
+	t.Logf("transactions %v (%d committed by the processor), %d records read by consumers, %d read by visible processor transactions, %d G0 write cycles (allowed)",
+		rep.Txns, processed.Load(), rep.Reads, rep.ReadIns, rep.G0)
 	if err := rep.Err(); err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
-	if rep.Txns[history.Committed] == 0 || rep.Reads == 0 {
-		t.Fatalf("seed %d: nothing committed or read", seed)
+	if rep.Txns[history.Committed] == 0 || rep.Reads == 0 || processed.Load() == 0 || rep.ReadIns == 0 {
+		t.Fatalf("seed %d: nothing committed, read or processed", seed)
 	}
 	t.Logf("seed %d faults:\n%s", seed, faultsTable(stats))
 }

@@ -24,12 +24,21 @@ import (
 //   - non-monotonic offsets: a consumer seeing a partition's offsets go
 //     back without having restarted;
 //   - duplicates: one record at two offsets;
-//   - G1c: a dependency cycle among committed transactions that holds a
-//     write-read edge (T2 read what T1 wrote) as well as write-write edges
-//     (T1's record precedes T2's in a partition). Pure write-write cycles
+//   - processed twice: a record read (ReadIn) by two transactions that
+//     are both visible in the final read, which exactly-once processing
+//     (a read_process_write chain sending its offsets in the transaction)
+//     forbids; a processor's reads also count for aborted and
+//     uncommitted reads;
+//   - G1c: cyclic information flow, a dependency cycle that holds a
+//     write-read edge (T2 read what T1 wrote) as well as write-write
+//     edges (T1's record precedes T2's in a partition). It is looked for
+//     among records rather than transactions (txn_cycles.go): a
+//     transaction's records reach its partitions at different times, so
+//     a path entering a transaction in one partition and leaving it in
+//     another is no cycle. Pure write-write cycles among transactions
 //     (G0) are counted but not an error: Kafka orders two transactions'
-//     records per partition by arrival, so they may interleave differently
-//     in two partitions without either reading the other.
+//     records per partition by arrival, so they may interleave
+//     differently in two partitions without either reading the other.
 //
 // Values are "<txn>#<n>": the transaction id, then the record's index in
 // it, so a value names its transaction.
@@ -144,19 +153,22 @@ func (c *TxnChecker) Counts() map[Outcome]int {
 
 // TxnReport lists the anomalies found, one line each.
 type TxnReport struct {
-	AbortedReads, UncommittedReads, LostCommitted, Fractured, NonMonotonic, Duplicated, Unknown, G1c []string
+	AbortedReads, UncommittedReads, LostCommitted, Fractured, NonMonotonic, Duplicated, ProcessedTwice, Unknown, G1c []string
 	// G0 counts pure write-write cycles (allowed; see the package comment).
 	G0 int
-	// Txns counts transactions by outcome; Reads the records consumers saw.
-	Txns  map[Outcome]int
-	Reads int
+	// Txns counts transactions by outcome; Reads the records consumers saw;
+	// ReadIns the records processors read in transactions visible in the
+	// final read.
+	Txns           map[Outcome]int
+	Reads, ReadIns int
 }
 
 // Err is nil when the report holds no anomaly.
 func (r TxnReport) Err() error {
 	return anomalies([]anomaly{{"aborted reads", r.AbortedReads}, {"uncommitted reads", r.UncommittedReads},
 		{"lost committed writes", r.LostCommitted}, {"fractured transactions", r.Fractured},
-		{"non-monotonic reads", r.NonMonotonic}, {"duplicated", r.Duplicated}, {"unknown values", r.Unknown}, {"G1c cycles", r.G1c}})
+		{"non-monotonic reads", r.NonMonotonic}, {"duplicated", r.Duplicated}, {"processed twice", r.ProcessedTwice},
+		{"unknown values", r.Unknown}, {"G1c cycles", r.G1c}})
 }
 
 // txnOf splits a value into its transaction id.
@@ -241,11 +253,34 @@ func (c *TxnChecker) Check(final []Record) TxnReport {
 			r.Fractured = append(r.Fractured, fmt.Sprintf("%s (%s): visible in %v, not in %v", id, t.outcome, in, out))
 		}
 	}
+	// A processor's reads: never of an aborted or open transaction, and
+	// each input record in at most one visible transaction.
+	readers := map[string][]string{} // value → visible transactions that read it
+	for id, t := range c.txns {
+		visible := false
+		for v := range t.writes {
+			visible = visible || len(seen[v]) > 0
+		}
+		for _, v := range t.readIn {
+			check("transaction "+id, Record{Value: v, Offset: -1})
+			if visible {
+				r.ReadIns++
+				readers[v] = append(readers[v], id)
+			}
+		}
+	}
+	for v, ids := range readers {
+		if len(ids) > 1 {
+			sort.Strings(ids)
+			r.ProcessedTwice = append(r.ProcessedTwice, fmt.Sprintf("%q read by %s", v, strings.Join(ids, ", ")))
+		}
+	}
 	r.G1c, r.G0 = c.cyclesLocked(byTP)
 	sort.Strings(r.AbortedReads)
 	sort.Strings(r.UncommittedReads)
 	sort.Strings(r.LostCommitted)
 	sort.Strings(r.Fractured)
 	sort.Strings(r.Duplicated)
+	sort.Strings(r.ProcessedTwice)
 	return r
 }

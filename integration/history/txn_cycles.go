@@ -6,71 +6,99 @@ import (
 	"strings"
 )
 
-// edge kinds of the transaction dependency graph.
-const (
-	ww = 1 << iota // T1's record precedes T2's in some partition
-	wr             // T2 read a record T1 wrote
-)
-
-// cyclesLocked builds the dependency graph of the transactions visible in
-// byTP (the final read, per partition in offset order) and returns one
-// line per strongly connected component that holds a write-read edge
-// (G1c), and how many hold write-write edges only (G0).
+// cyclesLocked looks for dependency cycles among the transactions visible
+// in byTP (the final read, per partition in offset order). It returns one
+// line per G1c cycle and how many G0 cycles it found.
+//
+// G0 is counted on transactions: T1 → T2 when T1's record precedes T2's in
+// some partition (ww); a strongly connected component of two or more
+// transactions is a write cycle, which Kafka allows (the package comment).
+//
+// G1c is looked for on records, not transactions, because a transaction's
+// records reach different partitions at different times (which is why G0
+// is allowed): merging them into one node would make a cycle of any
+// ww path that enters a transaction in one partition and leaves it in
+// another. The graph's nodes are the visible records, and for each
+// transaction an end node (all its records are appended) and a start
+// node (none is yet); its edges are what a correct broker makes true in
+// time: each record before the next in its partition; each record of T
+// before T's end; and, when transaction P read a record of T (wr), T's
+// end before P's start (T's producer flushed every record before asking
+// to commit, and read_committed returned the record only after the
+// commit) and P's start before each of P's records. A cycle has no
+// timeline: some read saw a transaction before all of its records were
+// in place, or a record was placed before one it depended on.
 func (c *TxnChecker) cyclesLocked(byTP map[TP][]Record) (g1c []string, g0 int) {
-	edges := map[string]map[string]int{}
-	add := func(from, to string, kind int) {
+	txnEdges := map[string]map[string]int{}
+	recEdges := map[string]map[string]int{}
+	add := func(edges map[string]map[string]int, from, to string) {
 		if from == to {
 			return
 		}
 		if edges[from] == nil {
 			edges[from] = map[string]int{}
 		}
-		edges[from][to] |= kind
+		edges[from][to] = 1
 	}
-	writer := map[string]string{} // value → transaction, of visible records
+	writer := map[string]string{}    // value → transaction, of visible records
+	visible := map[string][]string{} // transaction → its visible values
 	for _, recs := range byTP {
-		prev := ""
+		prevTxn, prevVal := "", ""
 		for _, rec := range recs {
 			id, ok := txnOf(rec.Value)
 			if !ok {
 				continue
 			}
 			writer[rec.Value] = id
-			if prev != "" {
-				add(prev, id, ww)
+			visible[id] = append(visible[id], rec.Value)
+			if prevTxn != "" {
+				add(txnEdges, prevTxn, id)
+				add(recEdges, prevVal, rec.Value)
 			}
-			prev = id
+			prevTxn, prevVal = id, rec.Value
+		}
+	}
+	for id, vs := range visible {
+		for _, v := range vs {
+			add(recEdges, v, "end:"+id)
+			add(recEdges, "start:"+id, v)
 		}
 	}
 	for id, t := range c.txns {
 		for _, v := range t.readIn {
 			if w, ok := writer[v]; ok {
-				add(w, id, wr)
+				add(recEdges, "end:"+w, "start:"+id)
 			}
 		}
 	}
-	for _, scc := range stronglyConnected(edges) {
+	for _, scc := range stronglyConnected(txnEdges) {
+		if len(scc) >= 2 {
+			g0++
+		}
+	}
+	for _, scc := range stronglyConnected(recEdges) {
 		if len(scc) < 2 {
 			continue
 		}
-		in := map[string]bool{}
-		for _, id := range scc {
-			in[id] = true
-		}
-		hasWR := false
-		for _, from := range scc {
-			for to, kind := range edges[from] {
-				if in[to] && kind&wr != 0 {
-					hasWR = true
-				}
+		txns := map[string]bool{}
+		for _, n := range scc {
+			if i := strings.IndexByte(n, ':'); i >= 0 {
+				n = n[i+1:]
+			} else if id, ok := txnOf(n); ok {
+				n = id
 			}
+			txns[n] = true
 		}
-		if !hasWR {
-			g0++
-			continue
+		ids := make([]string, 0, len(txns))
+		for id := range txns {
+			ids = append(ids, id)
 		}
+		sort.Strings(ids)
 		sort.Strings(scc)
-		g1c = append(g1c, fmt.Sprintf("cycle among %s", strings.Join(scc, ", ")))
+		if len(scc) > 20 {
+			scc = append(scc[:20:20], "…")
+		}
+		g1c = append(g1c, fmt.Sprintf("cycle among %s (records and events %s)", strings.Join(ids, ", "), strings.Join(scc, " ")))
 	}
 	sort.Strings(g1c)
 	return g1c, g0

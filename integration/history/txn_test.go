@@ -79,10 +79,56 @@ func TestTxnCheckerFindsEachAnomaly(t *testing.T) {
 			_, a := txn(c, "w", Committed, p0)
 			return []Record{{p0, 0, a[0]}, {p0, 1, a[0]}}
 		}, "duplicated"},
+		{"processed twice", func(c *TxnChecker) []Record {
+			_, a := txn(c, "w", Committed, p0)
+			var final []Record
+			for i := range 2 {
+				pid := c.Begin("p")
+				pv := c.Value(pid, 0, p1)
+				c.ReadIn(pid, a[0])
+				c.End(pid, Committed)
+				final = append(final, Record{p1, int64(i), pv})
+			}
+			return append(final, Record{p0, 0, a[0]})
+		}, "processed twice"},
+		{"reprocessed after an abort is fine", func(c *TxnChecker) []Record {
+			_, a := txn(c, "w", Committed, p0)
+			pid := c.Begin("p")
+			_ = c.Value(pid, 0, p1)
+			c.ReadIn(pid, a[0])
+			c.End(pid, Aborted)
+			pid = c.Begin("p")
+			pv := c.Value(pid, 0, p1)
+			c.ReadIn(pid, a[0])
+			c.End(pid, Committed)
+			return []Record{{p0, 0, a[0]}, {p1, 0, pv}}
+		}, ""},
+		{"a processor's aborted read", func(c *TxnChecker) []Record {
+			_, b := txn(c, "w", Aborted, p0)
+			pid := c.Begin("p")
+			pv := c.Value(pid, 0, p1)
+			c.ReadIn(pid, b[0])
+			c.End(pid, Committed)
+			return []Record{{p1, 0, pv}}
+		}, "aborted reads"},
 		{"G0 write cycle is allowed", func(c *TxnChecker) []Record {
 			_, a := txn(c, "w1", Committed, p0, p1)
 			_, b := txn(c, "w2", Committed, p0, p1)
 			return []Record{{p0, 0, a[0]}, {p0, 1, b[0]}, {p1, 0, b[1]}, {p1, 1, a[1]}}
+		}, ""},
+		{"a ww path through a transaction's two partitions is no G1c", func(c *TxnChecker) []Record {
+			// w2 appends to p0 before w, stalls, and appends to p1 after
+			// p, which read w, wrote p1: w2 → w (p0), w → p (read),
+			// p → w2 (p1) is a cycle of transactions but not of records.
+			w2 := c.Begin("w2")
+			w2a, w2b := c.Value(w2, 0, p0), c.Value(w2, 1, p1)
+			_, a := txn(c, "w", Committed, p0, p1)
+			pid := c.Begin("p")
+			pv := c.Value(pid, 0, p1)
+			c.ReadIn(pid, a[0])
+			c.End(pid, Committed)
+			c.End(w2, Committed)
+			return []Record{{p0, 0, w2a}, {p0, 1, a[0]}, {p1, 0, a[1]}, {p1, 1, pv}, {p1, 2, w2b}}
 		}, ""},
 		{"G1c: a processor read a write that came after its own", func(c *TxnChecker) []Record {
 			// p reads w's record on p0 yet p's record precedes w's on p1.
