@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // FaultKind names one kind of fault the nemesis injects.
@@ -30,6 +33,9 @@ const (
 	FaultSplit FaultKind = "split"
 	// FaultLoss drops a share of every packet each broker receives.
 	FaultLoss FaultKind = "packet-loss"
+	// FaultDelay delays every byte between one broker and the other
+	// brokers and ZooKeeper, both ways, through TCP proxies (delay.go).
+	FaultDelay FaultKind = "delay"
 	// FaultZKQuorum cuts a majority of the ZooKeeper ensemble off: the
 	// ensemble loses its quorum and serves nobody.
 	FaultZKQuorum FaultKind = "zk-quorum-loss"
@@ -40,7 +46,7 @@ const (
 )
 
 // AllFaults is every kind, in the order the tables list them.
-var AllFaults = []FaultKind{FaultZombie, FaultZKCut, FaultPeerCut, FaultOneWay, FaultSplit, FaultLoss, FaultZKQuorum, FaultKill, FaultPause}
+var AllFaults = []FaultKind{FaultZombie, FaultZKCut, FaultPeerCut, FaultOneWay, FaultSplit, FaultLoss, FaultDelay, FaultZKQuorum, FaultKill, FaultPause}
 
 // ParseFaults reads a comma-separated list of fault kinds ("" or "all" is
 // every kind).
@@ -209,6 +215,24 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 				break
 			}
 		}
+	case FaultDelay:
+		d := []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond}[n.rng.IntN(3)]
+		f.What = fmt.Sprintf("broker %d's links to brokers %v and ZooKeeper delayed %v each way (TCP proxies)", victim.ID, peers(victim.ID), d)
+		var proxies []*delayProxy
+		proxies, err = n.delayLinks(victim, d)
+		f.heal = func() error {
+			// The delayed connections are dropped while the nat rules
+			// that translate them still stand (a close after the flush
+			// did not reach the nodes: they noticed only ~13 s later),
+			// then new connections go direct again.
+			for _, p := range proxies {
+				p.Close()
+			}
+			return flushAll()
+		}
+		if err != nil {
+			return nil, errors.Join(err, f.heal())
+		}
 	case FaultZKQuorum:
 		if len(zk) < 3 {
 			return nil, fmt.Errorf("%s needs a ZooKeeper ensemble of 3 or more, not %d", kind, len(zk))
@@ -249,4 +273,61 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 		return nil, errors.Join(err, flushAll())
 	}
 	return f, nil
+}
+
+// delayLinks routes every connection between broker v and the other
+// brokers and ZooKeeper through delay proxies on the bridge: in v's
+// namespace, connections to each peer and ZooKeeper server are DNATed to
+// a proxy of that target; in each peer's, connections to v to a proxy of
+// v. Connections already open bypass the NAT, so a rule resets them (TCP
+// RST) and the nodes reconnect, through the proxies. The caller heals by
+// flushing the rules (filter and nat) and closing the proxies it gets
+// back, also when delayLinks fails.
+func (n *Nemesis) delayLinks(v *BrokerProc, d time.Duration) ([]*delayProxy, error) {
+	c := n.c
+	var proxies []*delayProxy
+	// route sends ns's connections to target through a new proxy.
+	route := func(ns, target string) error {
+		p, err := startDelayProxy(clientAddr, target, d)
+		if err != nil {
+			return err
+		}
+		proxies = append(proxies, p)
+		c.Net.t.Cleanup(p.Close) // if the test ends before the heal
+		host, port, err := net.SplitHostPort(target)
+		if err != nil {
+			return err
+		}
+		_, pport, err := net.SplitHostPort(p.Addr)
+		if err != nil {
+			return err
+		}
+		if err := c.Net.Iptables(ns, "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-d", host, "--dport", port,
+			"-j", "DNAT", "--to-destination", net.JoinHostPort(clientAddr, pport)); err != nil {
+			return err
+		}
+		return c.Net.Iptables(ns, "-A", "OUTPUT", "-p", "tcp", "-d", host, "--dport", port, "-j", "REJECT", "--reject-with", "tcp-reset")
+	}
+	var targets []string
+	for _, b := range c.Brokers {
+		if b.ID != v.ID {
+			targets = append(targets, b.Addr())
+		}
+	}
+	for _, z := range c.ZK {
+		targets = append(targets, z.Addr)
+	}
+	for _, target := range targets {
+		if err := route(nsOf(v.ID), target); err != nil {
+			return proxies, err
+		}
+	}
+	for _, b := range c.Brokers {
+		if b.ID != v.ID {
+			if err := route(nsOf(b.ID), net.JoinHostPort(v.Host, strconv.Itoa(v.Port))); err != nil {
+				return proxies, err
+			}
+		}
+	}
+	return proxies, nil
 }

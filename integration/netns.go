@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -152,8 +153,10 @@ func (n *Netns) Iptables(name string, args ...string) error {
 	return nil
 }
 
-// Flush removes every filter rule inside namespace name.
-func (n *Netns) Flush(name string) error { return n.Iptables(name, "-F") }
+// Flush removes every filter and nat rule inside namespace name.
+func (n *Netns) Flush(name string) error {
+	return errors.Join(n.Iptables(name, "-F"), n.Iptables(name, "-t", "nat", "-F"))
+}
 
 // NetCluster is ZooKeeper (one server or an ensemble) and brokers, each
 // in its own namespace.
