@@ -126,9 +126,11 @@ var faultProps = map[string]string{
 // three brokers (RF 3, min.insync.replicas=2) while a nemesis injects one
 // fault at a time, chosen from a printed seed: zombie leader, broker cut
 // from ZooKeeper or from its peers, one-way cut, minority/majority split,
-// packet loss, kill -9 and SIGSTOP. After each fault it heals, measures
-// how long produce takes to succeed again and waits for every replica to
-// be back in every ISR. At the end every acknowledged record is read back
+// packet loss, delay, kill -9 and SIGSTOP; a consumer tails the topic.
+// After each fault it heals, measures how long produce and consume take
+// to succeed again and how long a deposed leader went on appending
+// records it never acknowledged, and waits for every replica to be back
+// in every ISR. At the end every acknowledged record is read back
 // exactly once, at the offset it was acknowledged at, in producer order,
 // with dense offsets. Replay with KBROKER_FAULTS_SEED; lengthen with
 // KBROKER_FAULTS_DURATION; pick faults with KBROKER_FAULTS_KINDS.
@@ -224,7 +226,7 @@ func runNemesis(t *testing.T, c *NetCluster, nem *Nemesis, duration time.Duratio
 			if consumed == 0 && w.probe.readSince(mark) {
 				consumed = time.Since(healed)
 			}
-			return recovered > 0 && consumed > 0, errNotYet
+			return recovered > 0 && consumed > 0, fmt.Errorf("produce recovered after %v, consume after %v (0: not yet)", recovered, consumed)
 		})
 		for _, b := range c.Brokers {
 			waitReady(t, b)

@@ -34,7 +34,7 @@ const (
 	// FaultLoss drops a share of every packet each broker receives.
 	FaultLoss FaultKind = "packet-loss"
 	// FaultDelay delays every byte between one broker and the other
-	// brokers and ZooKeeper, both ways, through TCP proxies (delay.go).
+	// brokers and ZooKeeper, both ways, through TCP proxies (proxy.go).
 	FaultDelay FaultKind = "delay"
 	// FaultZKQuorum cuts a majority of the ZooKeeper ensemble off: the
 	// ensemble loses its quorum and serves nobody.
@@ -218,7 +218,7 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 	case FaultDelay:
 		d := []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond}[n.rng.IntN(3)]
 		f.What = fmt.Sprintf("broker %d's links to brokers %v and ZooKeeper delayed %v each way (TCP proxies)", victim.ID, peers(victim.ID), d)
-		var proxies []*delayProxy
+		var proxies []*Proxy
 		proxies, err = n.delayLinks(victim, d)
 		f.heal = func() error {
 			// The delayed connections are dropped while the nat rules
@@ -276,19 +276,19 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 }
 
 // delayLinks routes every connection between broker v and the other
-// brokers and ZooKeeper through delay proxies on the bridge: in v's
+// brokers and ZooKeeper through delayed proxies on the bridge: in v's
 // namespace, connections to each peer and ZooKeeper server are DNATed to
 // a proxy of that target; in each peer's, connections to v to a proxy of
 // v. Connections already open bypass the NAT, so a rule resets them (TCP
 // RST) and the nodes reconnect, through the proxies. The caller heals by
 // flushing the rules (filter and nat) and closing the proxies it gets
 // back, also when delayLinks fails.
-func (n *Nemesis) delayLinks(v *BrokerProc, d time.Duration) ([]*delayProxy, error) {
+func (n *Nemesis) delayLinks(v *BrokerProc, d time.Duration) ([]*Proxy, error) {
 	c := n.c
-	var proxies []*delayProxy
+	var proxies []*Proxy
 	// route sends ns's connections to target through a new proxy.
 	route := func(ns, target string) error {
-		p, err := startDelayProxy(clientAddr, target, d)
+		p, err := listenProxy(clientAddr, target, d)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@
 package integration
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -303,97 +302,6 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-// Proxy is a loopback TCP proxy to ZooKeeper that a test can cut: while cut
-// it drops every connection and accepts none, so the clients behind it lose
-// ZooKeeper (as a paused or partitioned broker does) and, after the session
-// timeout, their sessions expire.
-type Proxy struct {
-	Addr   string
-	target string
-	ln     net.Listener
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool
-}
-
-// StartProxy proxies to target until the test ends.
-func StartProxy(t testing.TB, target string) *Proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.DialTimeout("tcp", p.target, time.Second)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = true, true
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(c, up)
-		go p.pipe(up, c)
-	}
-}
-
-func (p *Proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(dst, bufio.NewReader(src))
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-// Cut drops every connection and refuses new ones until Restore.
-func (p *Proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// Restore lets connections through again.
-func (p *Proxy) Restore() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
-}
-
-// Close stops the proxy and waits for its goroutines.
-func (p *Proxy) Close() {
-	p.ln.Close()
-	p.Cut()
-	p.wg.Wait()
 }
 
 // waitFor polls cond until it holds or timeout passes.
