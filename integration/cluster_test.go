@@ -141,6 +141,43 @@ func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 	}
 }
 
+// TestReregistrationWaitsForPreviousSession: when a broker's new session
+// starts while its id's znode is still held by another session (the
+// previous one's, which ZooKeeper deletes when it applies that session's
+// expiry, possibly after the client learnt of the expiry: seen after the
+// ensemble regained its quorum in TestFaultsTransactions), the broker
+// registers once that znode goes, instead of staying unregistered (offline
+// for the controller) for good. The late znode is played by a second
+// client holding the id while the broker's session expires.
+func TestReregistrationWaitsForPreviousSession(t *testing.T) {
+	z := StartZooKeeper(t)
+	proxy := StartProxy(t, z.Addr)
+	c := dial(t, proxy.Addr+"/kbroker")
+	observer := dial(t, z.Addr)
+	reg, err := c.RegisterBroker(registration(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	waitFor(t, 20*time.Second, "the session to expire and the registration to go", func() (bool, error) {
+		ok, _, err := observer.Exists("/kbroker/brokers/ids/1")
+		return !ok, err
+	})
+	holder := dial(t, z.Addr+"/kbroker")
+	if _, err := holder.RegisterBroker(registration(1)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Restore()
+	waitFor(t, 20*time.Second, "a new session whose registration is refused", func() (bool, error) {
+		return c.Sessions() == 2 && errors.Is(reg.Err(), zk.ErrNodeExists), fmt.Errorf("%d sessions, last registration error %v", c.Sessions(), reg.Err())
+	})
+	holder.Close() // the znode goes with its session
+	waitFor(t, 20*time.Second, "re-registration once the znode went", func() (bool, error) {
+		_, stat, err := observer.Get("/kbroker/brokers/ids/1")
+		return err == nil && stat.EphemeralOwner == c.SessionID() && reg.Epoch() == stat.Czxid, err
+	})
+}
+
 // node is one simulated broker: its own ZooKeeper session (through a
 // proxy the test can cut), registration and controller.
 type node struct {

@@ -74,12 +74,49 @@ func (c *Client) RegisterBroker(reg zkdata.BrokerRegistration) (*Registration, e
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	c.OnNewSession(func() {
-		if err := r.register(); err != nil {
-			c.log.Error("re-registering broker after session expiry", "broker", reg.ID, "err", err)
-		}
-	})
+	c.OnNewSession(r.reregister)
 	return r, nil
+}
+
+// reregisterEvery is how often a failed re-registration is tried again.
+const reregisterEvery = 200 * time.Millisecond
+
+// reregister registers the broker again in the session just established
+// (an OnNewSession hook). If that fails it tries again every
+// reregisterEvery, on a goroutine the client owns, until it succeeds, the
+// client closes or a newer session starts (whose own hook takes over):
+// a broker that stays unregistered is offline for the controller for
+// good. The usual failure is the previous session's znode, still there
+// when the new session starts: ZooKeeper deletes it when that session's
+// expiry is applied, which can come later than the client learning of
+// it, e.g. when the ensemble regains its quorum (seen in the fault tests:
+// the broker never registered again).
+func (r *Registration) reregister() {
+	sid := r.c.SessionID()
+	err := r.register()
+	if err == nil {
+		return
+	}
+	r.c.log.Warn("re-registering broker after session expiry failed; retrying", "broker", r.reg.ID, "err", err)
+	r.c.wg.Add(1)
+	go func() {
+		defer r.c.wg.Done()
+		t := time.NewTicker(reregisterEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.c.done:
+				return
+			case <-t.C:
+			}
+			if r.c.SessionID() != sid {
+				return // a newer session registers in its own hook
+			}
+			if r.register() == nil {
+				return
+			}
+		}
+	}()
 }
 
 // register creates the znode, accepting one this same session already
