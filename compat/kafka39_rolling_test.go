@@ -243,6 +243,7 @@ func TestKafka39RollingMigration(t *testing.T) {
 	}
 	const chroot = "/rolling"
 	start := time.Now()
+	rollingKeep.Store(false)
 	z := integration.StartZooKeeper(t)
 	zkc := dialRollingZK(t, z, chroot)
 	brokers := make([]*rollingBroker, 3)

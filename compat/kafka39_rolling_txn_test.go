@@ -36,6 +36,7 @@ const rollingTxnTopic = "rolling-txn"
 // the old epoch.
 type rollingTxnWriter struct {
 	seeds  []string
+	log    *syncBuffer // every client's log, at info level
 	tc     *history.TxnChecker
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -49,18 +50,20 @@ type rollingTxnWriter struct {
 // if the test did not stop it.
 func startRollingTxnWriter(t *testing.T, seeds []string) *rollingTxnWriter {
 	t.Helper()
-	w := &rollingTxnWriter{seeds: seeds, tc: history.NewTxnChecker(), done: make(chan struct{})}
+	w := &rollingTxnWriter{seeds: seeds, log: &syncBuffer{}, tc: history.NewTxnChecker(), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.run(ctx)
 	t.Cleanup(w.halt)
+	keepRollingOutput(t, "txn-writer", w.log.String) // runs before halt
 	return w
 }
 
 func (w *rollingTxnWriter) newClient() (*kgo.Client, error) {
 	return kgo.NewClient(kgo.SeedBrokers(w.seeds...), kgo.TransactionalID("rolling-txn-writer"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second),
-		kgo.MetadataMinAge(100*time.Millisecond))
+		kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.WithLogger(kgo.BasicLogger(w.log, kgo.LogLevelInfo, func() string { return time.Now().UTC().Format("15:04:05.000 ") })))
 }
 
 // run writes transactions, about one every 20 ms, until ctx ends.
@@ -84,6 +87,7 @@ func (w *rollingTxnWriter) run(ctx context.Context) {
 			w.mu.Unlock()
 		}
 		if err := w.one(ctx, cl, n%4 == 3); err != nil {
+			fmt.Fprintf(w.log, "%s writer: %v\n", time.Now().UTC().Format("15:04:05.000"), err)
 			if ctx.Err() == nil {
 				w.fail(err)
 			}
@@ -170,6 +174,7 @@ func (w *rollingTxnWriter) reportProgress(t *testing.T, what string, n int) {
 	deadline := time.Now().Add(kafkaStartTimeout)
 	for w.committed() < from+n {
 		if time.Now().After(deadline) {
+			rollingKeep.Store(true)
 			t.Logf("OPEN: fewer than %d more committed transactions %s in %v (%d)", n, what, kafkaStartTimeout, w.committed()-from)
 			return
 		}
