@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/kbroker/kbroker/integration"
@@ -24,10 +23,6 @@ var rollingIncarnations struct {
 	mu sync.Mutex
 	n  int
 }
-
-// rollingKeep, once set, keeps every output as a failure would: the test
-// saw something open that it reports without failing.
-var rollingKeep atomic.Bool
 
 // startRollingKafka starts Kafka 3.9 as broker b.id on b's log dir with
 // rollingKafkaProps and keeps its output for a failure.
@@ -56,7 +51,7 @@ func keepRollingOutput(t *testing.T, name string, output func() string) {
 	n := rollingIncarnations.n
 	rollingIncarnations.mu.Unlock()
 	t.Cleanup(func() {
-		if !t.Failed() && !rollingKeep.Load() {
+		if !t.Failed() {
 			return
 		}
 		path := filepath.Join(t.ArtifactDir(), fmt.Sprintf("%02d-%s.log", n, name))
