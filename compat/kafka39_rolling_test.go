@@ -348,9 +348,10 @@ func replaceWithKbroker(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Cl
 		t.Fatalf("Kafka broker %d's controlled shutdown failed:\n%s", b.id, grepLines(out, "ontrolled shutdown"))
 	}
 	b.kf = nil
+	stopped := time.Since(start)
 	b.kb = startKbrokerID(t, z, chroot, b.id, rollingKbrokerProps(b.dir))
 	keepRollingOutput(t, fmt.Sprintf("kbroker-%d", b.id), b.kb.Log)
-	rejoin(t, zkc, brokers, b, start)
+	rejoin(t, zkc, brokers, b, start, stopped)
 	checkOpenedCleanly(t, fmt.Sprintf("kbroker %d", b.id), b.kb.Log(), kbrokerDirTrouble)
 }
 
@@ -361,8 +362,9 @@ func killAndRestartKbroker(t *testing.T, zkc *zkclient.Client, brokers []*rollin
 	t.Helper()
 	start := time.Now()
 	b.kb.Kill()
+	stopped := time.Since(start)
 	b.kb.Restart()
-	rejoin(t, zkc, brokers, b, start)
+	rejoin(t, zkc, brokers, b, start, stopped)
 }
 
 // replaceWithKafka is replaceWithKbroker the way back: b's kbroker stops
@@ -377,23 +379,30 @@ func replaceWithKafka(t *testing.T, z *integration.ZooKeeper, zkc *zkclient.Clie
 		t.Fatalf("kbroker %d stopped without a controlled shutdown:\n%s", b.id, tail(b.kb.Log(), 4000))
 	}
 	b.kb = nil
+	stopped := time.Since(start)
 	b.kf = startRollingKafka(t, z, chroot, b)
-	rejoin(t, zkc, brokers, b, start)
+	rejoin(t, zkc, brokers, b, start, stopped)
 	checkOpenedCleanly(t, fmt.Sprintf("Kafka broker %d", b.id), b.kf.out.String(), kafkaDirTrouble)
 }
 
 // rejoin waits until the restarted b is in every ISR, moves the leaders
 // back to the preferred replicas and waits until every broker sees that.
-func rejoin(t *testing.T, zkc *zkclient.Client, brokers []*rollingBroker, b *rollingBroker, start time.Time) {
+// start is when the old incarnation was told to stop, stopped how long
+// that took.
+func rejoin(t *testing.T, zkc *zkclient.Client, brokers []*rollingBroker, b *rollingBroker, start time.Time, stopped time.Duration) {
 	t.Helper()
+	serving := time.Since(start)
 	waitRollingCluster(t, zkc, brokers, fmt.Sprintf("%s broker %d in every ISR", b.kind(), b.id), false)
+	inISR := time.Since(start)
 	electPreferred(t, b.Addr())
 	waitRollingCluster(t, zkc, brokers, fmt.Sprintf("the preferred leaders with %s broker %d", b.kind(), b.id), true)
 	v, err := zkRollingView(zkc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("broker %d is %s, back in every ISR and leading its partitions after %v; every broker's Metadata and ZooKeeper: %s", b.id, b.kind(), time.Since(start).Round(time.Millisecond), v)
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	t.Logf("broker %d is %s, back in every ISR and leading its partitions after %v (old one stopped %v, new one serving %v, in every ISR %v); every broker's Metadata and ZooKeeper: %s",
+		b.id, b.kind(), ms(time.Since(start)), ms(stopped), ms(serving), ms(inISR), v)
 }
 
 // electPreferred runs a preferred leader election of every partition
