@@ -407,20 +407,39 @@ func rejoin(t *testing.T, zkc *zkclient.Client, brokers []*rollingBroker, b *rol
 
 // electPreferred runs a preferred leader election of every partition
 // through the broker at addr (forwarded to the controller, of either
-// kind); ELECTION_NOT_NEEDED is success.
+// kind); ELECTION_NOT_NEEDED is success. As an operator would rerun
+// kafka-leader-election, an attempt that gets no answer in 15 s, or finds
+// a preferred leader not available yet (a broker just restarted after a
+// kill -9 is in the ISR before its new registration reached the
+// controller), is retried; each retry is logged.
 func electPreferred(t *testing.T, addr string) {
 	t.Helper()
-	res, err := newAdmin(t, addr).ElectLeaders(testCtx(t), kadm.ElectPreferredReplica, nil)
-	if err != nil {
-		t.Fatalf("ElectLeaders: %v", err)
-	}
-	for topic, ps := range res {
-		for p, r := range ps {
-			if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
-				t.Fatalf("preferred election of %s-%d: %v (%s)", topic, p, r.Err, r.ErrMessage)
+	adm := newAdmin(t, addr)
+	waitFor(t, kafkaStartTimeout, "a preferred leader election of every partition", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kerr.NotController) {
+				t.Logf("preferred election: %v; again", err)
+				return false
+			}
+			t.Fatalf("ElectLeaders: %v", err)
+		}
+		for topic, ps := range res {
+			for p, r := range ps {
+				switch {
+				case r.Err == nil || errors.Is(r.Err, kerr.ElectionNotNeeded):
+				case errors.Is(r.Err, kerr.PreferredLeaderNotAvailable):
+					t.Logf("preferred election: %s-%d: %v (%s); again", topic, p, r.Err, r.ErrMessage)
+					return false
+				default:
+					t.Fatalf("preferred election of %s-%d: %v (%s)", topic, p, r.Err, r.ErrMessage)
+				}
 			}
 		}
-	}
+		return true
+	})
 }
 
 // rollingGroupOn returns a group name whose __consumer_offsets partition
