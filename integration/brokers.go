@@ -41,7 +41,9 @@ func buildKbroker(t testing.TB) string {
 		}
 		kbroker.dir = dir
 		kbroker.bin = filepath.Join(dir, "kbroker")
-		args := []string{"build", "-o", kbroker.bin}
+		// -tags faultfs compiles in the disk-fault hook (cmd/kbroker/
+		// faultfs.go), inert unless a broker is started with FaultFS.
+		args := []string{"build", "-tags", "faultfs", "-o", kbroker.bin}
 		if os.Getenv(RaceBrokersEnv) != "" {
 			args = append(args, "-race") // a race report ends the broker with status 66
 		}
@@ -81,6 +83,9 @@ type BrokerProc struct {
 	// `ip netns exec <name>`); it must exec the broker in place, so that
 	// signals sent to the process reach the broker itself.
 	Wrap []string
+	// FaultFS runs the broker with the disk-fault hook on (SetDisk,
+	// diskfaults.go); its log dirs start without a fault.
+	FaultFS bool
 
 	t      testing.TB
 	mu     sync.Mutex
@@ -207,6 +212,9 @@ func (b *BrokerProc) start(bin string) {
 	argv := append(append(slices.Clone(b.Wrap), bin), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if b.FaultFS {
+		cmd.Env = append(os.Environ(), faultFSEnv+"="+b.faultFile())
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -158,41 +158,48 @@ func runNemesis(t *testing.T, c *NetCluster, nem *Nemesis, duration time.Duratio
 	t.Helper()
 	stats := map[FaultKind]*faultStats{}
 	for end := time.Now().Add(duration); time.Now().Before(end); {
-		kind := nem.Next()
-		leaders := leadersOf(t, c.Brokers[0], topic)
-		f, err := nem.Inject(kind, leaders[nem.Intn(len(leaders))])
-		if err != nil {
-			t.Fatalf("injecting %s: %v", kind, err)
-		}
-		hold := 6*time.Second + time.Duration(nem.Intn(6000))*time.Millisecond
-		before := progress()
-		t.Logf("fault %s: %s, held %v", kind, f.What, hold)
-		<-time.After(hold) // the fault's own duration, not a wait for a condition
-		during := progress() - before
-		if err := f.Heal(); err != nil {
-			t.Fatalf("healing %s: %v", kind, err)
-		}
-		healed, at := time.Now(), progress()
-		waitFor(t, 2*time.Minute, fmt.Sprintf("progress after healing %s", kind), func() (bool, error) {
-			return progress() > at, errNotYet
-		})
-		recovered := time.Since(healed)
-		for _, b := range c.Brokers {
-			waitReady(t, b)
-		}
-		waitFullISR(t, c.Brokers, topic, 3)
-		s := stats[kind]
-		if s == nil {
-			s = &faultStats{}
-			stats[kind] = s
-		}
-		s.n++
-		s.acked += during
-		s.recovery = append(s.recovery, recovered)
-		s.healthy = append(s.healthy, time.Since(healed))
-		t.Logf("healed %s: progress again after %v, full ISR after %v", kind, recovered.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+		injectAndHeal(t, c, nem, nem.Next(), topic, progress, stats)
 	}
 	return stats
+}
+
+// injectAndHeal is one round of runNemesis: a fault of kind, held 6 to 12
+// seconds, healed, and measured into stats.
+func injectAndHeal(t *testing.T, c *NetCluster, nem *Nemesis, kind FaultKind, topic string, progress func() int, stats map[FaultKind]*faultStats) *Fault {
+	t.Helper()
+	leaders := leadersOf(t, c.Brokers[0], topic)
+	f, err := nem.Inject(kind, leaders[nem.Intn(len(leaders))])
+	if err != nil {
+		t.Fatalf("injecting %s: %v", kind, err)
+	}
+	hold := 6*time.Second + time.Duration(nem.Intn(6000))*time.Millisecond
+	before := progress()
+	t.Logf("fault %s: %s, held %v", kind, f.What, hold)
+	<-time.After(hold) // the fault's own duration, not a wait for a condition
+	during := progress() - before
+	if err := f.Heal(); err != nil {
+		t.Fatalf("healing %s: %v", kind, err)
+	}
+	healed, at := time.Now(), progress()
+	waitFor(t, 2*time.Minute, fmt.Sprintf("progress after healing %s", kind), func() (bool, error) {
+		return progress() > at, errNotYet
+	})
+	recovered := time.Since(healed)
+	for _, b := range c.Brokers {
+		waitReady(t, b)
+	}
+	waitFullISR(t, c.Brokers, topic, 3)
+	s := stats[kind]
+	if s == nil {
+		s = &faultStats{}
+		stats[kind] = s
+	}
+	s.n++
+	s.acked += during
+	s.recovery = append(s.recovery, recovered)
+	s.healthy = append(s.healthy, time.Since(healed))
+	t.Logf("healed %s: progress again after %v, full ISR after %v", kind, recovered.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+	return f
 }
 
 func joinKinds(kinds []FaultKind) string {
