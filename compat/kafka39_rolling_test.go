@@ -242,6 +242,7 @@ func TestKafka39RollingMigration(t *testing.T) {
 		t.Skip("long: ZooKeeper, three Apache Kafka 3.9 brokers and three kbroker brokers")
 	}
 	const chroot = "/rolling"
+	integration.BuildKbroker(t) // not within the first move's time
 	start := time.Now()
 	z := integration.StartZooKeeper(t)
 	zkc := dialRollingZK(t, z, chroot)

@@ -58,6 +58,11 @@ func buildKbroker(t testing.TB) string {
 	return kbroker.bin
 }
 
+// BuildKbroker builds the broker binary now, if no test of this test
+// binary did yet, so that a test timing a broker's start does not time the
+// build.
+func BuildKbroker(t testing.TB) { t.Helper(); buildKbroker(t) }
+
 // RemoveKbroker deletes the binary StartCluster built (each TestMain that
 // starts clusters calls it).
 func RemoveKbroker() {
