@@ -217,6 +217,21 @@ func (b *Broker) Start() error {
 // Addrs returns the bound listener addresses (useful with port 0).
 func (b *Broker) Addrs() []net.Addr { return b.net.Addrs() }
 
+// Failed is closed when a cluster-mode broker can serve no partition
+// because every log dir went offline (a failed write or fsync; offline
+// dirs come back only with a restart). Kafka halts such a broker
+// (LogManager: "all log dirs have failed") so that its ZooKeeper session
+// ends and the controller moves its leaderships to the ISR; cmd/kbroker
+// exits then. A single node keeps running (nil: never closed): there is
+// no other replica to take over, its offline partitions answer
+// KAFKA_STORAGE_ERROR and its reads go on.
+func (b *Broker) Failed() <-chan struct{} {
+	if b.cluster == nil {
+		return nil
+	}
+	return b.rm.DirsFailed()
+}
+
 // Close stops accepting, lets in-flight requests finish, then flushes and
 // closes every log. It is safe to call more than once.
 func (b *Broker) Close() error {

@@ -27,7 +27,7 @@ const rollingMembersGroup = "rolling-members"
 
 // rollingGroup runs the member slots until stopped.
 type rollingGroup struct {
-	seeds []string
+	seeds func() []string // where a new member bootstraps
 	gc    *history.GroupChecker
 	stopc chan struct{}
 	wg    sync.WaitGroup
@@ -38,7 +38,7 @@ type rollingGroup struct {
 
 // startRollingGroup starts two member slots; they are stopped at test
 // cleanup if the test did not stop them.
-func startRollingGroup(t *testing.T, seeds []string) *rollingGroup {
+func startRollingGroup(t *testing.T, seeds func() []string) *rollingGroup {
 	t.Helper()
 	g := &rollingGroup{seeds: seeds, gc: history.NewGroupChecker(), stopc: make(chan struct{})}
 	for slot := range 2 {
@@ -80,7 +80,7 @@ func (g *rollingGroup) slot(slot int) {
 
 // member is one member's life (integration.RunGroupMember).
 func (g *rollingGroup) member(name string, lifetime time.Duration) error {
-	return integration.RunGroupMember(g.seeds, rollingMembersGroup, rollingTopic, name, lifetime, g.gc, g.stopc)
+	return integration.RunGroupMember(g.seeds(), rollingMembersGroup, rollingTopic, name, lifetime, g.gc, g.stopc)
 }
 
 // stop ends the members and checks the group against the producer's

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,7 +36,8 @@ const rollingTxnTopic = "rolling-txn"
 // client is replaced by one with the same transactional id, which fences
 // the old epoch.
 type rollingTxnWriter struct {
-	seeds  []string
+	seeds  func() []string // where to bootstrap a new client
+	log    *syncBuffer     // every client's log, at info level
 	tc     *history.TxnChecker
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -47,20 +49,22 @@ type rollingTxnWriter struct {
 
 // startRollingTxnWriter starts the writer; it is stopped at test cleanup
 // if the test did not stop it.
-func startRollingTxnWriter(t *testing.T, seeds []string) *rollingTxnWriter {
+func startRollingTxnWriter(t *testing.T, seeds func() []string) *rollingTxnWriter {
 	t.Helper()
-	w := &rollingTxnWriter{seeds: seeds, tc: history.NewTxnChecker(), done: make(chan struct{})}
+	w := &rollingTxnWriter{seeds: seeds, log: &syncBuffer{}, tc: history.NewTxnChecker(), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.run(ctx)
 	t.Cleanup(w.halt)
+	keepRollingOutput(t, "txn-writer", w.log.String) // runs before halt
 	return w
 }
 
 func (w *rollingTxnWriter) newClient() (*kgo.Client, error) {
-	return kgo.NewClient(kgo.SeedBrokers(w.seeds...), kgo.TransactionalID("rolling-txn-writer"),
+	return kgo.NewClient(kgo.SeedBrokers(w.seeds()...), kgo.TransactionalID("rolling-txn-writer"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(30*time.Second),
-		kgo.MetadataMinAge(100*time.Millisecond))
+		kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.WithLogger(kgo.BasicLogger(w.log, kgo.LogLevelInfo, func() string { return time.Now().UTC().Format("15:04:05.000 ") })))
 }
 
 // run writes transactions, about one every 20 ms, until ctx ends.
@@ -84,6 +88,7 @@ func (w *rollingTxnWriter) run(ctx context.Context) {
 			w.mu.Unlock()
 		}
 		if err := w.one(ctx, cl, n%4 == 3); err != nil {
+			fmt.Fprintf(w.log, "%s writer: %v\n", time.Now().UTC().Format("15:04:05.000"), err)
 			if ctx.Err() == nil {
 				w.fail(err)
 			}
@@ -162,21 +167,6 @@ func (w *rollingTxnWriter) halt() {
 	<-w.done
 }
 
-// reportProgress is waitProgress that logs, rather than fails, when the
-// transactions do not progress.
-func (w *rollingTxnWriter) reportProgress(t *testing.T, what string, n int) {
-	t.Helper()
-	from := w.committed()
-	deadline := time.Now().Add(kafkaStartTimeout)
-	for w.committed() < from+n {
-		if time.Now().After(deadline) {
-			t.Logf("OPEN: fewer than %d more committed transactions %s in %v (%d)", n, what, kafkaStartTimeout, w.committed()-from)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // stop ends the writer and checks the transactions against a
 // read_committed read of rollingTxnTopic through the broker at addr: no
 // aborted or open record visible, every committed transaction whole, none
@@ -217,7 +207,11 @@ func retriableTxnErr(err error) bool {
 	return errors.As(err, &ke) && ke.Retriable || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, kerr.ConcurrentTransactions) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
 		errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		// franz-go's (unexported) error for a coordinator or leader id that
+		// the Metadata it just got does not list: Kafka lists live brokers
+		// only, so one that is restarting is missing for a moment.
+		strings.Contains(err.Error(), "unknown broker")
 }
 
 // readCommittedAll reads topic from the start to its end offsets with
@@ -285,6 +279,7 @@ func TestRetriableTxnErr(t *testing.T) {
 		{fmt.Errorf("tw.22: commit: %w", fmt.Errorf("unable to dial: %w", dial)), true},
 		{fmt.Errorf("tw.1: commit: %w", kerr.NotCoordinator), true},
 		{fmt.Errorf("tw.1: commit: %w", context.DeadlineExceeded), true},
+		{errors.New("tw.495: produce: unknown broker; abort: <nil>"), true},
 		{fmt.Errorf("tw.1: commit: %w", kerr.InvalidProducerEpoch), false},
 		{fmt.Errorf("tw.1: commit: %w", kerr.ProducerFenced), false},
 	} {

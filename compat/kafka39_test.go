@@ -97,3 +97,10 @@ num.partitions=1
 
 // stop sends SIGTERM to the process group and waits; SIGKILL after 30 s.
 func (k *kafka39Proc) stop(t testing.TB) { stopJavaProc(t, "Apache Kafka 3.9", k.cmd, k.done, k.out) }
+
+// kill sends SIGKILL to the process group and waits: a crash, no clean
+// shutdown.
+func (k *kafka39Proc) kill() {
+	_ = killProcGroup(k.cmd)
+	<-k.done
+}

@@ -41,7 +41,9 @@ func buildKbroker(t testing.TB) string {
 		}
 		kbroker.dir = dir
 		kbroker.bin = filepath.Join(dir, "kbroker")
-		args := []string{"build", "-o", kbroker.bin}
+		// -tags faultfs compiles in the disk-fault hook (cmd/kbroker/
+		// faultfs.go), inert unless a broker is started with FaultFS.
+		args := []string{"build", "-tags", "faultfs", "-o", kbroker.bin}
 		if os.Getenv(RaceBrokersEnv) != "" {
 			args = append(args, "-race") // a race report ends the broker with status 66
 		}
@@ -55,6 +57,11 @@ func buildKbroker(t testing.TB) string {
 	}
 	return kbroker.bin
 }
+
+// BuildKbroker builds the broker binary now, if no test of this test
+// binary did yet, so that a test timing a broker's start does not time the
+// build.
+func BuildKbroker(t testing.TB) { t.Helper(); buildKbroker(t) }
 
 // RemoveKbroker deletes the binary StartCluster built (each TestMain that
 // starts clusters calls it).
@@ -81,6 +88,9 @@ type BrokerProc struct {
 	// `ip netns exec <name>`); it must exec the broker in place, so that
 	// signals sent to the process reach the broker itself.
 	Wrap []string
+	// FaultFS runs the broker with the disk-fault hook on (SetDisk,
+	// diskfaults.go); its log dirs start without a fault.
+	FaultFS bool
 
 	t      testing.TB
 	mu     sync.Mutex
@@ -207,6 +217,9 @@ func (b *BrokerProc) start(bin string) {
 	argv := append(append(slices.Clone(b.Wrap), bin), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if b.FaultFS {
+		cmd.Env = append(os.Environ(), faultFSEnv+"="+b.faultFile())
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()

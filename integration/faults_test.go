@@ -90,9 +90,12 @@ func faultsTable(stats map[FaultKind]*faultStats) string {
 		if s.zombies > 0 {
 			window = r(s.zombie).String()
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %v | %v | %v | %v | %v | %s | %s |\n", k, s.n, s.acked,
-			r(maxDur(s.recovery)), r(medianDur(s.recovery)), r(maxDur(s.consumed)), r(medianDur(s.consumed)),
-			r(maxDur(s.healthy)), zombie, window)
+		cmax, cmed := "-", "-" // no consumer (TestFaultsDisk)
+		if len(s.consumed) > 0 {
+			cmax, cmed = r(maxDur(s.consumed)).String(), r(medianDur(s.consumed)).String()
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %v | %v | %s | %s | %v | %s | %s |\n", k, s.n, s.acked,
+			r(maxDur(s.recovery)), r(medianDur(s.recovery)), cmax, cmed, r(maxDur(s.healthy)), zombie, window)
 	}
 	return b.String()
 }
@@ -180,84 +183,96 @@ type workload struct {
 	probe    *consumeProbe
 }
 
-// runNemesis injects faults one at a time for duration, each held 6 to 12
-// seconds and then healed. After each heal it measures how long progress
-// takes to move again (produce recovery) and how long until a consumer
-// polls a record sent after the heal (consume recovery), then waits until
-// every broker is ready and every partition of topic has its full ISR.
-// While a fault is held a zombieWatch samples the partitions' leaders of
-// the fault's start. The zombie's victim is a leader of a partition of
-// topic.
+// runNemesis injects faults one at a time for duration (injectAndHeal).
 func runNemesis(t *testing.T, c *NetCluster, nem *Nemesis, duration time.Duration, topic string, w workload) map[FaultKind]*faultStats {
+	t.Helper()
+	stats := map[FaultKind]*faultStats{}
+	for end := time.Now().Add(duration); time.Now().Before(end); {
+		injectAndHeal(t, c, nem, nem.Next(), topic, w, stats)
+	}
+	return stats
+}
+
+// injectAndHeal is one round of runNemesis: a fault of kind, held 6 to 12
+// seconds and then healed. After the heal it measures how long progress
+// takes to move again (produce recovery) and, with a probe, how long
+// until a consumer polls a record sent after the heal (consume recovery),
+// then waits until every broker is ready and every partition of topic has
+// its full ISR. While the fault is held a zombieWatch samples the
+// partitions' leaders of the fault's start. The zombie's victim is a
+// leader of a partition of topic. Everything goes into stats.
+func injectAndHeal(t *testing.T, c *NetCluster, nem *Nemesis, kind FaultKind, topic string, w workload, stats map[FaultKind]*faultStats) *Fault {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrsOf(c.Brokers)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	stats := map[FaultKind]*faultStats{}
-	for end := time.Now().Add(duration); time.Now().Before(end); {
-		kind := nem.Next()
-		leaders := leadersOf(t, c.Brokers[0], topic)
-		zw, err := startZombieWatch(cl, c.Brokers, c.Brokers[0], topic)
-		if err != nil {
-			t.Fatalf("watching the leaders of %s: %v", topic, err)
-		}
-		f, err := nem.Inject(kind, leaders[nem.Intn(len(leaders))])
-		if err != nil {
-			zw.halt()
-			t.Fatalf("injecting %s: %v", kind, err)
-		}
-		hold := 6*time.Second + time.Duration(nem.Intn(6000))*time.Millisecond
-		before := w.progress()
-		t.Logf("fault %s: %s, held %v", kind, f.What, hold)
-		<-time.After(hold) // the fault's own duration, not a wait for a condition
-		during := w.progress() - before
-		zw.halt()
-		if err := f.Heal(); err != nil {
-			t.Fatalf("healing %s: %v", kind, err)
-		}
-		healed, at, mark := time.Now(), w.progress(), w.probe.mark()
-		var recovered, consumed time.Duration
-		waitFor(t, 2*time.Minute, fmt.Sprintf("progress and a record sent after healing %s polled", kind), func() (bool, error) {
-			if recovered == 0 && w.progress() > at {
-				recovered = time.Since(healed)
-			}
-			if consumed == 0 && w.probe.readSince(mark) {
-				consumed = time.Since(healed)
-			}
-			return recovered > 0 && consumed > 0, fmt.Errorf("produce recovered after %v, consume after %v (0: not yet)", recovered, consumed)
-		})
-		for _, b := range c.Brokers {
-			waitReady(t, b)
-		}
-		waitFullISR(t, c.Brokers, topic, 3)
-		zr, err := zw.result(c.Brokers[0])
-		if err != nil {
-			t.Fatalf("after healing %s: %v", kind, err)
-		}
-		s := stats[kind]
-		if s == nil {
-			s = &faultStats{}
-			stats[kind] = s
-		}
-		s.n++
-		s.acked += during
-		s.recovery = append(s.recovery, recovered)
-		s.consumed = append(s.consumed, consumed)
-		s.healthy = append(s.healthy, time.Since(healed))
-		if zr.unacked > 0 {
-			s.zombies++
-			s.unacked += zr.unacked
-			s.zombie = max(s.zombie, zr.window)
-		}
-		for _, l := range zr.lines {
-			t.Logf("zombie: %s", l)
-		}
-		t.Logf("healed %s: progress again after %v, a record sent after the heal polled after %v, full ISR after %v",
-			kind, recovered.Round(time.Millisecond), consumed.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+	leaders := leadersOf(t, c.Brokers[0], topic)
+	zw, err := startZombieWatch(cl, c.Brokers, c.Brokers[0], topic)
+	if err != nil {
+		t.Fatalf("watching the leaders of %s: %v", topic, err)
 	}
-	return stats
+	f, err := nem.Inject(kind, leaders[nem.Intn(len(leaders))])
+	if err != nil {
+		zw.halt()
+		t.Fatalf("injecting %s: %v", kind, err)
+	}
+	hold := 6*time.Second + time.Duration(nem.Intn(6000))*time.Millisecond
+	before := w.progress()
+	t.Logf("fault %s: %s, held %v", kind, f.What, hold)
+	<-time.After(hold) // the fault's own duration, not a wait for a condition
+	during := w.progress() - before
+	zw.halt()
+	if err := f.Heal(); err != nil {
+		t.Fatalf("healing %s: %v", kind, err)
+	}
+	healed, at := time.Now(), w.progress()
+	var mark int64
+	if w.probe != nil {
+		mark = w.probe.mark()
+	}
+	var recovered, consumed time.Duration
+	waitFor(t, 2*time.Minute, fmt.Sprintf("progress and a record sent after healing %s polled", kind), func() (bool, error) {
+		if recovered == 0 && w.progress() > at {
+			recovered = time.Since(healed)
+		}
+		if consumed == 0 && w.probe != nil && w.probe.readSince(mark) {
+			consumed = time.Since(healed)
+		}
+		return recovered > 0 && (consumed > 0 || w.probe == nil), fmt.Errorf("produce recovered after %v, consume after %v (0: not yet)", recovered, consumed)
+	})
+	for _, b := range c.Brokers {
+		waitReady(t, b)
+	}
+	waitFullISR(t, c.Brokers, topic, 3)
+	zr, err := zw.result(c.Brokers[0])
+	if err != nil {
+		t.Fatalf("after healing %s: %v", kind, err)
+	}
+	s := stats[kind]
+	if s == nil {
+		s = &faultStats{}
+		stats[kind] = s
+	}
+	s.n++
+	s.acked += during
+	s.recovery = append(s.recovery, recovered)
+	if w.probe != nil {
+		s.consumed = append(s.consumed, consumed)
+	}
+	s.healthy = append(s.healthy, time.Since(healed))
+	if zr.unacked > 0 {
+		s.zombies++
+		s.unacked += zr.unacked
+		s.zombie = max(s.zombie, zr.window)
+	}
+	for _, l := range zr.lines {
+		t.Logf("zombie: %s", l)
+	}
+	t.Logf("healed %s: progress again after %v, a record sent after the heal polled after %v, full ISR after %v",
+		kind, recovered.Round(time.Millisecond), consumed.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+	return f
 }
 
 func joinKinds(kinds []FaultKind) string {

@@ -43,10 +43,23 @@ const (
 	FaultKill FaultKind = "kill-9"
 	// FaultPause stops one broker with SIGSTOP; healing sends SIGCONT.
 	FaultPause FaultKind = "sigstop"
+	// FaultSlowDisk makes every write and fsync of a partition leader's
+	// log dir sleep first (the broker's disk-fault hook, SetDisk).
+	FaultSlowDisk FaultKind = "slow-disk"
+	// FaultFullDisk fills a partition leader's disk: its writes, fsyncs
+	// and mkdirs fail with ENOSPC. As Kafka's, the broker takes the dir
+	// offline and, with no log dir left, halts; its ZooKeeper session
+	// ends and the controller elects new leaders from the ISR. Healing
+	// frees the space and restarts it: Kafka brings an offline log dir
+	// back only with a restart.
+	FaultFullDisk FaultKind = "full-disk"
 )
 
 // AllFaults is every kind, in the order the tables list them.
-var AllFaults = []FaultKind{FaultZombie, FaultZKCut, FaultPeerCut, FaultOneWay, FaultSplit, FaultLoss, FaultDelay, FaultZKQuorum, FaultKill, FaultPause}
+var AllFaults = []FaultKind{FaultZombie, FaultZKCut, FaultPeerCut, FaultOneWay, FaultSplit, FaultLoss, FaultDelay, FaultZKQuorum, FaultKill, FaultPause, FaultSlowDisk, FaultFullDisk}
+
+// DiskFaults are the kinds that hit a broker's disk (TestFaultsDisk).
+var DiskFaults = []FaultKind{FaultSlowDisk, FaultFullDisk}
 
 // ParseFaults reads a comma-separated list of fault kinds ("" or "all" is
 // every kind).
@@ -70,7 +83,9 @@ type Fault struct {
 	Kind FaultKind
 	// What says which nodes it hit, for the log.
 	What string
-	heal func() error
+	// Broker is the broker a disk fault hit.
+	Broker *BrokerProc
+	heal   func() error
 }
 
 // Heal undoes the fault.
@@ -107,7 +122,7 @@ func (n *Nemesis) Intn(k int) int { return n.rng.IntN(k) }
 func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 	c := n.c
 	victim := c.Brokers[n.rng.IntN(len(c.Brokers))]
-	if kind == FaultZombie || kind == FaultZKCut {
+	if kind == FaultZombie || kind == FaultZKCut || kind == FaultSlowDisk || kind == FaultFullDisk {
 		victim = nil
 		for _, b := range c.Brokers {
 			if b.ID == leader {
@@ -266,6 +281,25 @@ func (n *Nemesis) Inject(kind FaultKind, leader int32) (*Fault, error) {
 		f.What = fmt.Sprintf("broker %d stopped (SIGSTOP)", victim.ID)
 		victim.Pause()
 		f.heal = func() error { victim.Resume(); return nil }
+	case FaultSlowDisk:
+		d := []string{"20ms", "100ms", "300ms"}[n.rng.IntN(3)]
+		f.Broker = victim
+		f.What = fmt.Sprintf("broker %d (a leader): every write and fsync of its log dir takes %s more", victim.ID, d)
+		f.heal = func() error { return victim.SetDisk("ok") }
+		err = victim.SetDisk("slow " + d)
+	case FaultFullDisk:
+		f.Broker = victim
+		f.What = fmt.Sprintf("broker %d (a leader): disk full (ENOSPC)", victim.ID)
+		f.heal = func() error {
+			// Space again, then a restart (a no-op stop if it halted).
+			if err := victim.SetDisk("ok"); err != nil {
+				return err
+			}
+			_ = victim.Term(time.Minute) // its exit status: 1 after a halt
+			victim.Restart()
+			return nil
+		}
+		err = victim.SetDisk("full")
 	default:
 		return nil, fmt.Errorf("unknown fault kind %q", kind)
 	}

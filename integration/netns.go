@@ -201,6 +201,7 @@ func StartNetCluster(t *testing.T, n, zkServers int, props map[string]string) *N
 	c.Brokers = startBrokers(t, strings.Join(connect, ","), n, func(b *BrokerProc) {
 		b.Host, b.Port, b.HTTPPort = brokerAddr(b.ID), 9092, 8080
 		b.Wrap = c.Net.Add(nsOf(b.ID), b.Host)
+		b.FaultFS = true // the nemesis's slow-disk and full-disk
 	}, func(*BrokerProc) map[string]string { return props })
 	return c
 }

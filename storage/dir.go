@@ -67,6 +67,21 @@ type DirConfig struct {
 	// it (writeback.go). 0 is the default, DefaultSegmentWritebackBytes;
 	// negative turns it off.
 	SegmentWritebackBytes int64
+	// WriteErrorsOffline takes the dir offline on any failed segment
+	// write, as Kafka takes a log dir offline on any IOException, even a
+	// write that was cleanly truncated back (ENOSPC). Without it such a
+	// write leaves the log as it was and appends resume when space
+	// returns, which is what a single node, with no other replica to take
+	// over, wants; a cluster-mode broker sets it so that a full disk gives
+	// leadership to a replica whose disk works (ErrLogDirOffline is sticky
+	// until restart, as in Kafka). Running out of descriptors, or a write
+	// to a segment file closed under it, is never a disk failure.
+	WriteErrorsOffline bool
+	// OnOffline, if set, is called once when the dir goes offline, with
+	// the error that took it offline, after the dir and all its logs
+	// refuse appends. It runs on the goroutine that met the failure, with
+	// no lock of the dir or its logs held, and must not block.
+	OnOffline func(err error)
 }
 
 // withDefaults fills in zero fields and rejects negative durations.
@@ -312,6 +327,7 @@ func (d *Dir) configFor(tp TopicPartition, cfg Config) Config {
 		cfg.Logger = d.logger.With("partition", tp.String())
 	}
 	cfg.FS, cfg.files = d.fs, d.files
+	cfg.writeErrorsOffline = d.cfg.WriteErrorsOffline
 	return cfg
 }
 

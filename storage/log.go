@@ -601,6 +601,9 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 		if terr != nil {
 			return l.failLocked(fmt.Errorf("%w; removing the partial write at position %d of %s failed: %w", cause, start, s, terr))
 		}
+		if l.cfg.writeErrorsOffline && !isFDExhausted(err) && !errors.Is(err, fs.ErrClosed) {
+			return l.failLocked(cause)
+		}
 		return cause
 	}
 	for _, p := range parsed {

@@ -107,4 +107,7 @@ func (d *Dir) markOffline(err *OfflineError) {
 	for _, l := range logs {
 		l.setOffline(err)
 	}
+	if d.cfg.OnOffline != nil {
+		d.cfg.OnOffline(err)
+	}
 }

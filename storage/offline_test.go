@@ -155,3 +155,40 @@ func TestFailedRollFsyncInBackgroundTakesDirOffline(t *testing.T) {
 		t.Fatalf("recovery point %d advanced past an unsynced segment", l.RecoveryPoint())
 	}
 }
+
+// TestWriteErrorsOffline: with DirConfig.WriteErrorsOffline (a cluster
+// broker's dirs) even a cleanly undone ENOSPC write takes the whole dir
+// offline, as Kafka does, and OnOffline hears of it exactly once.
+func TestWriteErrorsOffline(t *testing.T) {
+	var write faults
+	cfg := Config{WriteFault: func(string, int) (int, error) { return 0, write.hook("") }}
+	var told []error
+	path := t.TempDir()
+	d := openDirCfg(t, path, DirConfig{
+		ConfigFor:          func(string, int32) Config { return cfg },
+		WriteErrorsOffline: true,
+		OnOffline:          func(err error) { told = append(told, err) },
+	})
+	defer d.Close()
+	a, _ := d.Create(TopicPartition{"a", 0}, cfg)
+	b, _ := d.Create(TopicPartition{"b", 0}, cfg)
+	mustAppend(t, a, 0, batchOf(2, 1, 10))
+
+	write.set(syscall.ENOSPC)
+	if _, err := a.Append(batchOf(2, 1, 10), 0); !errors.Is(err, ErrLogDirOffline) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk: %v, want ErrLogDirOffline wrapping ENOSPC", err)
+	}
+	write.set(nil) // space again: the dir stays offline until restart
+	for _, l := range []*Log{a, b} {
+		if _, err := l.Append(batchOf(1, 1, 10), 0); !errors.Is(err, ErrLogDirOffline) {
+			t.Fatalf("append to %s after the failure: %v, want ErrLogDirOffline", l.Dir(), err)
+		}
+	}
+	if len(told) != 1 || !errors.Is(told[0], syscall.ENOSPC) {
+		t.Fatalf("OnOffline called with %v, want once with ENOSPC", told)
+	}
+	if a.LogEndOffset() != 2 {
+		t.Fatalf("LEO %d, want 2", a.LogEndOffset())
+	}
+	checkDense(t, readAll(t, a, 0), 0, 2)
+}

@@ -123,6 +123,9 @@ type Config struct {
 	// non-nil error fails that step. Test hooks.
 	syncFault     func(path string) error
 	truncateFault func(path string) error
+	// writeErrorsOffline is the dir's WriteErrorsOffline: a failed segment
+	// write takes the log offline even when it was truncated back.
+	writeErrorsOffline bool
 }
 
 // withDefaults returns c with zero fields replaced by Kafka defaults, or an

@@ -55,12 +55,16 @@ type Manager struct {
 	// defaults is the configuration topic configs default to, when dynamic
 	// broker configs changed it (dynamic_defaults.go); nil: cfg.
 	defaults atomic.Pointer[config.Config]
+	// offlineDirs counts the log dirs gone offline; dirsFailed is closed
+	// when that is all of them (disk_errors.go).
+	offlineDirs atomic.Int32
+	dirsFailed  chan struct{}
 }
 
 // NewManager returns a manager with no log dirs and no topics yet; closing
 // is closed when the broker shuts down.
 func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
-	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: closing}
+	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: closing, dirsFailed: make(chan struct{})}
 	m.mu.topics = map[string]*Topic{}
 	m.mu.byID = map[[16]byte]*Topic{}
 	m.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
@@ -81,6 +85,8 @@ func (m *Manager) OpenDirs(fs vfs.FS) error {
 			SegmentWritebackBytes:           m.cfg.LogSegmentWritebackBytes,
 			RecoveryThreads:                 int(m.cfg.NumRecoveryThreadsPerDataDir),
 			FS:                              fs,
+			WriteErrorsOffline:              m.cfg.Cluster.Enabled(),
+			OnOffline:                       m.dirOffline,
 		})
 		if err != nil {
 			return fmt.Errorf("opening log dir %s: %w", d, err)

@@ -7,7 +7,9 @@
 // SIGTERM or SIGINT stops it gracefully: in cluster mode (zookeeper.connect)
 // it first asks the controller to move its leaderships away (controlled
 // shutdown); then listeners close, in-flight requests finish, every log is
-// flushed and closed, and it exits 0.
+// flushed and closed, and it exits 0. In cluster mode a broker whose every
+// log dir went offline (a failed write or fsync) exits 1 at once, as Kafka
+// halts: restart it once the disk works.
 package main
 
 import (
@@ -20,7 +22,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kbroker/kbroker/broker"
 	"github.com/kbroker/kbroker/broker/config"
 )
 
@@ -123,7 +124,7 @@ func run(args, environ []string) error {
 		logger.Warn("ignoring unknown config key", "key", k)
 	}
 	cfg.Logger = logger
-	b, err := broker.New(cfg)
+	b, err := newBroker(cfg) // faultfs.go under -tags faultfs, else broker.New
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,15 @@ func run(args, environ []string) error {
 		return err
 	}
 	logger.Info("kbroker started", "node.id", cfg.NodeID, "log.dirs", strings.Join(cfg.LogDirs, ","))
-	sig := <-sigs
+	var sig os.Signal
+	select {
+	case sig = <-sigs:
+	case <-b.Failed():
+		// As Kafka's LogManager: halt, without a shutdown that would touch
+		// the failed disks; the ZooKeeper session ends and the controller
+		// moves this broker's leaderships to the ISR.
+		return fmt.Errorf("every log dir (%s) is offline after a failed write or fsync: halting, as Kafka does; restart the broker once the disk works (it recovers its logs and catches up as a follower)", strings.Join(cfg.LogDirs, ","))
+	}
 	logger.Info("shutting down", "signal", sig.String())
 	// Cluster mode: move leadership off this broker first, so clients see
 	// no errors on a rolling restart; a second signal skips the wait.

@@ -35,19 +35,20 @@ type commit struct {
 
 // GroupChecker collects a group's events; it is safe for concurrent use.
 type GroupChecker struct {
-	mu       sync.Mutex
-	seq      int
-	commits  []commit
-	assigned map[string]map[TP]int // member → partition → event position of its assignment
-	first    map[string]map[TP]int64
-	polled   map[TP]map[int64]bool
+	mu         sync.Mutex
+	seq        int
+	commits    []commit
+	assigned   map[string]map[TP]int // member → partition → event position of its assignment
+	assignedAt map[string]map[TP]time.Time
+	first      map[string]map[TP]int64
+	polled     map[TP]map[int64]bool
 	// violations found as events arrive
 	belowCommitted []string
 }
 
 // NewGroupChecker returns an empty checker.
 func NewGroupChecker() *GroupChecker {
-	return &GroupChecker{assigned: map[string]map[TP]int{}, first: map[string]map[TP]int64{}, polled: map[TP]map[int64]bool{}}
+	return &GroupChecker{assigned: map[string]map[TP]int{}, assignedAt: map[string]map[TP]time.Time{}, first: map[string]map[TP]int64{}, polled: map[TP]map[int64]bool{}}
 }
 
 // next advances the event position; the lock must be held.
@@ -60,10 +61,13 @@ func (g *GroupChecker) Assigned(member string, tps ...TP) {
 	at := g.nextLocked()
 	if g.assigned[member] == nil {
 		g.assigned[member] = map[TP]int{}
+		g.assignedAt[member] = map[TP]time.Time{}
 		g.first[member] = map[TP]int64{}
 	}
+	now := time.Now()
 	for _, tp := range tps {
 		g.assigned[member][tp] = at
+		g.assignedAt[member][tp] = now
 		delete(g.first[member], tp)
 	}
 }
@@ -80,15 +84,16 @@ func (g *GroupChecker) Revoked(member string, tps ...TP) {
 }
 
 // committedBeforeLocked is the highest offset of tp committed
-// successfully before event position at.
-func (g *GroupChecker) committedBeforeLocked(tp TP, at int) int64 {
-	best := int64(-1)
-	for _, c := range g.commits {
+// successfully before event position at, and the commit that named it
+// (nil if none).
+func (g *GroupChecker) committedBeforeLocked(tp TP, at int) (int64, *commit) {
+	best, by := int64(-1), (*commit)(nil)
+	for i, c := range g.commits {
 		if o, ok := c.offsets[tp]; ok && c.done < at && o > best {
-			best = o
+			best, by = o, &g.commits[i]
 		}
 	}
-	return best
+	return best, by
 }
 
 // Polled records that member polled rec.
@@ -108,8 +113,10 @@ func (g *GroupChecker) Polled(member string, rec Record) {
 		return
 	}
 	g.first[member][rec.TP] = rec.Offset
-	if c := g.committedBeforeLocked(rec.TP, at); rec.Offset < c {
-		g.belowCommitted = append(g.belowCommitted, fmt.Sprintf("%s started %s at %d, below the committed %d", member, rec.TP, rec.Offset, c))
+	if c, by := g.committedBeforeLocked(rec.TP, at); rec.Offset < c {
+		g.belowCommitted = append(g.belowCommitted, fmt.Sprintf("%s started %s at %d (assigned %s, polled %s), below the committed %d (%s's commit, answered %s)",
+			member, rec.TP, rec.Offset, g.assignedAt[member][rec.TP].UTC().Format(stamp), time.Now().UTC().Format(stamp),
+			c, by.member, by.at.UTC().Format(stamp)))
 	}
 }
 
