@@ -193,12 +193,18 @@ func startKbrokerOnDir(t *testing.T, z *integration.ZooKeeper, chroot, logDir st
 		}
 		return props
 	})
-	kb := bs[0]
+	waitKbrokerController(t, bs[0])
+	return bs[0]
+}
+
+// waitKbrokerController waits until the one broker of a kbroker cluster
+// sees itself as the controller.
+func waitKbrokerController(t *testing.T, kb *integration.BrokerProc) {
+	t.Helper()
 	waitFor(t, kafkaStartTimeout, "the kbroker broker to see itself as controller", func() bool {
 		m, err := newAdmin(t, kb.Addr()).BrokerMetadata(testCtx(t))
 		return err == nil && len(m.Brokers) == 1 && m.Controller == 1
 	})
-	return kb
 }
 
 // initIdempotent asks the broker at addr for an idempotent producer id.

@@ -59,9 +59,16 @@ func startKafka39Dir(t testing.TB, z *integration.ZooKeeper, chroot string, id i
 // later line of server.properties wins).
 func startKafka39With(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string, extra map[string]string) *kafka39Proc {
 	t.Helper()
+	return startKafka39At(t, z, chroot, id, logDir, freePort(t), extra)
+}
+
+// startKafka39At is startKafka39With with the PLAINTEXT listener on port
+// (extra may set listeners to add others, keeping PLAINTEXT on port).
+func startKafka39At(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string, port int, extra map[string]string) *kafka39Proc {
+	t.Helper()
 	cp := javaClasspath(t, javaModKafka39)
 	dir := t.TempDir()
-	k := &kafka39Proc{id: id, port: freePort(t), out: &syncBuffer{}}
+	k := &kafka39Proc{id: id, port: port, out: &syncBuffer{}}
 	props := fmt.Sprintf(`broker.id=%[1]d
 listeners=PLAINTEXT://127.0.0.1:%[2]d
 advertised.listeners=PLAINTEXT://127.0.0.1:%[2]d

@@ -105,7 +105,7 @@ func (b BrokerRegistration) Encode() ([]byte, error) {
 		}
 		j["features"] = f
 	}
-	return json.Marshal(j)
+	return Marshal(j)
 }
 
 // DecodeBrokerRegistration parses /brokers/ids/<id>, versions 1 to 5.

@@ -26,7 +26,7 @@ type controllerJSON struct {
 // Encode writes version 2 with kraftControllerEpoch, as Kafka 3.9.
 func (c ControllerRegistration) Encode() ([]byte, error) {
 	k := c.KRaftControllerEpoch
-	return json.Marshal(controllerJSON{
+	return Marshal(controllerJSON{
 		Version: controllerZNodeVersion, BrokerID: c.BrokerID,
 		Timestamp: strconv.FormatInt(c.Timestamp, 10), KRaftControllerEpoch: &k,
 	})
@@ -69,7 +69,7 @@ func EncodeConfigEntity(config map[string]string) ([]byte, error) {
 	if config == nil {
 		config = map[string]string{}
 	}
-	return json.Marshal(struct {
+	return Marshal(struct {
 		Version int               `json:"version"`
 		Config  map[string]string `json:"config"`
 	}{configEntityVersion, config})
@@ -96,7 +96,7 @@ func DecodeConfigEntity(data []byte) (map[string]string, error) {
 // EncodeConfigChange writes a /config/changes/config_change_<seq> body:
 // {"version":2,"entity_path":"topics/<topic>"}.
 func EncodeConfigChange(entityPath string) ([]byte, error) {
-	return json.Marshal(struct {
+	return Marshal(struct {
 		Version    int    `json:"version"`
 		EntityPath string `json:"entity_path"`
 	}{configChangeVersion, entityPath})
@@ -131,7 +131,7 @@ func EncodeIsrChange(tps []TopicPartition) ([]byte, error) {
 	if tps == nil {
 		tps = []TopicPartition{}
 	}
-	return json.Marshal(struct {
+	return Marshal(struct {
 		Version    int              `json:"version"`
 		Partitions []TopicPartition `json:"partitions"`
 	}{isrChangeVersion, tps})
@@ -160,7 +160,7 @@ func EncodeReassignments(rs []Reassignment) ([]byte, error) {
 	if rs == nil {
 		rs = []Reassignment{}
 	}
-	return json.Marshal(struct {
+	return Marshal(struct {
 		Version    int            `json:"version"`
 		Partitions []Reassignment `json:"partitions"`
 	}{reassignmentVersion, rs})
@@ -179,7 +179,7 @@ func DecodeReassignments(data []byte) ([]Reassignment, error) {
 
 // EncodeClusterID writes /cluster/id. Kafka writes the version as a string.
 func EncodeClusterID(id string) ([]byte, error) {
-	return json.Marshal(struct {
+	return Marshal(struct {
 		Version string `json:"version"`
 		ID      string `json:"id"`
 	}{clusterIDVersion, id})
@@ -206,7 +206,7 @@ type ProducerIDBlock struct {
 
 // Encode writes version 1; Kafka writes the bounds as strings.
 func (p ProducerIDBlock) Encode() ([]byte, error) {
-	return json.Marshal(struct {
+	return Marshal(struct {
 		Version    int    `json:"version"`
 		Broker     int32  `json:"broker"`
 		BlockStart string `json:"block_start"`

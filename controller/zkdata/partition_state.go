@@ -57,7 +57,7 @@ func (s PartitionState) Encode() ([]byte, error) {
 		r := s.LeaderRecoveryState
 		j.LeaderRecoveryState = &r
 	}
-	return json.Marshal(j)
+	return Marshal(j)
 }
 
 // DecodePartitionState parses a state znode; zkVersion is its Stat.Version.

@@ -43,7 +43,7 @@ func (t TopicAssignment) Encode() ([]byte, error) {
 	if t.TopicID != ([16]byte{}) {
 		j.TopicID = EncodeUUID(t.TopicID)
 	}
-	return json.Marshal(j)
+	return Marshal(j)
 }
 
 // DecodeTopicAssignment parses /brokers/topics/<topic> of any version.

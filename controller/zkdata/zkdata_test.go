@@ -210,3 +210,22 @@ func FuzzDecoders(f *testing.F) {
 		_, _ = DecodeConfigEntity(b)
 	})
 }
+
+// The znodes are byte for byte what Kafka 3.9 writes (read from a Kafka
+// 3.9 cluster's ZooKeeper): '<', '>' and '&' are not escaped as Go's
+// json.Marshal escapes them (\u003c), so the cluster default's change
+// notification names brokers/<default>.
+func TestZNodesKafkaBytes(t *testing.T) {
+	enc, err := EncodeConfigChange("brokers/<default>")
+	if want := `{"version":2,"entity_path":"brokers/<default>"}`; err != nil || string(enc) != want {
+		t.Errorf("config change of the cluster default: %s %v, want %s", enc, err, want)
+	}
+	enc, err = EncodeConfigEntity(map[string]string{"message.max.bytes": "1400000"})
+	if want := `{"version":1,"config":{"message.max.bytes":"1400000"}}`; err != nil || string(enc) != want {
+		t.Errorf("config entity: %s %v, want %s", enc, err, want)
+	}
+	enc, err = EncodeConfigEntity(map[string]string{"k": "a<b>&c"})
+	if want := `{"version":1,"config":{"k":"a<b>&c"}}`; err != nil || string(enc) != want {
+		t.Errorf("config entity with <>&: %s %v, want %s", enc, err, want)
+	}
+}

@@ -6,9 +6,10 @@ package zkstore
 // {"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow",
 // "operation":"Read","host":"*"}]}, written with a version check and
 // deleted when its last ACL goes. Every change is announced by a sequential
-// znode: /kafka-acl-changes/acl_changes_N holding "Topic:foo" for a
+// znode: /kafka-acl-changes/acl_changes_N holding "TOPIC:foo" for a
 // literal resource, /kafka-acl-extended-changes/acl_changes_N holding
-// {"version":1,"resourceType":"Topic","name":"foo","patternType":"PREFIXED"};
+// {"version":1,"resourceType":"TOPIC","name":"foo","patternType":"PREFIXED"}
+// (aclChange: Java's enum names there, the paths' names in the znodes);
 // every broker watches both and reloads (WatchACLChanges). Change znodes
 // older than 15 minutes are removed by the writer, as Kafka's listeners do.
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkdata"
 )
 
 const (
@@ -162,7 +164,7 @@ func (s *Store) updateACLNode(r aclResource, add, remove []controller.ACL) error
 		case len(next) == 0:
 			err = s.zk.Delete(r.path(), version)
 		default:
-			data, merr := json.Marshal(aclZNode{Version: 1, ACLs: next})
+			data, merr := zkdata.Marshal(aclZNode{Version: 1, ACLs: next})
 			if merr != nil {
 				return merr
 			}
@@ -185,20 +187,50 @@ func (s *Store) updateACLNode(r aclResource, add, remove []controller.ACL) error
 // announceACLChange creates the change znode every broker watches, and
 // removes expired ones.
 func (s *Store) announceACLChange(r aclResource) error {
-	root, data := aclChanges, []byte(r.typ+":"+r.name)
-	if r.pattern == "PREFIXED" {
-		root = aclExtendedChange
-		var err error
-		data, err = json.Marshal(map[string]any{"version": 1, "resourceType": r.typ, "name": r.name, "patternType": r.pattern})
-		if err != nil {
-			return err
-		}
+	root, data, err := aclChange(r)
+	if err != nil {
+		return err
 	}
 	if _, err := s.zk.CreateWithParents(root+"/"+aclChangePrefix, data, zk.FlagSequence); err != nil {
 		return fmt.Errorf("announcing the ACL change of %s: %w", r.path(), err)
 	}
 	s.purgeACLChanges(root)
 	return nil
+}
+
+// aclChangeEnumNames are Java's ResourceType enum names of the resource
+// types as the znode paths spell them.
+var aclChangeEnumNames = map[string]string{
+	"Topic": "TOPIC", "Group": "GROUP", "Cluster": "CLUSTER", "TransactionalId": "TRANSACTIONAL_ID",
+	"DelegationToken": "DELEGATION_TOKEN", "User": "USER",
+}
+
+// aclChangeEvent is the body of an extended change znode, in the order of
+// Kafka's ExtendedAclChangeEvent.
+type aclChangeEvent struct {
+	Version      int    `json:"version"`
+	ResourceType string `json:"resourceType"`
+	Name         string `json:"name"`
+	PatternType  string `json:"patternType"`
+}
+
+// aclChange is the change znode announcing a change of r's ACLs, as Kafka
+// 3.9's ZkAclChangeStore writes it: under /kafka-acl-changes the data
+// "TOPIC:foo" for a literal resource, under /kafka-acl-extended-changes
+// {"version":1,"resourceType":"TOPIC","name":"foo","patternType":"PREFIXED"}
+// for a prefixed one. The resource type is Java's enum name (TOPIC,
+// TRANSACTIONAL_ID), not the znode path's Topic: Kafka reads either, as it
+// upper-cases what it reads, but writes the enum name.
+func aclChange(r aclResource) (root string, data []byte, err error) {
+	typ, ok := aclChangeEnumNames[r.typ]
+	if !ok {
+		typ = strings.ToUpper(r.typ)
+	}
+	if r.pattern != "PREFIXED" {
+		return aclChanges, []byte(typ + ":" + r.name), nil
+	}
+	data, err = zkdata.Marshal(aclChangeEvent{Version: 1, ResourceType: typ, Name: r.name, PatternType: r.pattern})
+	return aclExtendedChange, data, err
 }
 
 // purgeACLChanges removes the change znodes older than aclChangeExpiry;

@@ -141,7 +141,7 @@ func (s *Store) UpdateFinalizedFeatures(levels map[string]int16) error {
 			z.Features[n] = featureLevels{Min: l, Max: l}
 		}
 	}
-	data, err := json.Marshal(z)
+	data, err := zkdata.Marshal(z)
 	if err != nil {
 		return err
 	}
