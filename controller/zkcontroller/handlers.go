@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkclient"
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,11 +35,25 @@ func (c *Controller) handle(ev event) error {
 		if err != nil {
 			return err
 		}
+		var fresh []string
 		for _, n := range names {
-			if _, known := c.machine.Ctx.Topics[n]; known {
+			if _, known := c.machine.Ctx.Topics[n]; !known {
+				fresh = append(fresh, n)
+			}
+		}
+		as, errs := c.readTopics(fresh)
+		for i, n := range fresh {
+			if errors.Is(errs[i], zk.ErrNoNode) {
 				continue
 			}
-			if err := c.topicChanged(n); err != nil {
+			if errs[i] != nil {
+				return errs[i]
+			}
+			out, err := c.machine.OnTopicChange(n, as[i])
+			if err != nil {
+				return err
+			}
+			if err := c.perform(out); err != nil {
 				return err
 			}
 		}
@@ -192,19 +207,41 @@ func (c *Controller) topicNames() ([]string, error) {
 // readTopic reads a topic's assignment with a watch (for added partitions)
 // and its config overrides.
 func (c *Controller) readTopic(name string) (zkdata.TopicAssignment, error) {
-	data, _, ch, err := c.zk.GetW(zkdata.TopicPath(name))
-	if err != nil {
-		return zkdata.TopicAssignment{}, err
+	as, errs := c.readTopics([]string{name})
+	return as[0], errs[0]
+}
+
+// readTopics is readTopic of many topics, their reads pipelined; the
+// results are in the order of names. The watches are armed here, on the
+// loop's goroutine.
+func (c *Controller) readTopics(names []string) ([]zkdata.TopicAssignment, []error) {
+	type result struct {
+		data []byte
+		ch   <-chan zk.Event
+		cfg  map[string]string
+		err  error
 	}
-	if !c.isArmed(evTopic, name) {
-		c.watch(evTopic, name, ch)
+	res := make([]result, len(names))
+	zkclient.Pipeline(len(names), func(i int) {
+		r := &res[i]
+		if r.data, _, r.ch, r.err = c.zk.GetW(zkdata.TopicPath(names[i])); r.err != nil {
+			return
+		}
+		r.cfg, r.err = c.zk.TopicConfig(names[i])
+	})
+	as, errs := make([]zkdata.TopicAssignment, len(names)), make([]error, len(names))
+	for i, name := range names {
+		r := res[i]
+		if r.ch != nil && !c.isArmed(evTopic, name) {
+			c.watch(evTopic, name, r.ch)
+		}
+		if errs[i] = r.err; r.err != nil {
+			continue
+		}
+		c.configs[name] = r.cfg
+		as[i], errs[i] = zkdata.DecodeTopicAssignment(name, r.data)
 	}
-	cfg, err := c.zk.TopicConfig(name)
-	if err != nil {
-		return zkdata.TopicAssignment{}, err
-	}
-	c.configs[name] = cfg
-	return zkdata.DecodeTopicAssignment(name, data)
+	return as, errs
 }
 
 func (c *Controller) unclean(topic string) bool {
