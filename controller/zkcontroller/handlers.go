@@ -274,26 +274,35 @@ func (c *Controller) handleISRChanges() error {
 		c.watch(evISR, "", ch)
 	}
 	sort.Strings(names)
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = zkdata.IsrChangePath + "/" + n
+	}
 	seen := map[controller.TopicPartition]bool{}
 	var tps []controller.TopicPartition
-	for _, n := range names {
-		p := zkdata.IsrChangePath + "/" + n
-		data, _, err := c.zk.Get(p)
-		if err == nil {
-			changed, derr := zkdata.DecodeIsrChange(data)
-			if derr != nil {
-				c.log.Warn("ignoring ISR change notification", "znode", n, "err", derr)
-			}
-			for _, tp := range changed {
-				if !seen[tp] {
-					seen[tp] = true
-					tps = append(tps, tp)
-				}
+	for i, r := range c.zk.GetMany(paths) {
+		if r.Err != nil {
+			continue
+		}
+		changed, derr := zkdata.DecodeIsrChange(r.Data)
+		if derr != nil {
+			c.log.Warn("ignoring ISR change notification", "znode", names[i], "err", derr)
+		}
+		for _, tp := range changed {
+			if !seen[tp] {
+				seen[tp] = true
+				tps = append(tps, tp)
 			}
 		}
-		if err := c.zk.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
+	}
+	errs := make([]error, len(paths))
+	zkclient.Pipeline(len(paths), func(i int) {
+		if err := c.zk.Delete(paths[i], -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			errs[i] = err
 		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if len(tps) == 0 {
 		return nil
