@@ -210,12 +210,14 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 
 // controllerTimings returns the brokers' log lines of each controller
 // failover's own work (zkcontroller's "controller failover"), which the
-// failover figure holds besides the ZooKeeper session expiry.
+// failover figure holds besides the ZooKeeper session expiry, and of each
+// controlled shutdown's steps.
 func controllerTimings(bs []*BrokerProc) string {
 	var out strings.Builder
 	for _, bp := range bs {
 		for _, line := range strings.Split(bp.Log(), "\n") {
-			if strings.Contains(line, "controller failover") || strings.Contains(line, "became controller") {
+			if strings.Contains(line, "controller failover") || strings.Contains(line, "became controller") ||
+				strings.Contains(line, "shutting down") || strings.Contains(line, "controlled shutdown") || strings.Contains(line, "kbroker stopped") {
 				fmt.Fprintf(&out, "  broker %d: %s\n", bp.ID, line)
 			}
 		}

@@ -150,5 +150,7 @@ func run(args, environ []string) error {
 		logger.Warn("stopping without a controlled shutdown", "err", err)
 	}
 	cancel()
-	return b.Close()
+	err = b.Close()
+	logger.Info("kbroker stopped", "err", err)
+	return err
 }
