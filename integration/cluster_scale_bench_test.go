@@ -217,7 +217,7 @@ func controllerTimings(bs []*BrokerProc) string {
 	for _, bp := range bs {
 		for _, line := range strings.Split(bp.Log(), "\n") {
 			if strings.Contains(line, "controller failover") || strings.Contains(line, "became controller") ||
-				strings.Contains(line, "shutting down") || strings.Contains(line, "controlled shutdown") || strings.Contains(line, "kbroker stopped") {
+				strings.Contains(line, "shutting down") || strings.Contains(line, "controlled shutdown") || strings.Contains(line, "broker stopped") {
 				fmt.Fprintf(&out, "  broker %d: %s\n", bp.ID, line)
 			}
 		}

@@ -150,7 +150,5 @@ func run(args, environ []string) error {
 		logger.Warn("stopping without a controlled shutdown", "err", err)
 	}
 	cancel()
-	err = b.Close()
-	logger.Info("kbroker stopped", "err", err)
-	return err
+	return b.Close()
 }

@@ -18,8 +18,8 @@ type zkStates struct{ c *zkclient.Client }
 var _ controller.StateWriter = zkStates{}
 
 // CreatePartitionStates creates each topic's partitions znode, then every
-// partition's znode and its state (the latter conditional on the epoch),
-// pipelined as Kafka's createTopicPartitionStatesRaw does.
+// partition's znode and its state, conditional on the epoch, in batched
+// multi-ops (zkclient.CreateManyChecked), pipelined.
 func (z zkStates) CreatePartitionStates(epochVersion int32, states map[controller.TopicPartition]zkdata.PartitionState) (map[controller.TopicPartition]error, error) {
 	failed := map[controller.TopicPartition]error{}
 	tps := make([]controller.TopicPartition, 0, len(states))
@@ -33,24 +33,29 @@ func (z zkStates) CreatePartitionStates(epochVersion int32, states map[controlle
 			}
 		}
 	}
+	data := make([][]byte, len(tps))
+	encErr := make([]error, len(tps))
+	var ops []zkclient.CreateOp
+	var idx []int
+	for i, tp := range tps {
+		if data[i], encErr[i] = states[tp].Encode(); encErr[i] != nil {
+			continue
+		}
+		ops = append(ops, zkclient.CreateOp{Parent: zkdata.PartitionPath(tp.Topic, tp.Partition),
+			Path: zkdata.PartitionStatePath(tp.Topic, tp.Partition), Data: data[i]})
+		idx = append(idx, i)
+	}
 	type result struct {
 		checkFailed bool
 		encErr, err error
 	}
 	res := make([]result, len(tps))
-	zkclient.Pipeline(len(tps), func(i int) {
-		tp := tps[i]
-		data, err := states[tp].Encode()
-		if err != nil {
-			res[i].encErr = err
-			return
-		}
-		if _, err := z.c.Create(zkdata.PartitionPath(tp.Topic, tp.Partition), nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			res[i].err = fmt.Errorf("creating %s: %w", zkdata.PartitionPath(tp.Topic, tp.Partition), err)
-			return
-		}
-		res[i].checkFailed, res[i].err = z.c.CreateChecked(zkdata.ControllerEpochPath, epochVersion, zkdata.PartitionStatePath(tp.Topic, tp.Partition), data)
-	})
+	for i := range tps {
+		res[i].encErr = encErr[i]
+	}
+	for k, r := range z.c.CreateManyChecked(zkdata.ControllerEpochPath, epochVersion, ops) {
+		res[idx[k]].checkFailed, res[idx[k]].err = r.CheckFailed, r.Err
+	}
 	var fatal error
 	for i, tp := range tps {
 		r := res[i]
@@ -69,8 +74,9 @@ func (z zkStates) CreatePartitionStates(epochVersion int32, states map[controlle
 }
 
 // UpdatePartitionStates writes every state conditionally on its version
-// and on the epoch (one multi-op each), pipelined as Kafka's
-// updateLeaderAndIsr does.
+// and on the epoch, in batched multi-ops (zkclient.SetManyChecked): each
+// write's outcome is the one it would have had alone, as Kafka's
+// updateLeaderAndIsr writes them.
 func (z zkStates) UpdatePartitionStates(epochVersion int32, states map[controller.TopicPartition]zkdata.PartitionState) (map[controller.TopicPartition]int32, map[controller.TopicPartition]error, error) {
 	written, failed := map[controller.TopicPartition]int32{}, map[controller.TopicPartition]error{}
 	tps := make([]controller.TopicPartition, 0, len(states))
@@ -83,21 +89,21 @@ func (z zkStates) UpdatePartitionStates(epochVersion int32, states map[controlle
 		encErr, err error
 	}
 	res := make([]result, len(tps))
-	zkclient.Pipeline(len(tps), func(i int) {
-		tp := tps[i]
+	var ops []zkclient.SetOp
+	var idx []int
+	for i, tp := range tps {
 		st := states[tp]
 		data, err := st.Encode()
 		if err != nil {
 			res[i].encErr = err
-			return
+			continue
 		}
-		stat, checkFailed, err := z.c.SetChecked(zkdata.ControllerEpochPath, epochVersion,
-			zkdata.PartitionStatePath(tp.Topic, tp.Partition), data, st.ZkVersion)
-		res[i].checkFailed, res[i].err = checkFailed, err
-		if err == nil {
-			res[i].version = stat.Version
-		}
-	})
+		ops = append(ops, zkclient.SetOp{Path: zkdata.PartitionStatePath(tp.Topic, tp.Partition), Data: data, Version: st.ZkVersion})
+		idx = append(idx, i)
+	}
+	for k, r := range z.c.SetManyChecked(zkdata.ControllerEpochPath, epochVersion, ops) {
+		res[idx[k]].version, res[idx[k]].checkFailed, res[idx[k]].err = r.Version, r.CheckFailed, r.Err
+	}
 	var fatal error
 	for i, tp := range tps {
 		r := res[i]
