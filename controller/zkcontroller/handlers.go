@@ -42,6 +42,8 @@ func (c *Controller) handle(ev event) error {
 			}
 		}
 		as, errs := c.readTopics(fresh)
+		var added []string
+		var found []zkdata.TopicAssignment
 		for i, n := range fresh {
 			if errors.Is(errs[i], zk.ErrNoNode) {
 				continue
@@ -49,14 +51,16 @@ func (c *Controller) handle(ev event) error {
 			if errs[i] != nil {
 				return errs[i]
 			}
-			out, err := c.machine.OnTopicChange(n, as[i])
-			if err != nil {
-				return err
-			}
-			if err := c.perform(out); err != nil {
-				return err
-			}
+			added, found = append(added, n), append(found, as[i])
 		}
+		if len(added) == 0 {
+			return nil
+		}
+		out, err := c.machine.OnTopicChanges(added, found)
+		if err != nil {
+			return err
+		}
+		return c.perform(out)
 	case evTopic:
 		if _, known := c.machine.Ctx.Topics[ev.path]; known {
 			return c.topicChanged(ev.path)
