@@ -120,7 +120,7 @@ func BenchmarkClusterScale(b *testing.B) {
 	waitScaleState(b, bs, nil, total, true)
 
 	s := func(d time.Duration) float64 { return d.Seconds() }
-	if os.Getenv("KBROKER_BENCH_CLUSTER_ROLLING") == "0" {
+	report := func(rolling string) {
 		fmt.Fprintf(os.Stderr, `
 BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at RF 3
   CreateTopics answered                    %8.1f s
@@ -128,9 +128,12 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
   kill -9 of controller %d: every partition led by a live broker after %.1f s (zookeeper.session.timeout.ms=%d)
   its restart until every ISR is full      %8.1f s
   controlled shutdown (SIGTERM to exit)    %8.1f s, then every partition led after %.2f s more
-  rolling restart skipped (KBROKER_BENCH_CLUSTER_ROLLING=0)
+  %s
 %s`, topics, perTopic, total, s(createAcked), s(createTook), dead.ID, s(failover), session, s(rejoin),
-			s(shutdown), s(leadersAfterShutdown), controllerTimings(bs))
+			s(shutdown), s(leadersAfterShutdown), rolling, controllerTimings(bs))
+	}
+	if os.Getenv("KBROKER_BENCH_CLUSTER_ROLLING") == "0" {
+		report("rolling restart skipped (KBROKER_BENCH_CLUSTER_ROLLING=0)")
 		return
 	}
 
@@ -196,16 +199,8 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	b.ReportMetric(s(failover), "failover-s")
 	b.ReportMetric(s(shutdown), "shutdown-s")
 	b.ReportMetric(s(rolling), "rolling-s")
-	fmt.Fprintf(os.Stderr, `
-BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at RF 3
-  CreateTopics answered                    %8.1f s
-  every ISR full in every broker's cache   %8.1f s
-  kill -9 of controller %d: every partition led by a live broker after %.1f s (zookeeper.session.timeout.ms=%d)
-  its restart until every ISR is full      %8.1f s
-  controlled shutdown (SIGTERM to exit)    %8.1f s, then every partition led after %.2f s more
-  rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %.2f s
-%s`, topics, perTopic, total, s(createAcked), s(createTook), dead.ID, s(failover), session, s(rejoin),
-		s(shutdown), s(leadersAfterShutdown), s(rolling), acked.Load(), s(maxGap), controllerTimings(bs))
+	report(fmt.Sprintf("rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %.2f s",
+		s(rolling), acked.Load(), s(maxGap)))
 }
 
 // controllerTimings returns the brokers' log lines of each controller
