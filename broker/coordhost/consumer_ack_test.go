@@ -1,6 +1,7 @@
 package coordhost
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -219,5 +220,41 @@ func TestGroupCallsWaitOnlyForTheirPartition(t *testing.T) {
 	c.followerFetch(offsetsTopic, 0)
 	if r := within(t, (<-chan kmsg.Response)(join), "m2's join").(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
 		t.Fatalf("m2's join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// TestConsumerSessionSurvivesReload: a member's session deadline is not
+// pushed back when a failed write makes the host replay the coordinator
+// from its log. Kafka's coordinator keeps its timers when it reverts a
+// failed write; restarting every session timeout at each reload kept the
+// members that had left without being removed (their LeaveGroup's write
+// failed, or their client stopped) in the group for as long as writes
+// kept failing less than a session timeout apart, and with them the
+// partitions the coordinator assigned to them, which nobody consumed.
+func TestConsumerSessionSurvivesReload(t *testing.T) {
+	h, f := newGroupsHost(t, 2)
+	var mu sync.Mutex
+	clock := time.UnixMilli(1_700_000_000_000)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	h.groups.mu.Lock()
+	h.now = now
+	h.groups.mu.Unlock()
+	session := time.Duration(h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
+
+	if r := consumerJoin(t, h, "cg", "gone"); r.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The member stops heartbeating. Shortly before its session expires
+	// a write fails, and the next call replays the coordinator.
+	advance(session - time.Second)
+	failNextOffsetsWrite(t, h, f)
+	if ms := consumerMembers(t, h, "cg"); len(ms) != 1 {
+		t.Fatalf("members after the reload: %v", ms)
+	}
+	advance(2 * time.Second)
+	h.groups.tick()
+	if ms := consumerMembers(t, h, "cg"); len(ms) != 0 {
+		t.Fatalf("members %v a session timeout after the last heartbeat: the reload restarted the session", ms)
 	}
 }
