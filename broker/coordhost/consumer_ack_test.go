@@ -258,3 +258,51 @@ func TestConsumerSessionSurvivesReload(t *testing.T) {
 		t.Fatalf("members %v a session timeout after the last heartbeat: the reload restarted the session", ms)
 	}
 }
+
+// TestConsumerSessionRestartsAfterAMoveWhileDropped: the members of a
+// partition whose leadership changed while the coordinators were dropped
+// start their sessions afresh when the partition is loaded again, as
+// Kafka's do when a coordinator loads a partition: the dropped
+// coordinator's deadlines are older than what the log's new leader saw.
+func TestConsumerSessionRestartsAfterAMoveWhileDropped(t *testing.T) {
+	c := newClusterHostWith(t, map[string]string{
+		"offsets.topic.num.partitions":         "2",
+		"transaction.state.log.num.partitions": "2",
+	}, []controller.Topic{
+		{Name: offsetsTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
+		{Name: "t", Partitions: 2, ReplicationFactor: 2},
+	})
+	c.move(offsetsTopic, 0, true)
+	c.move(offsetsTopic, 1, true)
+	var mu sync.Mutex
+	clock := time.UnixMilli(1_700_000_000_000)
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	c.h.groups.mu.Lock()
+	c.h.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	c.h.groups.mu.Unlock()
+	session := time.Duration(c.h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
+	moved, stayed := idIn("cg", 0), idIn("cg", 1)
+	for _, id := range []string{moved, stayed} {
+		if r := consumerJoin(t, c.h, id, "m-"+id); r.ErrorCode != 0 {
+			t.Fatalf("join %s: %v", id, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+
+	advance(session - time.Second)
+	dropGroupCoordinators(c.h)
+	c.move(offsetsTopic, 0, false)
+	c.move(offsetsTopic, 0, true)
+	advance(2 * time.Second)
+	c.h.groups.tick() // reloads, then times out the members
+	if ms := consumerMembers(t, c.h, moved); len(ms) != 1 {
+		t.Fatalf("members of the moved partition's group %v, want its member with a fresh session", ms)
+	}
+	if ms := consumerMembers(t, c.h, stayed); len(ms) != 0 {
+		t.Fatalf("members of the other group %v, want none: its member's session expired", ms)
+	}
+	advance(session)
+	c.h.groups.tick()
+	if ms := consumerMembers(t, c.h, moved); len(ms) != 0 {
+		t.Fatalf("members %v a session after the reload", ms)
+	}
+}
