@@ -123,6 +123,16 @@ var faultProps = map[string]string{
 	"min.insync.replicas":            "2",
 	"default.replication.factor":     "3",
 	"unclean.leader.election.enable": "false",
+	// KIP-848 members get the 10 s session the classic members of
+	// TestFaultsConsumerGroup ask for: a member whose client is gone
+	// without leaving (its LeaveGroup lost to a fault) holds its
+	// partitions until its session expires, and the consumer-group tests
+	// give the group 30 s (drainBound) after the faults to catch up.
+	// Kafka's default of 45 s restarts whenever the coordinator moves.
+	"group.consumer.session.timeout.ms":        "10000",
+	"group.consumer.min.session.timeout.ms":    "10000",
+	"group.consumer.heartbeat.interval.ms":     "3000",
+	"group.consumer.min.heartbeat.interval.ms": "3000",
 }
 
 // TestFaultsNemesis runs a continuous acks=all idempotent producer against

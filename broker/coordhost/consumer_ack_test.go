@@ -1,6 +1,7 @@
 package coordhost
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -219,5 +220,89 @@ func TestGroupCallsWaitOnlyForTheirPartition(t *testing.T) {
 	c.followerFetch(offsetsTopic, 0)
 	if r := within(t, (<-chan kmsg.Response)(join), "m2's join").(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
 		t.Fatalf("m2's join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// TestConsumerSessionSurvivesReload: a member's session deadline is not
+// pushed back when a failed write makes the host replay the coordinator
+// from its log. Kafka's coordinator keeps its timers when it reverts a
+// failed write; restarting every session timeout at each reload kept the
+// members that had left without being removed (their LeaveGroup's write
+// failed, or their client stopped) in the group for as long as writes
+// kept failing less than a session timeout apart, and with them the
+// partitions the coordinator assigned to them, which nobody consumed.
+func TestConsumerSessionSurvivesReload(t *testing.T) {
+	h, f := newGroupsHost(t, 2)
+	var mu sync.Mutex
+	clock := time.UnixMilli(1_700_000_000_000)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	h.groups.mu.Lock()
+	h.now = now
+	h.groups.mu.Unlock()
+	session := time.Duration(h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
+
+	if r := consumerJoin(t, h, "cg", "gone"); r.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The member stops heartbeating. Shortly before its session expires
+	// a write fails, and the next call replays the coordinator.
+	advance(session - time.Second)
+	failNextOffsetsWrite(t, h, f)
+	if ms := consumerMembers(t, h, "cg"); len(ms) != 1 {
+		t.Fatalf("members after the reload: %v", ms)
+	}
+	advance(2 * time.Second)
+	h.groups.tick()
+	if ms := consumerMembers(t, h, "cg"); len(ms) != 0 {
+		t.Fatalf("members %v a session timeout after the last heartbeat: the reload restarted the session", ms)
+	}
+}
+
+// TestConsumerSessionRestartsAfterAMoveWhileDropped: the members of a
+// partition whose leadership changed while the coordinators were dropped
+// start their sessions afresh when the partition is loaded again, as
+// Kafka's do when a coordinator loads a partition: the dropped
+// coordinator's deadlines are older than what the log's new leader saw.
+func TestConsumerSessionRestartsAfterAMoveWhileDropped(t *testing.T) {
+	c := newClusterHostWith(t, map[string]string{
+		"offsets.topic.num.partitions":         "2",
+		"transaction.state.log.num.partitions": "2",
+	}, []controller.Topic{
+		{Name: offsetsTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
+		{Name: "t", Partitions: 2, ReplicationFactor: 2},
+	})
+	c.move(offsetsTopic, 0, true)
+	c.move(offsetsTopic, 1, true)
+	var mu sync.Mutex
+	clock := time.UnixMilli(1_700_000_000_000)
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	c.h.groups.mu.Lock()
+	c.h.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	c.h.groups.mu.Unlock()
+	session := time.Duration(c.h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
+	moved, stayed := idIn("cg", 0), idIn("cg", 1)
+	for _, id := range []string{moved, stayed} {
+		if r := consumerJoin(t, c.h, id, "m-"+id); r.ErrorCode != 0 {
+			t.Fatalf("join %s: %v", id, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+
+	advance(session - time.Second)
+	dropGroupCoordinators(c.h)
+	c.move(offsetsTopic, 0, false)
+	c.move(offsetsTopic, 0, true)
+	advance(2 * time.Second)
+	c.h.groups.tick() // reloads, then times out the members
+	if ms := consumerMembers(t, c.h, moved); len(ms) != 1 {
+		t.Fatalf("members of the moved partition's group %v, want its member with a fresh session", ms)
+	}
+	if ms := consumerMembers(t, c.h, stayed); len(ms) != 0 {
+		t.Fatalf("members of the other group %v, want none: its member's session expired", ms)
+	}
+	advance(session)
+	c.h.groups.tick()
+	if ms := consumerMembers(t, c.h, moved); len(ms) != 0 {
+		t.Fatalf("members %v a session after the reload", ms)
 	}
 }

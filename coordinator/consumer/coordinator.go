@@ -253,17 +253,46 @@ func (c *Coordinator) timeouts(group string) (sessionMs, heartbeatMs int32) {
 // Loaded starts the timers of members restored by Replay, as Kafka does
 // when it finishes loading a partition: a session timeout for every member,
 // a rebalance timeout for members that are revoking. Calling it again only
-// affects members not yet timed.
+// affects members not yet timed (nor given their timers by InheritTimers).
 func (c *Coordinator) Loaded(now time.Time) {
 	for _, g := range c.groups {
 		session, _ := c.timeouts(g.id)
 		for _, m := range g.members {
 			if m.sessionDeadline.IsZero() {
 				m.sessionDeadline = now.Add(ms(session))
-				if m.cur.state == MemberUnrevokedPartitions {
-					m.revokeDeadline = now.Add(ms(m.sub.rebalanceTimeoutMs))
-					m.revokeEpoch = m.cur.epoch
-				}
+			}
+			if m.cur.state == MemberUnrevokedPartitions && m.revokeDeadline.IsZero() {
+				m.revokeDeadline = now.Add(ms(m.sub.rebalanceTimeoutMs))
+				m.revokeEpoch = m.cur.epoch
+			}
+		}
+	}
+}
+
+// InheritTimers gives the members restored by Replay the session and
+// revocation deadlines that old, the Coordinator this one replaces after a
+// failed write (see the calling contract), had for them. Call it after
+// Replay and before Loaded. Kafka's coordinator keeps its timers when it
+// reverts a failed write; starting every session afresh instead would let
+// a member that stopped heartbeating, and the partitions assigned to it,
+// stay in the group for as long as writes keep failing less than a session
+// timeout apart. The groups of partitions that changed leader since old
+// was dropped must be unloaded from old first (Unload): a coordinator
+// loading a partition anew starts every session, as Kafka's does.
+func (c *Coordinator) InheritTimers(old *Coordinator) {
+	for id, g := range c.groups {
+		og := old.groups[id]
+		if og == nil {
+			continue
+		}
+		for mid, m := range g.members {
+			om := og.members[mid]
+			if om == nil || !m.sessionDeadline.IsZero() || om.sessionDeadline.IsZero() {
+				continue
+			}
+			m.sessionDeadline = om.sessionDeadline
+			if m.cur.state == MemberUnrevokedPartitions && !om.revokeDeadline.IsZero() && om.revokeEpoch == m.cur.epoch {
+				m.revokeDeadline, m.revokeEpoch = om.revokeDeadline, om.revokeEpoch
 			}
 		}
 	}

@@ -173,10 +173,11 @@ func (g *group) staticMember(instanceID, memberID string) (*member, *hbError) {
 	return m, nil
 }
 
-// checkEpoch is Kafka's throwIfConsumerGroupMemberEpochIsInvalid: the
-// member must send its current epoch, or its previous one together with
-// owned partitions within its current assignment (the response with the
-// new epoch may have been lost).
+// checkEpoch is Kafka's throwIfConsumerGroupMemberEpochIsInvalid for a
+// heartbeat other than a join: the member must send its current epoch, or
+// its previous one together with owned partitions within its current
+// assignment (the response with the new epoch may have been lost). A join
+// (epoch 0) is never checked (KAFKA-19233).
 func checkEpoch(m *member, epoch int32, owned assignment) *hbError {
 	switch {
 	case epoch > m.cur.epoch:
@@ -219,7 +220,11 @@ func (c *Coordinator) heartbeat(w *out, now time.Time, client Client, req *kmsg.
 		if m == nil && !joining {
 			return refuse(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
 		}
-		if m != nil {
+		// A known member rejoining with epoch 0 is taken back in place
+		// whatever its epoch (KAFKA-19233, Kafka 4.2): that is how a
+		// fenced member recovers, and it reports owning nothing, so it
+		// is reconciled from scratch and sent its assignment again.
+		if m != nil && !joining {
 			if e := checkEpoch(m, req.MemberEpoch, owned); e != nil {
 				return e
 			}

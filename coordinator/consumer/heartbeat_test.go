@@ -255,9 +255,6 @@ func TestStaleEpochIsFenced(t *testing.T) {
 	if r.MemberEpoch != cur {
 		t.Fatalf("previous epoch answered with %d, want %d", r.MemberEpoch, cur)
 	}
-	// A member that rejoins with epoch 0 while the coordinator still
-	// knows it at another epoch is fenced the same way.
-	wantCode(t, h.send(joinReq("A", "t")), kerr.FencedMemberEpoch.Code)
 
 	wantCode(t, h.send(beatReq("Z", 1, nil)), kerr.UnknownMemberID.Code)
 	other := beatReq("A", 1, nil)
@@ -490,5 +487,60 @@ func TestLostAssignmentOfReleasedPartitionsIsResent(t *testing.T) {
 	r = h.send(beatReq("B", b.epoch, nil))
 	if r.Assignment != nil {
 		t.Fatalf("keep-alive after the acknowledgement: assignment %v", r.Assignment)
+	}
+}
+
+// TestFencedMemberRejoinsWithEpochZero is KAFKA-19233: a member fenced for
+// its epoch abandons its partitions and rejoins with its member id and
+// epoch 0 (franz-go and the Java client keep the id). The coordinator,
+// which still knows it at a later epoch, takes it back in place and sends
+// its assignment again, whatever state it is in. Refusing it (Kafka before
+// 4.2) fences every retry until the member's session expires, and all that
+// time the partitions the coordinator still assigns to it are consumed by
+// nobody.
+func TestFencedMemberRejoinsWithEpochZero(t *testing.T) {
+	h := newHarness(t, nil)
+	a, b := stableAB(t, h)
+	// Two epochs behind, as a client is after two lost responses (or
+	// after a coordinator reloaded records it never answered).
+	wantCode(t, h.send(withEpoch(beatReq("B", b.epoch, nil), -1)), 0)
+	h.poll(a)
+	c := &sim{id: "C", topics: []string{"t"}}
+	h.poll(c)
+	h.poll(a) // A must revoke some of t:0-5 for C
+	if got := h.member("A").cur.state; got != MemberUnrevokedPartitions {
+		t.Fatalf("setup: A state %v", got)
+	}
+	stale := a.epoch - 2
+	wantCode(t, h.send(beatReq("A", stale, a.owned)), kerr.FencedMemberEpoch.Code)
+
+	// A abandons everything and rejoins with its id at epoch 0.
+	r := h.send(joinReq("A", "t"))
+	wantCode(t, r, 0)
+	if *r.MemberID != "A" || r.MemberEpoch != h.c.groups["g"].assignmentEpoch {
+		t.Fatalf("rejoin: member %q epoch %d, want A at %d", *r.MemberID, r.MemberEpoch, h.c.groups["g"].assignmentEpoch)
+	}
+	if r.Assignment == nil {
+		t.Fatal("rejoin answered without an assignment")
+	}
+	a.epoch, a.owned = r.MemberEpoch, respAssignment(r)
+	// Reporting nothing revoked what A had to give up: C gets it.
+	for range 2 {
+		h.poll(c)
+		h.poll(a)
+		h.assertDisjoint(a, c)
+	}
+	if s := h.state(); s != "Stable" {
+		t.Fatalf("state %s after the rejoin, want Stable", s)
+	}
+	both := a.owned.clone()
+	for tid, ps := range c.owned {
+		for _, p := range ps {
+			both.add(tid, p)
+		}
+	}
+	wantAssigned(t, both, "t:0,1,2,3,4,5")
+	if a.owned.count() != 3 || c.owned.count() != 3 {
+		t.Fatalf("A owns %v, C owns %v", a.owned, c.owned)
 	}
 }
