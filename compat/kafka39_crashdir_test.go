@@ -55,6 +55,14 @@ func TestKafka39OpensCrashedKbrokerLogDir(t *testing.T) {
 	commitOffset(t, adm, group, topic, 7)
 	leo := endOffset(t, kb.Addr(), topic)
 	kb.Kill()
+	// Kafka does not wait for a crashed broker's registration to expire: it
+	// exits on finding /brokers/ids/1 still owned by the old session. An
+	// operator would start it again; the test waits for the expiry first.
+	zkc := dialRollingZK(t, z, "/c")
+	waitFor(t, kafkaStartTimeout, "the killed kbroker's registration to expire", func() bool {
+		ok, _, err := zkc.Exists("/brokers/ids/1")
+		return err == nil && !ok
+	})
 
 	kf := startKafka39Dir(t, z, "/c", 1, logDir)
 	waitLeader(t, kf.Addr(), topic)

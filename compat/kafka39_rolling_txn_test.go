@@ -125,7 +125,14 @@ func (w *rollingTxnWriter) one(ctx context.Context, cl *kgo.Client, abort bool) 
 		err := cl.EndTransaction(ectx, kgo.TryAbort)
 		w.tc.End(id, history.Aborted)
 		if perr != nil || err != nil {
-			return fmt.Errorf("%s: produce: %v; abort: %v", id, perr, err)
+			var errs []error
+			if perr != nil {
+				errs = append(errs, fmt.Errorf("produce: %w", perr))
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("abort: %w", err))
+			}
+			return fmt.Errorf("%s: %w", id, errors.Join(errs...))
 		}
 		return nil
 	}
@@ -280,6 +287,7 @@ func TestRetriableTxnErr(t *testing.T) {
 		{fmt.Errorf("tw.1: commit: %w", kerr.NotCoordinator), true},
 		{fmt.Errorf("tw.1: commit: %w", context.DeadlineExceeded), true},
 		{errors.New("tw.495: produce: unknown broker; abort: <nil>"), true},
+		{fmt.Errorf("tw.424: %w", errors.Join(fmt.Errorf("produce: %w", kerr.CoordinatorNotAvailable))), true},
 		{fmt.Errorf("tw.1: commit: %w", kerr.InvalidProducerEpoch), false},
 		{fmt.Errorf("tw.1: commit: %w", kerr.ProducerFenced), false},
 	} {
