@@ -11,9 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/kbroker/kbroker/broker/api"
 	"github.com/kbroker/kbroker/broker/config"
@@ -44,7 +42,7 @@ func (b *Broker) startReplication() {
 	b.openCoordConns()
 	b.co.SetCluster(coordCluster{b: b, listener: listener}) // cluster_coordinators.go
 	c := b.cluster
-	b.rm.SetCluster(b.cfg.NodeID, &isrWriter{zk: c.zk}, func(id int32) (string, bool) {
+	b.rm.SetCluster(b.cfg.NodeID, isrWriter{c.zk}, func(id int32) (string, bool) {
 		e, ok := c.cache.BrokerEndpoint(id, listener)
 		if !ok {
 			return "", false
@@ -88,28 +86,13 @@ func (r replicaAdapter) StopReplica(topic string, partition int32, deletePartiti
 	return r.m.StopReplica(topic, partition, deletePartition)
 }
 
-// isrWriter is replica.ISRWriter over ZooKeeper. The partitions whose ISR
-// it wrote wait in pending for FlushISRChanges, which names them all in
-// as few /isr_change_notification znodes as it can (Kafka's leaders also
-// batch these, ReplicaManager.maybePropagateIsrChanges): the controller
-// then reads one notification, not one per partition.
-type isrWriter struct {
-	zk *zkclient.Client
+// isrWriter is replica.ISRWriter over ZooKeeper.
+type isrWriter struct{ zk *zkclient.Client }
 
-	mu      sync.Mutex
-	pending []zkdata.TopicPartition
-}
-
-var _ replica.ISRChangeFlusher = (*isrWriter)(nil)
-
-// isrChangesPerNotification bounds one notification znode's partitions,
-// well under ZooKeeper's 1 MiB jute.maxbuffer even with 249-byte names.
-const isrChangesPerNotification = 1000
-
-func (w *isrWriter) ChangeISR(topic string, partition int32, cur replica.PartitionState, isr []int32) (replica.PartitionState, error) {
+func (w isrWriter) ChangeISR(topic string, partition int32, cur replica.PartitionState, isr []int32) (replica.PartitionState, error) {
 	tp := zkdata.TopicPartition{Topic: topic, Partition: partition}
-	next := zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, ISR: slices.Clone(isr), ControllerEpoch: cur.ControllerEpoch, ZkVersion: cur.ZKVersion}
-	v, err := w.zk.UpdatePartitionState(tp, next)
+	zcur := zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, ISR: cur.ISR, ControllerEpoch: cur.ControllerEpoch, ZkVersion: cur.ZKVersion}
+	next, err := w.zk.ChangeISR(tp, zcur, isr)
 	switch {
 	case errors.Is(err, zkclient.ErrBadVersion):
 		read, rerr := w.zk.PartitionState(tp)
@@ -119,35 +102,12 @@ func (w *isrWriter) ChangeISR(topic string, partition int32, cur replica.Partiti
 		st := cur.Clone()
 		st.Leader, st.LeaderEpoch, st.ISR, st.ControllerEpoch, st.ZKVersion = read.Leader, read.LeaderEpoch, read.ISR, read.ControllerEpoch, read.ZkVersion
 		return st, fmt.Errorf("%s: %w", tp, replica.ErrStaleISRVersion)
-	case err != nil:
+	case err != nil && next.ZkVersion == zcur.ZkVersion:
 		return cur, err // nothing written
 	}
-	w.mu.Lock()
-	w.pending = append(w.pending, tp)
-	w.mu.Unlock()
+	// Written (a failed change notification only delays the controller's
+	// UpdateMetadata; the state znode is what counts).
 	st := cur.Clone()
-	st.ISR, st.ZKVersion = next.ISR, v
+	st.ISR, st.ZKVersion = next.ISR, next.ZkVersion
 	return st, nil
-}
-
-// FlushISRChanges leaves the change notifications of the ISRs written
-// since the last flush. Those it could not write stay pending for the next
-// (a failed notification only delays the controller's UpdateMetadata; the
-// state znode is what counts).
-func (w *isrWriter) FlushISRChanges() error {
-	w.mu.Lock()
-	tps := w.pending
-	w.pending = nil
-	w.mu.Unlock()
-	for len(tps) > 0 {
-		n := min(len(tps), isrChangesPerNotification)
-		if err := w.zk.NotifyISRChange(tps[:n]); err != nil {
-			w.mu.Lock()
-			w.pending = append(tps, w.pending...)
-			w.mu.Unlock()
-			return fmt.Errorf("ISR change notification of %d partitions: %w", len(tps), err)
-		}
-		tps = tps[n:]
-	}
-	return nil
 }

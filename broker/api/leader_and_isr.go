@@ -7,13 +7,9 @@ package api
 // fence, each partition is admitted by its leader epoch
 // (controller.AdmitPartitionState: an older one is STALE_CONTROLLER_EPOCH
 // for it), then this broker becomes its leader or a follower of its leader
-// (ClusterReplicas), up to leaderAndISRWorkers partitions at once; errors
-// are per partition.
+// (ClusterReplicas); errors are per partition.
 
 import (
-	"sync"
-	"sync/atomic"
-
 	"github.com/kbroker/kbroker/broker/network"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,15 +35,15 @@ func (b *API) handleLeaderAndISR(ctx *network.RequestContext, req *kmsg.LeaderAn
 		return resp
 	}
 	c.Cache.NoteLiveLeaders(c.Listener, req.LiveLeaders)
-	codes := b.applyLeaderAndISR(c, topics)
-	i := 0
 	for _, t := range topics {
 		rt := kmsg.NewLeaderAndISRResponseTopic()
 		rt.TopicID = t.TopicID
 		for _, p := range t.PartitionStates {
 			rp := kmsg.NewLeaderAndISRResponseTopicPartition()
-			rp.Topic, rp.Partition, rp.ErrorCode = t.Topic, p.Partition, codes[i]
-			i++
+			rp.Topic, rp.Partition = t.Topic, p.Partition
+			if kerrv := b.becomeLeaderOrFollower(c, t.Topic, t.TopicID, p); kerrv != nil {
+				rp.ErrorCode = kerrv.Code
+			}
 			if req.Version >= 5 {
 				rt.Partitions = append(rt.Partitions, rp)
 			} else {
@@ -59,68 +55,6 @@ func (b *API) handleLeaderAndISR(ctx *network.RequestContext, req *kmsg.LeaderAn
 		}
 	}
 	return resp
-}
-
-// leaderAndISRWorkers bounds the partitions of one LeaderAndIsr applied at
-// once. A partition's change waits mostly on its disk (the leader epoch
-// checkpoint is synced), and the file system commits concurrent syncs
-// together: one after the other, a controller failover at 30,000
-// partitions spent seconds in them.
-const leaderAndISRWorkers = 16
-
-// applyLeaderAndISR applies every partition state of topics and returns
-// their error codes in request order. Partitions are independent and run
-// concurrently (each under its own lock); a request naming one partition
-// twice is applied in order.
-func (b *API) applyLeaderAndISR(c *Cluster, topics []kmsg.LeaderAndISRRequestTopicState) []int16 {
-	type job struct {
-		t *kmsg.LeaderAndISRRequestTopicState
-		p kmsg.LeaderAndISRRequestTopicPartition
-	}
-	var jobs []job
-	type key struct {
-		topic     string
-		partition int32
-	}
-	seen := map[key]bool{}
-	workers := leaderAndISRWorkers
-	for i := range topics {
-		t := &topics[i]
-		for _, p := range t.PartitionStates {
-			k := key{t.Topic, p.Partition}
-			if seen[k] {
-				workers = 1
-			}
-			seen[k] = true
-			jobs = append(jobs, job{t, p})
-		}
-	}
-	codes := make([]int16, len(jobs))
-	run := func(i int) {
-		if kerrv := b.becomeLeaderOrFollower(c, jobs[i].t.Topic, jobs[i].t.TopicID, jobs[i].p); kerrv != nil {
-			codes[i] = kerrv.Code
-		}
-	}
-	workers = min(workers, len(jobs))
-	if workers <= 1 {
-		for i := range jobs {
-			run(i)
-		}
-		return codes
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
-				run(i)
-			}
-		}()
-	}
-	wg.Wait()
-	return codes
 }
 
 func (b *API) becomeLeaderOrFollower(c *Cluster, topic string, id [16]byte, p kmsg.LeaderAndISRRequestTopicPartition) *kerr.Error {

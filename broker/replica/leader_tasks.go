@@ -11,8 +11,6 @@ package replica
 import (
 	"errors"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -67,38 +65,12 @@ func (m *Manager) wakeISRWriter() {
 	}
 }
 
-// isrWritesInFlight bounds the ISR writes writeISRChanges runs at once.
-const isrWritesInFlight = 64
-
 // writeISRChanges writes every pending ISR proposal of the partitions this
-// broker leads, up to isrWritesInFlight at once (the ZooKeeper client
-// pipelines them on its session), then flushes the writer when it batches.
+// broker leads.
 func (m *Manager) writeISRChanges() {
 	c := m.cluster()
-	var pending []*Partition
 	for _, p := range m.AllPartitions() {
-		p.mu.Lock()
-		if l := p.mu.repl.leader; l != nil && !p.mu.closed && !p.mu.repl.isrWriting && l.Pending() != nil {
-			pending = append(pending, p)
-		}
-		p.mu.Unlock()
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(len(pending), isrWritesInFlight); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(pending); i = int(next.Add(1) - 1) {
-				m.writeISRChange(c, pending[i])
-			}
-		}()
-	}
-	wg.Wait()
-	if f, ok := c.isrw.(ISRChangeFlusher); ok {
-		if err := f.FlushISRChanges(); err != nil {
-			m.log.Warn("ISR change notification not written; retried next round", "err", err)
-		}
+		m.writeISRChange(c, p)
 	}
 }
 

@@ -50,14 +50,6 @@ type ISRWriter interface {
 	ChangeISR(topic string, partition int32, cur PartitionState, isr []int32) (PartitionState, error)
 }
 
-// ISRChangeFlusher is an ISRWriter that defers part of its work, the
-// controller's change notifications in ZooKeeper mode, to one
-// FlushISRChanges after each round of ChangeISR calls, which the leader
-// loop makes concurrently.
-type ISRChangeFlusher interface {
-	FlushISRChanges() error
-}
-
 // ErrStaleISRVersion reports an ISR write whose version check failed.
 var ErrStaleISRVersion = errors.New("partition state version is stale")
 

@@ -388,7 +388,6 @@ func (c *Controller) readEpoch() (int32, int32, error) {
 // becomeController loads the cluster from ZooKeeper and starts acting on it.
 func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	c.log.Info("became controller", "epoch", epoch)
-	start := time.Now()
 	ctx := controller.NewContext(c.cfg.BrokerID, epoch, epochVersion)
 	ctx.Listener = c.cfg.Listener
 	ctx.IBP = c.cfg.IBP
@@ -406,15 +405,15 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	if err != nil {
 		return err
 	}
-	as, errs := c.readTopics(names)
-	for i, n := range names {
-		if errors.Is(errs[i], zk.ErrNoNode) {
+	for _, n := range names {
+		a, err := c.readTopic(n)
+		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
-		if errs[i] != nil {
-			return errs[i]
+		if err != nil {
+			return err
 		}
-		ctx.AddTopic(n, as[i])
+		ctx.AddTopic(n, a)
 	}
 	states, err := zkStates{c.zk}.ReadPartitionStates(ctx.AllPartitions())
 	if err != nil {
@@ -432,7 +431,6 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 			_ = c.zk.Delete(zkdata.DeleteTopicPath(n), -1)
 		}
 	}
-	loaded := time.Since(start)
 	out, err := c.machine.Startup()
 	if err != nil {
 		return err
@@ -440,8 +438,6 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	if err := c.perform(out); err != nil {
 		return err
 	}
-	c.log.Info("controller failover: requests queued", "epoch", epoch, "partitions", len(ctx.States),
-		"load", loaded, "total", time.Since(start))
 	c.scheduleRebalance()
 	return c.handleISRChanges()
 }
