@@ -88,11 +88,7 @@ func TestKafka39OpensCrashedKbrokerLogDir(t *testing.T) {
 	}
 	z := integration.StartZooKeeper(t)
 	logDir := filepath.Join(t.TempDir(), "data")
-	kb := startKbrokerOnDir(t, z, "/c", logDir, map[string]string{
-		"offsets.topic.replication.factor":         "1",
-		"transaction.state.log.replication.factor": "1",
-		"transaction.state.log.min.isr":            "1",
-	})
+	kb := startKbrokerOnDir(t, z, "/c", logDir, oneBrokerInternalTopics)
 	w := writeCrashFixture(t, kb.Addr())
 	kb.Kill()
 	// Kafka does not wait for a crashed broker's registration to expire: it

@@ -175,6 +175,15 @@ func TestKafka39LogDirBothWays(t *testing.T) {
 	}
 }
 
+// oneBrokerInternalTopics are startKbrokerOnDir's extra properties for a
+// kbroker alone in its cluster: internal topics with one replica, as
+// startKafka39 gives Kafka.
+var oneBrokerInternalTopics = map[string]string{
+	"offsets.topic.replication.factor":         "1",
+	"transaction.state.log.replication.factor": "1",
+	"transaction.state.log.min.isr":            "1",
+}
+
 // startKbrokerOnDir starts one kbroker broker, id 1, on z under chroot with
 // log.dirs=logDir and Kafka's internal topic partition counts (groups and
 // transactional ids hash onto them), plus extra, and waits until it is
@@ -470,11 +479,7 @@ func TestKafka39OpensKbrokerLogDir(t *testing.T) {
 	const topic, txnID = "kb-only", "kb-only-txn"
 	z := integration.StartZooKeeper(t)
 	logDir := filepath.Join(t.TempDir(), "data")
-	kb := startKbrokerOnDir(t, z, "/y", logDir, map[string]string{
-		"offsets.topic.replication.factor":         "1",
-		"transaction.state.log.replication.factor": "1",
-		"transaction.state.log.min.isr":            "1",
-	})
+	kb := startKbrokerOnDir(t, z, "/y", logDir, oneBrokerInternalTopics)
 	createTopic(t, newAdmin(t, kb.Addr()), topic, 1, nil)
 	waitLeader(t, kb.Addr(), topic)
 	txn(t, kb.Addr(), txnID, topic, true, "c0", "c1")

@@ -126,11 +126,7 @@ func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 	}
 	first := reg.Epoch()
 
-	proxy.Cut()
-	waitFor(t, 20*time.Second, "the session to expire and the registration to go", func() (bool, error) {
-		ok, _, err := observer.Exists("/kbroker/brokers/ids/1")
-		return !ok, err
-	})
+	expireRegistration(t, proxy, observer)
 	proxy.Restore()
 	waitFor(t, 20*time.Second, "re-registration in a new session", func() (bool, error) {
 		_, stat, err := observer.Get("/kbroker/brokers/ids/1")
@@ -139,6 +135,18 @@ func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 	if reg.Epoch() <= first || c.Sessions() != 2 {
 		t.Fatalf("epoch %d after %d, %d sessions", reg.Epoch(), first, c.Sessions())
 	}
+}
+
+// expireRegistration cuts the registered broker's connection to ZooKeeper
+// until its session expired and its /kbroker/brokers/ids/1 znode went, as
+// observer sees it.
+func expireRegistration(t *testing.T, proxy *Proxy, observer *zkclient.Client) {
+	t.Helper()
+	proxy.Cut()
+	waitFor(t, 20*time.Second, "the session to expire and the registration to go", func() (bool, error) {
+		ok, _, err := observer.Exists("/kbroker/brokers/ids/1")
+		return !ok, err
+	})
 }
 
 // TestReregistrationWaitsForPreviousSession: when a broker's new session
@@ -158,11 +166,7 @@ func TestReregistrationWaitsForPreviousSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy.Cut()
-	waitFor(t, 20*time.Second, "the session to expire and the registration to go", func() (bool, error) {
-		ok, _, err := observer.Exists("/kbroker/brokers/ids/1")
-		return !ok, err
-	})
+	expireRegistration(t, proxy, observer)
 	holder := dial(t, z.Addr+"/kbroker")
 	if _, err := holder.RegisterBroker(registration(1)); err != nil {
 		t.Fatal(err)
