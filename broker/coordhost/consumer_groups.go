@@ -129,7 +129,13 @@ func routeGroupRequest(cs coords, now time.Time, tok Token, client group.Client,
 		}
 	case *kmsg.OffsetCommitRequest:
 		if cs.consumer.IsConsumerGroup(r.Group) {
-			if code := cs.consumer.ValidateCommit(r.Group, r.MemberID, r.Generation); code != 0 {
+			var parts []consumer.CommitPartition
+			for _, t := range r.Topics {
+				for _, p := range t.Partitions {
+					parts = append(parts, consumer.CommitPartition{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition})
+				}
+			}
+			if code := cs.consumer.ValidateCommit(r.Group, r.MemberID, r.Generation, parts); code != 0 {
 				resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 				for _, t := range r.Topics {
 					rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}

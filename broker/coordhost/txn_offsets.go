@@ -4,6 +4,7 @@ package coordhost
 // OffsetFetch with require_stable).
 
 import (
+	"github.com/kbroker/kbroker/coordinator/consumer"
 	"github.com/kbroker/kbroker/coordinator/group"
 	"github.com/kbroker/kbroker/protocol/records"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,7 +76,18 @@ func (h *Host) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, tok Token) {
 		return
 	}
 	if g.mu.cc.IsConsumerGroup(req.Group) {
-		if code := g.mu.cc.ValidateCommit(req.Group, req.MemberID, req.Generation); code != 0 {
+		var parts []consumer.CommitPartition
+		for _, t := range known.Topics {
+			for _, p := range t.Partitions {
+				parts = append(parts, consumer.CommitPartition{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition})
+			}
+		}
+		if code := g.mu.cc.ValidateCommit(req.Group, req.MemberID, req.Generation, parts); code != 0 {
+			if code == kerr.StaleMemberEpoch.Code {
+				// Kafka's validateTransactionalOffsetCommit answers a
+				// stale member epoch as ILLEGAL_GENERATION.
+				code = kerr.IllegalGeneration.Code
+			}
 			fail(code)
 			return
 		}

@@ -149,14 +149,30 @@ func (c *Coordinator) DeleteGroup(id string) (int16, []Record) {
 	return 0, w.records
 }
 
+// CommitPartition is one partition of an OffsetCommit or TxnOffsetCommit:
+// by topic id when the request carries one (OffsetCommit v10+), else by
+// name.
+type CommitPartition struct {
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+}
+
 // ValidateCommit checks an OffsetCommit (v9+: GenerationIDOrMemberEpoch)
-// or TxnOffsetCommit for consumer group id, as Kafka's
-// ConsumerGroup.validateOffsetCommit: a commit with a negative epoch is
-// accepted while the group has no members (admin tools, manual
-// assignment); otherwise the member must exist (UNKNOWN_MEMBER_ID) and
-// send its current epoch (STALE_MEMBER_EPOCH). GROUP_ID_NOT_FOUND if id is
-// not a consumer group. A commit does not extend the member's session.
-func (c *Coordinator) ValidateCommit(id, memberID string, memberEpoch int32) int16 {
+// or TxnOffsetCommit of parts for consumer group id, as Kafka's
+// ConsumerGroup.validateOffsetCommit with KIP-1251 (Kafka 4.3): a commit
+// with a negative epoch is accepted while the group has no members (admin
+// tools, manual assignment); otherwise the member must exist
+// (UNKNOWN_MEMBER_ID). Its current epoch commits anything; a newer one is
+// STALE_MEMBER_EPOCH; an older one commits only if every partition is
+// still the member's and was given to it at that epoch or before (its
+// assignment epoch), else the whole commit is STALE_MEMBER_EPOCH, as
+// Kafka's validator fails the request at the first such partition. So a
+// commit racing a heartbeat that moved the member to a new epoch still
+// lands for the partitions it kept, and can never overwrite the offsets
+// of a partition's next owner. GROUP_ID_NOT_FOUND if id is not a consumer
+// group. A commit does not extend the member's session.
+func (c *Coordinator) ValidateCommit(id, memberID string, memberEpoch int32, parts []CommitPartition) int16 {
 	g := c.groups[id]
 	if g == nil {
 		return kerr.GroupIDNotFound.Code
@@ -168,8 +184,24 @@ func (c *Coordinator) ValidateCommit(id, memberID string, memberEpoch int32) int
 	if m == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	if memberEpoch != m.cur.epoch {
+	switch {
+	case memberEpoch == m.cur.epoch:
+		return 0
+	case memberEpoch > m.cur.epoch || memberEpoch < 0:
 		return kerr.StaleMemberEpoch.Code
+	}
+	for _, p := range parts {
+		t := p.TopicID
+		if t == (uuid{}) {
+			meta, ok := g.subMeta[p.Topic]
+			if !ok {
+				return kerr.StaleMemberEpoch.Code
+			}
+			t = meta.id
+		}
+		if e, ok := m.since[partitionKey{t, p.Partition}]; !ok || e > memberEpoch {
+			return kerr.StaleMemberEpoch.Code
+		}
 	}
 	return 0
 }

@@ -148,6 +148,41 @@ type member struct {
 	// in memory only: it decides when an assignment is sent again
 	// (assignmentUnconfirmed).
 	reported assignment
+	// since is the assignment epoch of each partition the member owns
+	// (KIP-1251): the member epoch at which it was given the partition.
+	// Invariant: its keys are exactly cur.assigned ∪ cur.pending, and
+	// since[k] <= cur.epoch. Derived from the order of the member's
+	// current-assignment records (assignmentEpochs), so a reload that
+	// replays them all rebuilds it; a partition first seen in a record
+	// (a compacted log) gets that record's epoch, the strictest answer.
+	since map[partitionKey]int32
+}
+
+// partitionKey is one partition of a topic, by topic id.
+type partitionKey struct {
+	topic     uuid
+	partition int32
+}
+
+// assignmentEpochs returns the assignment epochs of the partitions of cur
+// (assigned and pending revocation), given the epochs of the member's
+// previous current assignment: a partition it already owned keeps its
+// epoch, a new one gets cur.epoch.
+func assignmentEpochs(old map[partitionKey]int32, cur current) map[partitionKey]int32 {
+	out := make(map[partitionKey]int32)
+	for _, a := range []assignment{cur.assigned, cur.pending} {
+		for t, ps := range a {
+			for _, p := range ps {
+				k := partitionKey{t, p}
+				if e, ok := old[k]; ok && e <= cur.epoch {
+					out[k] = e
+				} else {
+					out[k] = cur.epoch
+				}
+			}
+		}
+	}
+	return out
 }
 
 // assignmentUnconfirmed reports whether the member's assignment changed at

@@ -381,19 +381,21 @@ func TestClassicGroupIsNotTakenOver(t *testing.T) {
 func TestValidateCommit(t *testing.T) {
 	h := newHarness(t, nil)
 	a, _ := stableAB(t, h)
+	mine := []CommitPartition{{Topic: "t", Partition: 0}}
 	tests := []struct {
 		group, member string
 		epoch         int32
 		want          int16
 	}{
 		{"g", "A", a.epoch, 0},
-		{"g", "A", a.epoch - 1, kerr.StaleMemberEpoch.Code},
+		{"g", "A", a.epoch + 1, kerr.StaleMemberEpoch.Code},
+		{"g", "A", 0, kerr.StaleMemberEpoch.Code}, // before A owned t:0
 		{"g", "Z", a.epoch, kerr.UnknownMemberID.Code},
 		{"g", "", -1, kerr.UnknownMemberID.Code}, // members exist
 		{"other", "A", 1, kerr.GroupIDNotFound.Code},
 	}
 	for _, tt := range tests {
-		if got := h.c.ValidateCommit(tt.group, tt.member, tt.epoch); got != tt.want {
+		if got := h.c.ValidateCommit(tt.group, tt.member, tt.epoch, mine); got != tt.want {
 			t.Errorf("ValidateCommit(%q, %q, %d) = %d, want %d", tt.group, tt.member, tt.epoch, got, tt.want)
 		}
 	}
@@ -407,12 +409,104 @@ func TestValidateCommit(t *testing.T) {
 	for _, id := range []string{"A", "B"} {
 		wantCode(t, h.send(withEpoch(beatReq(id, 0, nil), -1)), 0)
 	}
-	if got := h.c.ValidateCommit("g", "", -1); got != 0 {
+	if got := h.c.ValidateCommit("g", "", -1, mine); got != 0 {
 		t.Errorf("commit to empty group: %d", got)
 	}
 	code, recs := h.c.DeleteGroup("g")
 	if code != 0 || len(recs) == 0 || h.c.IsConsumerGroup("g") {
 		t.Fatalf("delete: code %d, %d records", code, len(recs))
+	}
+}
+
+// TestCommitWithOlderEpoch is KIP-1251 (Kafka 4.3): a commit sent with the
+// member's previous epoch, racing the heartbeat that moved it on, lands
+// for partitions the member kept since that epoch; it is
+// STALE_MEMBER_EPOCH, for the whole commit, if any partition was given to
+// the member later or is no longer its own. The assignment epochs survive
+// a reload that replays the member's records.
+func TestCommitWithOlderEpoch(t *testing.T) {
+	h := newHarness(t, nil)
+	a, b := stableAB(t, h)
+	old := a.epoch
+	parts := func(ps ...int32) []CommitPartition {
+		var out []CommitPartition
+		for _, p := range ps {
+			out = append(out, CommitPartition{Topic: "t", Partition: p})
+		}
+		return out
+	}
+	// B leaves: A moves on at once, keeping t:0-2 and gaining t:3-5.
+	wantCode(t, h.send(withEpoch(beatReq("B", b.epoch, nil), -1)), 0)
+	h.poll(a)
+	if a.epoch <= old {
+		t.Fatalf("A stayed at epoch %d", a.epoch)
+	}
+	wantAssigned(t, a.owned, "t:0,1,2,3,4,5")
+	mid := a.epoch
+	kept := parts(0, 1, 2)
+	byID := []CommitPartition{{TopicID: topicID("t"), Partition: 1}}
+	for _, tt := range []struct {
+		name  string
+		epoch int32
+		parts []CommitPartition
+		want  int16
+	}{
+		{"kept, older epoch", old, kept, 0},
+		{"kept, by topic id", old, byID, 0},
+		{"gained after that epoch", old, parts(0, 3), kerr.StaleMemberEpoch.Code},
+		{"current epoch", a.epoch, parts(0, 3), 0},
+		{"before the member owned anything", 0, kept, kerr.StaleMemberEpoch.Code},
+		{"unknown topic", old, []CommitPartition{{Topic: "nope", Partition: 0}}, kerr.StaleMemberEpoch.Code},
+	} {
+		if got := h.c.ValidateCommit("g", "A", tt.epoch, tt.parts); got != tt.want {
+			t.Errorf("%s: ValidateCommit(epoch %d) = %d, want %d", tt.name, tt.epoch, got, tt.want)
+		}
+	}
+
+	// C joins: A must revoke half; once it has, a commit from its older
+	// epoch for a revoked partition is stale, for a kept one it lands.
+	c := &sim{id: "C", topics: []string{"t"}}
+	h.poll(c)
+	for i := 0; i < 4; i++ {
+		h.poll(a)
+		h.poll(c)
+		h.assertDisjoint(a, c)
+	}
+	if s := h.state(); s != "Stable" {
+		t.Fatalf("after C joined: state %s", s)
+	}
+	var keptA, lostA []CommitPartition
+	for p := int32(0); p < 6; p++ {
+		if a.owned.contains(topicID("t"), p) {
+			keptA = append(keptA, CommitPartition{Topic: "t", Partition: p})
+		} else {
+			lostA = append(lostA, CommitPartition{Topic: "t", Partition: p})
+		}
+	}
+	if len(keptA) == 0 || len(lostA) == 0 || a.epoch <= mid {
+		t.Fatalf("A owns %v at epoch %d after C joined", a.owned, a.epoch)
+	}
+	if got := h.c.ValidateCommit("g", "A", mid, keptA); got != 0 {
+		t.Errorf("kept partitions %v at the older epoch %d: %d", keptA, mid, got)
+	}
+	for _, p := range lostA {
+		if got := h.c.ValidateCommit("g", "A", mid, []CommitPartition{p}); got != kerr.StaleMemberEpoch.Code {
+			t.Errorf("revoked partition %d at the older epoch %d: %d, want STALE_MEMBER_EPOCH", p.Partition, mid, got)
+		}
+	}
+
+	// A coordinator that replays the records knows the same epochs.
+	c2, err := New(DefaultConfig(), TopicsFunc(func() []TopicInfo { return h.topics }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range h.records {
+		if err := c2.Replay(r.Key, r.Value); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if got, want := dump(c2), dump(h.c); got != want {
+		t.Fatalf("replayed state differs:\n--- replayed\n%s--- live\n%s", got, want)
 	}
 }
 

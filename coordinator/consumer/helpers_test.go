@@ -226,6 +226,20 @@ func checkInvariants(c *Coordinator, epochs bool) error {
 		}
 		owners := make(map[tp]string)
 		for _, m := range g.members {
+			nOwned := 0
+			for _, a := range []assignment{m.cur.assigned, m.cur.pending} {
+				for t, ps := range a {
+					for _, p := range ps {
+						nOwned++
+						if e, ok := m.since[partitionKey{t, p}]; !ok || e > m.cur.epoch {
+							return fmt.Errorf("group %s member %s: %v/%d has assignment epoch %d (present %v), member epoch %d", id, m.id, t, p, e, ok, m.cur.epoch)
+						}
+					}
+				}
+			}
+			if len(m.since) != nOwned {
+				return fmt.Errorf("group %s member %s: %d assignment epochs for %d partitions", id, m.id, len(m.since), nOwned)
+			}
 			if m.cur.state != MemberUnrevokedPartitions && m.cur.state != MemberUnknown && len(m.cur.pending) > 0 {
 				return fmt.Errorf("group %s member %s: pending revocation in state %v", id, m.id, m.cur.state)
 			}
@@ -291,6 +305,12 @@ func dump(c *Coordinator) string {
 				m.id, str(s.instanceID), str(s.rackID), s.clientID, s.clientHost, s.topicNames, str(s.regex), str(s.serverAssignor), s.rebalanceTimeoutMs)
 			fmt.Fprintf(&b, "    epoch=%d prev=%d state=%v assigned=%s pending=%s\n",
 				m.cur.epoch, m.cur.prevEpoch, m.cur.state, asg(m.cur.assigned), asg(m.cur.pending))
+			var since []string
+			for k, e := range m.since {
+				since = append(since, fmt.Sprintf("%s/%d@%d", strings.TrimRight(string(k.topic[3:]), "\x00"), k.partition, e))
+			}
+			sort.Strings(since)
+			fmt.Fprintf(&b, "    since=%v\n", since)
 		}
 		for _, mid := range sortedKeys(g.target) {
 			fmt.Fprintf(&b, "  target %s %s\n", mid, asg(g.target[mid]))

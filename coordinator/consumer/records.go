@@ -442,6 +442,7 @@ func (o opCurrent) apply(c *Coordinator) {
 		if m := g.members[o.member]; m != nil {
 			g.setOwned(m.id, m.cur, current{})
 			m.cur = current{epoch: leaveEpoch, prevEpoch: leaveEpoch, assigned: assignment{}, pending: assignment{}}
+			m.since = nil
 			m.revokeDeadline = timeZero
 		}
 		return
@@ -450,6 +451,7 @@ func (o opCurrent) apply(c *Coordinator) {
 	m := g.memberOrNew(o.member)
 	cur := o.cur.clone()
 	g.setOwned(m.id, m.cur, cur)
+	m.since = assignmentEpochs(m.since, cur)
 	m.cur = cur
 }
 
