@@ -89,14 +89,7 @@ func stableAB(t *testing.T, h *harness) (*sim, *sim) {
 	b := &sim{id: "B", topics: []string{"t"}}
 	h.poll(a)
 	h.poll(b)
-	for i := 0; i < 3; i++ {
-		h.poll(a)
-		h.poll(b)
-		h.assertDisjoint(a, b)
-	}
-	if s := h.state(); s != "Stable" {
-		t.Fatalf("setup: state %s", s)
-	}
+	h.settle(a, b)
 	wantAssigned(t, a.owned, "t:0,1,2")
 	wantAssigned(t, b.owned, "t:3,4,5")
 	return a, b
@@ -467,14 +460,7 @@ func TestCommitWithOlderEpoch(t *testing.T) {
 	// epoch for a revoked partition is stale, for a kept one it lands.
 	c := &sim{id: "C", topics: []string{"t"}}
 	h.poll(c)
-	for i := 0; i < 4; i++ {
-		h.poll(a)
-		h.poll(c)
-		h.assertDisjoint(a, c)
-	}
-	if s := h.state(); s != "Stable" {
-		t.Fatalf("after C joined: state %s", s)
-	}
+	h.settle(a, c)
 	var keptA, lostA []CommitPartition
 	for p := int32(0); p < 6; p++ {
 		if a.owned.contains(topicID("t"), p) {
@@ -496,16 +482,7 @@ func TestCommitWithOlderEpoch(t *testing.T) {
 	}
 
 	// A coordinator that replays the records knows the same epochs.
-	c2, err := New(DefaultConfig(), TopicsFunc(func() []TopicInfo { return h.topics }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range h.records {
-		if err := c2.Replay(r.Key, r.Value); err != nil {
-			t.Fatalf("record %d: %v", i, err)
-		}
-	}
-	if got, want := dump(c2), dump(h.c); got != want {
+	if got, want := dump(h.replayed()), dump(h.c); got != want {
 		t.Fatalf("replayed state differs:\n--- replayed\n%s--- live\n%s", got, want)
 	}
 }

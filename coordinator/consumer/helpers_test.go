@@ -42,6 +42,37 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 	return h
 }
 
+// settle polls the members in turn, checking that no partition has two
+// owners, until the group is Stable (a few rounds at most).
+func (h *harness) settle(sims ...*sim) {
+	h.t.Helper()
+	for i := 0; i < 4 && h.state() != "Stable"; i++ {
+		for _, s := range sims {
+			h.poll(s)
+		}
+		h.assertDisjoint(sims...)
+	}
+	if s := h.state(); s != "Stable" {
+		h.t.Fatalf("the group did not settle: state %s", s)
+	}
+}
+
+// replayed returns a coordinator rebuilt by replaying every record h's
+// coordinator wrote, as a new coordinator loads its partition.
+func (h *harness) replayed() *Coordinator {
+	h.t.Helper()
+	c, err := New(DefaultConfig(), TopicsFunc(func() []TopicInfo { return h.topics }))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i, r := range h.records {
+		if err := c.Replay(r.Key, r.Value); err != nil {
+			h.t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	return c
+}
+
 // topicID derives a stable id from a topic name.
 func topicID(name string) (id uuid) {
 	copy(id[:], "id:"+name)

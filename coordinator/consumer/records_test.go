@@ -47,14 +47,8 @@ func TestReplayRoundTrip(t *testing.T) {
 	h := scenario(t)
 	want := dump(h.c)
 
-	c2, err := New(DefaultConfig(), TopicsFunc(func() []TopicInfo { return h.topics }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := h.replayed()
 	for i, r := range h.records {
-		if err := c2.Replay(r.Key, r.Value); err != nil {
-			t.Fatalf("record %d: %v", i, err)
-		}
 		if r.Group != "g" {
 			t.Fatalf("record %d for group %q", i, r.Group)
 		}
