@@ -45,6 +45,10 @@ func (s *commitEpochScript) beat(v int16, topics []string, done func(epoch int32
 		req.SubscribedTopicNames = topics
 		req.Topics = s.owned
 		resp := s.c.send(s.t, req).(*kmsg.ConsumerGroupHeartbeatResponse)
+		if settlingCodes[float64(resp.ErrorCode)] && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond) // __consumer_offsets is being created or loaded
+			continue
+		}
 		if resp.ErrorCode != 0 {
 			s.t.Fatalf("%s: heartbeat at epoch %d: error %d", s.c.addr, s.epoch, resp.ErrorCode)
 		}
@@ -118,10 +122,17 @@ func TestKafkaDiffCommitOlderEpoch(t *testing.T) {
 			n    int32
 		}{{"diff-kip1251-a", 2}, {"diff-kip1251-b", 1}} {
 			req := diffCreateTopic(spec.name, spec.n, false, nil)(c)
+			req.SetVersion(commonVersion(kb, kf, req.Key()))
 			resp := c.sendSettled(t, req)
 			noteState(c, req, resp)
 		}
-		s := &commitEpochScript{t: t, c: c, member: "kip1251MemberAAAAAAAAA"}
+		// FindCoordinator creates __consumer_offsets on Kafka (a heartbeat
+		// alone would get NOT_COORDINATOR for ever).
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.SetVersion(commonVersion(kb, kf, fc.Key()))
+		fc.CoordinatorKey, fc.CoordinatorKeys = "diff-kip1251", []string{"diff-kip1251"}
+		c.sendSettled(t, fc)
+		s := &commitEpochScript{t: t, c: c, member: "kip1251MemberAAAAAAAAA", owned: []kmsg.ConsumerGroupHeartbeatRequestTopic{}}
 		s.beat(hbV, []string{"diff-kip1251-a"}, func(_ int32, asg map[string][]int32) bool {
 			return len(asg["diff-kip1251-a"]) == 2
 		})
