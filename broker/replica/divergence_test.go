@@ -206,3 +206,59 @@ func TestFetchDivergingEpoch(t *testing.T) {
 		t.Fatalf("consumer at the divergence point: error %d, diverging %+v, %d bytes; want m3", sp.ErrorCode, sp.DivergingEpoch, len(sp.RecordBatches))
 	}
 }
+
+// A follower whose log diverged from the leader's fetches with a last
+// fetched epoch the leader ended earlier (a Kafka 3.x follower truncates
+// by the fetch's DivergingEpoch, not by OffsetForLeaderEpoch first). Its
+// fetch offset says nothing of what it holds: the leader must answer the
+// divergence and neither count the offset towards the HW nor take the
+// follower into the ISR, as Kafka's Partition.fetchRecords. Before, the
+// leader did both, and a follower that later led lost acknowledged
+// records.
+func TestDivergingFollowerFetchIsNotCounted(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1) // B copies m1 (epoch 1)
+	// B leads alone at epoch 2 and writes x at offset 1; A does not copy it.
+	c.elect(0, 2, []int32{2}, all, 2)
+	c.mustProduce(2, 1, "x")
+	// A leads alone at epoch 3 from its log (m1) and writes y at offset 1.
+	st := c.elect(0, 1, []int32{1}, all, 1)
+	c.mustProduce(1, 1, "y")
+	leader := c.part(1, 0)
+	hw := leader.HighWatermark()
+	// B, with m1 and x, fetches at its log end with its last epoch (2).
+	b := c.part(2, 0)
+	if leo := b.Log.LogEndOffset(); leo != hw {
+		t.Fatalf("setup: follower log end %d, leader HW %d; want them equal, so that only the divergence keeps B out", leo, hw)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis = 12, 2, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = c.topic.Name
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, b.Log.LogEndOffset(), 1<<20
+	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = st.LeaderEpoch, 2
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	c.broker(1).m.Fetch(req, resp)
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 || sp.DivergingEpoch.Epoch != 1 || sp.DivergingEpoch.EndOffset != 1 {
+		t.Fatalf("answer: error %d, diverging epoch %+v; want epoch 1 ending at 1", sp.ErrorCode, sp.DivergingEpoch)
+	}
+	leader.mu.Lock()
+	l := leader.mu.repl.leader
+	pending, followerLEO := l.Pending(), l.FollowerLEO(2)
+	leader.mu.Unlock()
+	if pending != nil || followerLEO != -1 {
+		t.Fatalf("the diverging fetch counted: ISR change %+v, follower log end %d; want none and -1", pending, followerLEO)
+	}
+	// Once B follows A, truncates and copies y, it is in sync for real.
+	c.apply(2, 0, st)
+	c.step(2, 1)
+	c.step(2, 1)
+	c.wantIdentical(1, 2)
+}

@@ -4,7 +4,8 @@ package replica
 // ReplicaManager.fetchMessages with a replica id: a Fetch whose ReplicaID
 // (ReplicaState.ID from v15) is a broker id reads up to the log end offset,
 // not the HW. Before reading, each partition's fetch offset is recorded in
-// the leader's isr.Leader (FollowerFetch): the follower holds everything
+// the leader's isr.Leader (FollowerFetch), unless its last fetched epoch
+// shows that the follower's log diverged: the follower holds everything
 // below it, so the HW may advance (waking parked acks=all produces and
 // consumer fetches) and a caught-up follower may rejoin the ISR (written by
 // the leader loop). The fetch then parks like a consumer's until MinBytes
@@ -50,6 +51,21 @@ func (m *Manager) recordFollowerFetches(req *kmsg.FetchRequest, replicaID int32)
 			p := t.Partitions[rp.Partition]
 			if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != p.LeaderEpoch() {
 				continue // fenced or unknown: readPartition answers it
+			}
+			if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && p.Hosted() {
+				// A follower whose log diverged from this one (its
+				// last fetched epoch ends earlier here) does not hold
+				// what this leader has below its fetch offset: it
+				// must truncate first (readPartition answers
+				// DivergingEpoch). Counting its offset would let the
+				// HW pass records it lacks and put it in the ISR
+				// without them, as Kafka's Partition.fetchRecords
+				// avoids by updating a follower's state only for a
+				// fetch without a diverging epoch.
+				sp := kmsg.NewFetchResponseTopicPartition()
+				if kerrv := divergence(p, rp, &sp); kerrv != nil || sp.DivergingEpoch.Epoch >= 0 {
+					continue
+				}
 			}
 			propose = p.followerFetched(replicaID, rp.FetchOffset, now) || propose
 		}
