@@ -160,7 +160,7 @@ func NewContext(id, epoch, epochZkVersion int32) *Context {
 		States: map[TopicPartition]zkdata.PartitionState{}, Partitions: map[TopicPartition]PartitionPhase{},
 		Replicas: map[PartitionReplica]ReplicaPhase{}, Deleting: map[string]bool{},
 		OfflineDirs: map[int32]map[TopicPartition]bool{},
-		Unclean: func(string) bool { return false }, Listener: "PLAINTEXT",
+		Unclean:     func(string) bool { return false }, Listener: "PLAINTEXT",
 	}
 }
 
