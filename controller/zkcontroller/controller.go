@@ -15,6 +15,7 @@ import (
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/protocol/kconn"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config configures a controller.
@@ -89,6 +90,7 @@ const (
 	evTopic
 	evDelete
 	evISR
+	evLogDir
 	evCall
 	evRebalance
 )
@@ -136,7 +138,11 @@ func Start(cfg Config) (*Controller, error) {
 	if c.channel == nil {
 		conn := cfg.Conn
 		conn.ClientID = "controller-" + strconv.Itoa(int(cfg.BrokerID))
-		c.channel = NewTCPChannel(conn, log, logResponses(log))
+		logged := logResponses(log)
+		c.channel = NewTCPChannel(conn, log, func(broker int32, req kmsg.Request, resp kmsg.Response) {
+			logged(broker, req, resp)
+			c.OnResponse(broker, req, resp)
+		})
 	}
 	c.activeID.Store(-1)
 	if err := c.zk.EnsurePersistentPaths(); err != nil {
@@ -439,5 +445,11 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 		return err
 	}
 	c.scheduleRebalance()
+	// Like Kafka's onControllerFailover, pending log dir events are
+	// dropped: the LeaderAndIsr every broker just got finds the replicas
+	// in offline directories.
+	if err := c.handleLogDirEvents(false); err != nil {
+		return err
+	}
 	return c.handleISRChanges()
 }
