@@ -69,6 +69,18 @@ func TestFullDiskTakesClusterDirsOffline(t *testing.T) {
 			if want := cluster && i == len(logs)-1; failed() != want {
 				t.Fatalf("cluster %v: DirsFailed closed %v after %d of %d dirs failed", cluster, failed(), i+1, len(logs))
 			}
+			// A dir failing while others remain is queued for the
+			// broker's log dir event; the last one halts instead.
+			select {
+			case path := <-m.FailedDirs():
+				if !cluster || i == len(logs)-1 || path != m.Dirs()[i].Path() {
+					t.Fatalf("cluster %v: dir %d failed, FailedDirs yields %q", cluster, i, path)
+				}
+			default:
+				if cluster && i < len(logs)-1 {
+					t.Fatalf("cluster %v: dir %d failed, FailedDirs yields nothing", cluster, i)
+				}
+			}
 		}
 		inj.Set(nil)
 		if _, err := logs[0].Append(batch, 0); (err == nil) == cluster {
