@@ -3,8 +3,8 @@ package replica
 import (
 	"errors"
 	"io"
-	"os"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
