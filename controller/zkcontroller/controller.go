@@ -61,7 +61,14 @@ type Controller struct {
 
 	events chan event
 	done   chan struct{}
-	wg     sync.WaitGroup
+	// respMu guards resps, the LeaderAndIsr answers waiting for the
+	// loop; respWake (capacity 1) tells the loop there are some. A
+	// Channel's sender never waits for the loop, which may itself be
+	// waiting for that sender to stop (Channel.RemoveBroker).
+	respMu   sync.Mutex
+	resps    []leaderAndISRAnswer
+	respWake chan struct{}
+	wg       sync.WaitGroup
 
 	// Observable from other goroutines.
 	activeID atomic.Int32 // the controller's broker id, -1 unknown
@@ -132,7 +139,7 @@ func Start(cfg Config) (*Controller, error) {
 	log = log.With("controller", cfg.BrokerID)
 	c := &Controller{
 		cfg: cfg, log: log, zk: cfg.ZK, channel: cfg.Channel,
-		events: make(chan event, 64), done: make(chan struct{}),
+		events: make(chan event, 64), done: make(chan struct{}), respWake: make(chan struct{}, 1),
 		configs: map[string]map[string]string{}, armed: map[watchKey]uint64{},
 	}
 	if c.channel == nil {
@@ -224,6 +231,8 @@ func (c *Controller) loop() {
 		case <-c.done:
 			return
 		case ev = <-c.events:
+		case <-c.respWake:
+			ev = event{kind: evCall, call: c.drainResponses}
 		}
 		if ev.kind != evCall && ev.kind != evElect && ev.kind != evSession && ev.kind != evRebalance {
 			k := watchKey{ev.kind, ev.path}

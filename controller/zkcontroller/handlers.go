@@ -308,34 +308,62 @@ func (c *Controller) handleLogDirEvents(process bool) error {
 	return c.perform(c.machine.OnLogDirFailure(brokers))
 }
 
+// leaderAndISRAnswer is a broker's answer to a LeaderAndIsr, waiting for
+// the loop.
+type leaderAndISRAnswer struct {
+	broker int32
+	req    *kmsg.LeaderAndISRRequest
+	resp   *kmsg.LeaderAndISRResponse
+}
+
 // OnResponse takes a broker's answer to a controller request to the loop:
 // a LeaderAndIsr answer's KAFKA_STORAGE_ERROR partitions are replicas in an
 // offline log directory (Kafka's LeaderAndIsrResponseReceived). It is the
 // TCPChannel's ResponseFunc (with logging); a Channel given in Config
-// calls it itself. It may block until the loop takes the event.
+// calls it itself. It never blocks: the answer is queued for the loop.
 func (c *Controller) OnResponse(broker int32, req kmsg.Request, resp kmsg.Response) {
 	lreq, ok1 := req.(*kmsg.LeaderAndISRRequest)
 	lresp, ok2 := resp.(*kmsg.LeaderAndISRResponse)
 	if !ok1 || !ok2 || lresp.ErrorCode != 0 {
 		return
 	}
-	c.post(event{kind: evCall, call: func() {
-		m := c.machine
-		if m == nil || lreq.ControllerEpoch != m.Ctx.Epoch {
-			return
+	c.respMu.Lock()
+	c.resps = append(c.resps, leaderAndISRAnswer{broker, lreq, lresp})
+	c.respMu.Unlock()
+	select {
+	case c.respWake <- struct{}{}:
+	default: // the loop is told already
+	}
+}
+
+// drainResponses hands the queued LeaderAndIsr answers to the machine, on
+// the loop; answers to an earlier controller term are dropped.
+func (c *Controller) drainResponses() {
+	c.respMu.Lock()
+	answers := c.resps
+	c.resps = nil
+	c.respMu.Unlock()
+	m := c.machine
+	if m == nil {
+		return
+	}
+	for _, a := range answers {
+		if a.req.ControllerEpoch != m.Ctx.Epoch {
+			continue
 		}
-		stored, ok := LeaderAndISRResults(lresp, m.Ctx)
-		if len(stored) == 0 && len(m.Ctx.OfflineDirs[broker]) == 0 {
-			return
+		stored, ok := LeaderAndISRResults(a.resp, m.Ctx)
+		if len(stored) == 0 && len(m.Ctx.OfflineDirs[a.broker]) == 0 {
+			continue
 		}
-		out, err := m.OnLeaderAndISRResponse(broker, lreq.BrokerEpoch, stored, ok)
+		out, err := m.OnLeaderAndISRResponse(a.broker, a.req.BrokerEpoch, stored, ok)
 		if err == nil {
 			err = c.perform(out)
 		}
 		if err != nil {
 			c.fail(err)
+			return
 		}
-	}})
+	}
 }
 
 // LeaderAndISRResults splits a LeaderAndIsr answer into the partitions
