@@ -52,6 +52,8 @@ type clusterNode struct {
 	quotaWatch chan struct{}
 	// aclStop and aclDone stop and await the ACL watch (cluster_acls.go).
 	aclStop, aclDone chan struct{}
+	// dirStop and dirDone stop and await the log dir watch (cluster_logdirs.go).
+	dirStop, dirDone chan struct{}
 }
 
 // ZKClientConfig maps the broker config onto the ZooKeeper client's.
@@ -229,7 +231,8 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	c.reg.Store(reg)
-	b.startACLWatch() // cluster_acls.go
+	b.startACLWatch()    // cluster_acls.go
+	b.startLogDirWatch() // cluster_logdirs.go
 	ccfg := ControllerConfig(b.cfg, c.zk)
 	ccfg.Conn = c.conn
 	ctrl, err := zkcontroller.Start(ccfg)
@@ -248,6 +251,7 @@ func (b *Broker) closeController() {
 		return
 	}
 	b.stopACLWatch()
+	b.stopLogDirWatch()
 	if ctrl := b.cluster.ctrl.Load(); ctrl != nil {
 		ctrl.Close()
 	}

@@ -86,6 +86,11 @@ func (r replicaAdapter) StopReplica(topic string, partition int32, deletePartiti
 	return r.m.StopReplica(topic, partition, deletePartition)
 }
 
+func (r replicaAdapter) Offline(topic string, partition int32) bool {
+	p := r.m.PartitionOf(topic, partition)
+	return p != nil && p.Offline() != nil
+}
+
 // isrWriter is replica.ISRWriter over ZooKeeper.
 type isrWriter struct{ zk *zkclient.Client }
 

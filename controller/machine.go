@@ -199,6 +199,7 @@ func (s *step) brokerStartup(ids []int32) error {
 	for _, id := range ids {
 		isNew[id] = true
 		delete(c.ShuttingDown, id)
+		delete(c.OfflineDirs, id)
 	}
 	var existing []int32
 	for _, id := range c.LiveIDs() {
@@ -249,6 +250,7 @@ func (s *step) brokerFailure(ids []int32) error {
 	for _, id := range ids {
 		dead[id] = true
 		delete(c.ShuttingDown, id)
+		delete(c.OfflineDirs, id)
 	}
 	var offlineLeader []TopicPartition
 	for _, tp := range c.AllPartitions() {
@@ -365,7 +367,7 @@ func (s *step) initialize(tps []TopicPartition) error {
 	states := map[TopicPartition]zkdata.PartitionState{}
 	for _, tp := range tps {
 		a, _ := c.Assignment(tp)
-		live := filter(a.Replicas, c.IsLive)
+		live := filter(a.Replicas, func(r int32) bool { return c.IsReplicaOnline(r, tp) })
 		if len(live) == 0 {
 			s.problem(fmt.Errorf("new partition %s: no live replica among %v", tp, a.Replicas))
 			continue
@@ -416,7 +418,7 @@ func (s *step) elect(tps []TopicPartition, strategy ElectionStrategy, unclean fu
 			assignment = filter(a.Replicas, func(r int32) bool { return !contains(a.Removing, r) })
 		}
 		next, ok := Elect(strategy, ElectionInput{
-			Assignment: assignment, Current: cur, Live: c.IsLive, Unclean: unclean(tp.Topic),
+			Assignment: assignment, Current: cur, Live: func(r int32) bool { return c.IsReplicaOnline(r, tp) }, Unclean: unclean(tp.Topic),
 			ShuttingDown: func(id int32) bool { return c.ShuttingDown[id] },
 		})
 		if !ok {

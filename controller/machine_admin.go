@@ -103,7 +103,7 @@ func (m *Machine) OnElectLeaders(tps []TopicPartition, strategy ElectionStrategy
 			}
 		}
 		// An unclean election is for partitions without a live leader.
-		if strategy == ElectOffline && c.IsLive(c.States[tp].Leader) {
+		if strategy == ElectOffline && c.IsReplicaOnline(c.States[tp].Leader, tp) {
 			failed[tp] = fmt.Errorf("partition %s has leader %d: %w", tp, c.States[tp].Leader, kerr.ElectionNotNeeded)
 			continue
 		}

@@ -500,3 +500,70 @@ func TestStartup(t *testing.T) {
 		t.Fatalf("sends %v", d)
 	}
 }
+
+func TestLogDirFailure(t *testing.T) {
+	m, zk := cluster(t, 3)
+	createTopic(t, m, "t", map[int32][]int32{0: {1, 2, 3}, 1: {2, 1, 3}, 2: {1, 2, 3}, 3: {1}})
+	// Broker 1 reports a failed directory: it is asked about each of its
+	// partitions with their current state (the batch adds UpdateMetadata,
+	// as Kafka's); broker 4 is not live.
+	out := m.OnLogDirFailure([]int32{1, 4, 1})
+	expectSends(t, out.Sends, "1:LeaderAndIsr t-0(1/0/[1 2 3]) t-1(2/0/[2 1 3]) t-2(1/0/[1 2 3]) t-3(1/0/[1])",
+		"1:UpdateMetadata brokers=1,2,3 t-0(1/0/[1 2 3]) t-1(2/0/[2 1 3]) t-2(1/0/[1 2 3]) t-3(1/0/[1])",
+		"2:UpdateMetadata brokers=1,2,3 t-0(1/0/[1 2 3]) t-1(2/0/[2 1 3]) t-2(1/0/[1 2 3]) t-3(1/0/[1])",
+		"3:UpdateMetadata brokers=1,2,3 t-0(1/0/[1 2 3]) t-1(2/0/[2 1 3]) t-2(1/0/[1 2 3]) t-3(1/0/[1])")
+
+	// An answer from an earlier incarnation of broker 1 changes nothing.
+	if out, err := m.OnLeaderAndISRResponse(1, 99, []TopicPartition{tp("t", 0)}, nil); err != nil || len(out.Sends) != 0 || len(m.Ctx.OfflineDirs) != 0 {
+		t.Fatalf("stale answer: %v %v %v", describe(out.Sends), err, m.Ctx.OfflineDirs)
+	}
+	// t-0 (led), t-1 (followed) and t-3 (only replica) are in the failed
+	// directory; t-2 is healthy.
+	out, err := m.OnLeaderAndISRResponse(1, 101, []TopicPartition{tp("t", 0), tp("t", 1), tp("t", 3)}, []TopicPartition{tp("t", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectState(t, zk, m, tp("t", 0), 2, 1, 2, 3) // elected away, the ISR of online replicas
+	expectState(t, zk, m, tp("t", 1), 2, 1, 2, 3)
+	expectState(t, zk, m, tp("t", 2), 1, 0, 1, 2, 3)
+	expectState(t, zk, m, tp("t", 3), -1, 1, 1) // no other replica: offline, ISR keeps its last member
+	d := strings.Join(describe(out.Sends), "\n")
+	if !strings.Contains(d, "1:StopReplica t-0(delete=false) t-1(delete=false) t-3(delete=false)") {
+		t.Fatalf("no StopReplica to broker 1:\n%s", d)
+	}
+	var um *kmsg.UpdateMetadataRequest
+	for _, s := range out.Sends {
+		if r, ok := s.Req.(*kmsg.UpdateMetadataRequest); ok && s.Broker == 2 {
+			um = r
+		}
+	}
+	offline := map[int32][]int32{}
+	for _, p := range um.TopicStates[0].PartitionStates {
+		offline[p.Partition] = p.OfflineReplicas
+	}
+	if !reflect.DeepEqual(offline[0], []int32{1}) || !reflect.DeepEqual(offline[3], []int32{1}) {
+		t.Fatalf("offline replicas in UpdateMetadata %v", offline)
+	}
+	// A later election does not pick the offline replica either, even
+	// unclean: t-3 stays offline.
+	if _, out, err := m.OnElectLeaders([]TopicPartition{tp("t", 3)}, ElectOffline); err != nil {
+		t.Fatal(err)
+	} else if len(out.Sends) != 0 {
+		t.Fatalf("t-3 elected: %v", describe(out.Sends))
+	}
+	expectState(t, zk, m, tp("t", 3), -1, 1, 1)
+	// The same answer again changes nothing.
+	if out, err := m.OnLeaderAndISRResponse(1, 101, []TopicPartition{tp("t", 0)}, nil); err != nil || len(out.Sends) != 0 {
+		t.Fatalf("repeated answer: %v %v", describe(out.Sends), err)
+	}
+
+	// Broker 1 restarts (new epoch): its directories are healthy, it is
+	// forgotten offline and t-3 gets its leader back.
+	if _, err := m.OnBrokerChange(map[int32]LiveBroker{1: broker(1, 201), 2: broker(2, 102), 3: broker(3, 103)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Ctx.OfflineDirs) != 0 {
+		t.Fatalf("offline dirs after restart %v", m.Ctx.OfflineDirs)
+	}
+	expectState(t, zk, m, tp("t", 3), 1, 3, 1) // the bounce wrote epoch 2, the election 3
+}

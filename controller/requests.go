@@ -212,7 +212,7 @@ func (c *Context) updateMetadataRequest(brokerEpoch int64, parts map[TopicPartit
 			p.Leader = LeaderDuringDelete
 		}
 		p.ISR, p.ZKVersion, p.Replicas = nonNil(st.ISR), st.ZkVersion, nonNil(a.Replicas)
-		p.OfflineReplicas = filter(a.Replicas, func(id int32) bool { return !c.IsLive(id) })
+		p.OfflineReplicas = filter(a.Replicas, func(id int32) bool { return !c.IsReplicaOnline(id, tp) })
 		topic.PartitionStates = append(topic.PartitionStates, p)
 	}
 	for _, id := range c.LiveIDs() {

@@ -134,6 +134,14 @@ type Context struct {
 	Replicas     map[PartitionReplica]ReplicaPhase
 	// Deleting holds topics queued in /admin/delete_topics.
 	Deleting map[string]bool
+	// OfflineDirs holds, per live broker, the partitions whose replica on
+	// it sits in an offline log directory: the broker answered a
+	// LeaderAndIsr for them with KAFKA_STORAGE_ERROR (Kafka's
+	// replicasOnOfflineDirs). Such a replica is offline although its broker
+	// lives: no election picks it and UpdateMetadata lists it offline. A
+	// broker's entry goes when it fails or registers again (a restarted
+	// broker's directories are healthy, or it would not have started).
+	OfflineDirs map[int32]map[TopicPartition]bool
 	// Unclean reports unclean.leader.election.enable for a topic.
 	Unclean func(topic string) bool
 	// Listener is the inter-broker listener whose endpoints LeaderAndIsr
@@ -151,12 +159,20 @@ func NewContext(id, epoch, epochZkVersion int32) *Context {
 		Live: map[int32]LiveBroker{}, ShuttingDown: map[int32]bool{}, Topics: map[string]*TopicReplicas{},
 		States: map[TopicPartition]zkdata.PartitionState{}, Partitions: map[TopicPartition]PartitionPhase{},
 		Replicas: map[PartitionReplica]ReplicaPhase{}, Deleting: map[string]bool{},
-		Unclean: func(string) bool { return false }, Listener: "PLAINTEXT",
+		OfflineDirs: map[int32]map[TopicPartition]bool{},
+		Unclean:     func(string) bool { return false }, Listener: "PLAINTEXT",
 	}
 }
 
 // IsLive reports whether a broker is registered (shutting down counts).
 func (c *Context) IsLive(id int32) bool { _, ok := c.Live[id]; return ok }
+
+// IsReplicaOnline reports whether broker id's replica of tp can serve: the
+// broker is live and tp is not in one of its offline log directories
+// (Kafka's ControllerContext.isReplicaOnline).
+func (c *Context) IsReplicaOnline(id int32, tp TopicPartition) bool {
+	return c.IsLive(id) && !c.OfflineDirs[id][tp]
+}
 
 // LiveIDs returns the live brokers in id order.
 func (c *Context) LiveIDs() []int32 {

@@ -113,4 +113,8 @@ type ClusterReplicas interface {
 	MakeLeader(topic string, partition int32, topicID [16]byte, st PartitionState) error
 	MakeFollower(topic string, partition int32, topicID [16]byte, st PartitionState) error
 	StopReplica(topic string, partition int32, deletePartition bool) error
+	// Offline reports whether this broker hosts the partition in an
+	// offline log dir (or with an offline log): LeaderAndIsr answers
+	// KAFKA_STORAGE_ERROR for it, as Kafka's HostedPartition.Offline.
+	Offline(topic string, partition int32) bool
 }

@@ -7,7 +7,8 @@ package api
 // fence, each partition is admitted by its leader epoch
 // (controller.AdmitPartitionState: an older one is STALE_CONTROLLER_EPOCH
 // for it), then this broker becomes its leader or a follower of its leader
-// (ClusterReplicas); errors are per partition.
+// (ClusterReplicas); errors are per partition. A partition hosted in an
+// offline log dir is KAFKA_STORAGE_ERROR before any epoch check.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -59,6 +60,11 @@ func (b *API) handleLeaderAndISR(ctx *network.RequestContext, req *kmsg.LeaderAn
 
 func (b *API) becomeLeaderOrFollower(c *Cluster, topic string, id [16]byte, p kmsg.LeaderAndISRRequestTopicPartition) *kerr.Error {
 	if c.Replicas == nil {
+		return kerr.KafkaStorageError
+	}
+	// A replica in an offline log dir answers KAFKA_STORAGE_ERROR whatever
+	// the epochs: the controller takes it for an offline replica.
+	if c.Replicas.Offline(topic, p.Partition) {
 		return kerr.KafkaStorageError
 	}
 	cur := int32(-1)

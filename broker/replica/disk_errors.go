@@ -33,10 +33,49 @@ func (m *Manager) noteAppend(p *Partition, err error) {
 // halts it ("all log dirs have failed"), its ZooKeeper session ends and
 // the controller elects new leaders from the ISR. The broker root does the
 // same with DirsFailed.
-func (m *Manager) dirOffline(err error) {
+//
+// A dir that goes while others remain is queued on FailedDirs: in cluster
+// mode the broker stops the replicas it held (StopDirReplicas) and tells
+// the controller through /log_dir_event_notification, as Kafka's
+// ReplicaManager.handleLogDirFailure.
+func (m *Manager) dirOffline(path string) {
 	if int(m.offlineDirs.Add(1)) == len(m.cfg.LogDirs) {
 		close(m.dirsFailed)
+		return
 	}
+	select {
+	case m.failedDirs <- path: // room for every dir: each goes offline once
+	default:
+	}
+}
+
+// FailedDirs yields the path of each log dir that went offline while other
+// dirs of the broker remain.
+func (m *Manager) FailedDirs() <-chan string { return m.failedDirs }
+
+// StopDirReplicas stops fetching for and leading every partition whose log
+// is in the log dir at path, keeping the logs (their appends are refused
+// already), and returns how many it stopped.
+func (m *Manager) StopDirReplicas(path string) int {
+	var in []*Partition
+	m.mu.RLock()
+	for _, t := range m.mu.topics {
+		for _, p := range t.Partitions {
+			if p != nil && p.Dir != nil && p.Dir.Path() == path {
+				in = append(in, p)
+			}
+		}
+	}
+	m.mu.RUnlock()
+	n := 0
+	for _, p := range in {
+		if err := m.StopReplica(p.Topic.Meta.Name, p.Index, false); err != nil {
+			m.log.Warn("stopping a replica of an offline log dir", "dir", path, "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // DirsFailed is closed once every log dir of the broker is offline (a

@@ -59,12 +59,14 @@ type Manager struct {
 	// when that is all of them (disk_errors.go).
 	offlineDirs atomic.Int32
 	dirsFailed  chan struct{}
+	failedDirs  chan string // see dirOffline
 }
 
 // NewManager returns a manager with no log dirs and no topics yet; closing
 // is closed when the broker shuts down.
 func NewManager(cfg config.Config, closing <-chan struct{}) *Manager {
-	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: closing, dirsFailed: make(chan struct{})}
+	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, closing: closing, dirsFailed: make(chan struct{}),
+		failedDirs: make(chan string, len(cfg.LogDirs))}
 	m.mu.topics = map[string]*Topic{}
 	m.mu.byID = map[[16]byte]*Topic{}
 	m.fetchSessions = newFetchSessionCache(int(cfg.FetchSessionCacheSlots))
@@ -86,7 +88,7 @@ func (m *Manager) OpenDirs(fs vfs.FS) error {
 			RecoveryThreads:                 int(m.cfg.NumRecoveryThreadsPerDataDir),
 			FS:                              fs,
 			WriteErrorsOffline:              m.cfg.Cluster.Enabled(),
-			OnOffline:                       m.dirOffline,
+			OnOffline:                       func(error) { m.dirOffline(d) }, // Dir.Path() is d
 		})
 		if err != nil {
 			return fmt.Errorf("opening log dir %s: %w", d, err)

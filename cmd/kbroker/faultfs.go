@@ -12,6 +12,8 @@ package main
 //	slow <dur>     every write and fsync first sleeps <dur> (a Go duration)
 //	full           writes, fsyncs and mkdirs fail with ENOSPC (a full disk)
 //	eio            writes and fsyncs fail with EIO (a failing disk)
+//	full|eio <dir> the same, only for paths under <dir> (one log dir of
+//	               several failing, the others healthy)
 //
 // The file is read at start and again on each SIGUSR1; once a mode is in
 // force the hook writes it to <control>.applied (temp file and rename), so
@@ -91,8 +93,15 @@ func parseFault(mode string) (vfs.Injector, error) {
 	if len(fields) == 0 || fields[0] == "ok" {
 		return nil, nil
 	}
+	under := ""
+	if len(fields) == 2 && (fields[0] == "full" || fields[0] == "eio") {
+		under = strings.TrimSuffix(fields[1], "/") + "/"
+	}
 	fail := func(err error, kinds ...vfs.OpKind) vfs.Injector {
 		return func(op vfs.Op) error {
+			if under != "" && !strings.HasPrefix(op.Path+"/", under) {
+				return nil
+			}
 			for _, k := range kinds {
 				if op.Kind == k {
 					return err
@@ -113,10 +122,10 @@ func parseFault(mode string) (vfs.Injector, error) {
 			}
 			return nil
 		}, nil
-	case fields[0] == "full" && len(fields) == 1:
+	case fields[0] == "full" && len(fields) <= 2:
 		return fail(syscall.ENOSPC, vfs.OpWrite, vfs.OpSync, vfs.OpMkdir), nil
-	case fields[0] == "eio" && len(fields) == 1:
+	case fields[0] == "eio" && len(fields) <= 2:
 		return fail(syscall.EIO, vfs.OpWrite, vfs.OpSync), nil
 	}
-	return nil, fmt.Errorf("unknown disk fault %q (ok, slow <duration>, full, eio)", mode)
+	return nil, fmt.Errorf("unknown disk fault %q (ok, slow <duration>, full [dir], eio [dir])", mode)
 }

@@ -158,6 +158,22 @@ func (c *Client) NotifyISRChange(tps []zkdata.TopicPartition) error {
 	return err
 }
 
+// NotifyLogDirFailure creates a persistent sequential
+// /log_dir_event_notification/log_dir_event_<seq> znode saying that some of
+// broker's log directories went offline (Kafka's propagateLogDirEvent), so
+// the controller asks the broker which replicas it still hosts.
+func (c *Client) NotifyLogDirFailure(broker int32) error {
+	data, err := zkdata.EncodeLogDirEvent(broker)
+	if err != nil {
+		return err
+	}
+	_, err = c.CreateWithParents(zkdata.LogDirEventSeqPath(), data, zk.FlagSequence)
+	if err != nil {
+		return fmt.Errorf("log dir event of broker %d: %w", broker, err)
+	}
+	return nil
+}
+
 // SetTopicAssignment rewrites /brokers/topics/<t> if it is still at version
 // (CreatePartitions adds partitions this way; the controller's watch on the
 // topic znode picks them up). The topic id must be kept.

@@ -15,6 +15,7 @@ import (
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/protocol/kconn"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config configures a controller.
@@ -60,7 +61,14 @@ type Controller struct {
 
 	events chan event
 	done   chan struct{}
-	wg     sync.WaitGroup
+	// respMu guards resps, the LeaderAndIsr answers waiting for the
+	// loop; respWake (capacity 1) tells the loop there are some. A
+	// Channel's sender never waits for the loop, which may itself be
+	// waiting for that sender to stop (Channel.RemoveBroker).
+	respMu   sync.Mutex
+	resps    []leaderAndISRAnswer
+	respWake chan struct{}
+	wg       sync.WaitGroup
 
 	// Observable from other goroutines.
 	activeID atomic.Int32 // the controller's broker id, -1 unknown
@@ -89,6 +97,7 @@ const (
 	evTopic
 	evDelete
 	evISR
+	evLogDir
 	evCall
 	evRebalance
 )
@@ -130,13 +139,17 @@ func Start(cfg Config) (*Controller, error) {
 	log = log.With("controller", cfg.BrokerID)
 	c := &Controller{
 		cfg: cfg, log: log, zk: cfg.ZK, channel: cfg.Channel,
-		events: make(chan event, 64), done: make(chan struct{}),
+		events: make(chan event, 64), done: make(chan struct{}), respWake: make(chan struct{}, 1),
 		configs: map[string]map[string]string{}, armed: map[watchKey]uint64{},
 	}
 	if c.channel == nil {
 		conn := cfg.Conn
 		conn.ClientID = "controller-" + strconv.Itoa(int(cfg.BrokerID))
-		c.channel = NewTCPChannel(conn, log, logResponses(log))
+		logged := logResponses(log)
+		c.channel = NewTCPChannel(conn, log, func(broker int32, req kmsg.Request, resp kmsg.Response) {
+			logged(broker, req, resp)
+			c.OnResponse(broker, req, resp)
+		})
 	}
 	c.activeID.Store(-1)
 	if err := c.zk.EnsurePersistentPaths(); err != nil {
@@ -218,6 +231,8 @@ func (c *Controller) loop() {
 		case <-c.done:
 			return
 		case ev = <-c.events:
+		case <-c.respWake:
+			ev = event{kind: evCall, call: c.drainResponses}
 		}
 		if ev.kind != evCall && ev.kind != evElect && ev.kind != evSession && ev.kind != evRebalance {
 			k := watchKey{ev.kind, ev.path}
@@ -439,5 +454,11 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 		return err
 	}
 	c.scheduleRebalance()
+	// Like Kafka's onControllerFailover, pending log dir events are
+	// dropped: the LeaderAndIsr every broker just got finds the replicas
+	// in offline directories.
+	if err := c.handleLogDirEvents(false); err != nil {
+		return err
+	}
 	return c.handleISRChanges()
 }

@@ -2,10 +2,16 @@
 // Kafka's KafkaController: every broker runs one; the one whose ephemeral
 // /controller znode exists is active. The active controller bumps
 // /controller_epoch, reads the whole cluster state back from ZooKeeper,
-// watches /brokers/ids, /brokers/topics (and each topic), /admin/delete_topics
-// and /isr_change_notification, feeds what it sees to controller.Machine,
-// does the ZooKeeper writes (each conditional on its /controller_epoch
-// version) and sends the resulting requests through a Channel. It resigns
+// watches /brokers/ids, /brokers/topics (and each topic), /admin/delete_topics,
+// /isr_change_notification and /log_dir_event_notification, feeds what it
+// sees to controller.Machine, does the ZooKeeper writes (each conditional on
+// its /controller_epoch version) and sends the resulting requests through a
+// Channel. LeaderAndIsr answers come back through OnResponse: partitions
+// answered KAFKA_STORAGE_ERROR are replicas in an offline log dir
+// (controller.Context.OfflineDirs), moved off as a dead broker's. A log dir
+// event names a broker some of whose dirs failed; the controller deletes
+// it and sends that broker a LeaderAndIsr for each of its partitions,
+// which finds them (Kafka's processLogDirEventNotification). It resigns
 // when its session expires, when a write finds a newer controller, or on a
 // ZooKeeper error, and runs for election again.
 //
@@ -32,7 +38,8 @@
 //     ZKVersion, start accepting produce at LeaderEpoch) or follower of
 //     Leader (truncate by OffsetForLeaderEpoch when the epoch moved, fetch
 //     from the leader's endpoint in LiveLeaders). IsNew: the log may be
-//     created. Answer per partition.
+//     created. Answer per partition; a partition whose log is in an
+//     offline log dir is KAFKA_STORAGE_ERROR before any epoch check.
 //   - UpdateMetadata: replace the metadata cache's live brokers (with every
 //     listener's endpoint) and the given partitions' leader, epoch, ISR,
 //     replicas, offline replicas; Leader == controller.LeaderDuringDelete
@@ -41,6 +48,11 @@
 //   - StopReplica: stop fetching for / leading each partition; Delete
 //     removes its log. LeaderEpoch EpochDuringDelete (-2) or -1 always
 //     applies; otherwise only a newer or equal epoch.
+//
+// When one log dir fails and others remain, the broker stops fetching for
+// and leading its partitions there and calls
+// zkclient.Client.NotifyLogDirFailure (/log_dir_event_notification); when
+// every dir fails it halts.
 //
 // A leader changes its ISR with zkclient.Client.ChangeISR (a state write
 // conditional on the version from its last LeaderAndIsr or read; on

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/kbroker/kbroker/controller"
 	"github.com/kbroker/kbroker/controller/zkdata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -54,6 +55,8 @@ func (c *Controller) handle(ev event) error {
 		return c.perform(c.machine.OnTopicDeletion(names))
 	case evISR:
 		return c.handleISRChanges()
+	case evLogDir:
+		return c.handleLogDirEvents(true)
 	}
 	return nil
 }
@@ -266,4 +269,134 @@ func (c *Controller) handleISRChanges() error {
 		return err
 	}
 	return c.perform(out)
+}
+
+// handleLogDirEvents re-arms the watch on /log_dir_event_notification,
+// reads and deletes the pending notifications and, when process, asks each
+// named broker about its replicas (Kafka's processLogDirEventNotification).
+func (c *Controller) handleLogDirEvents(process bool) error {
+	names, _, ch, err := c.zk.ChildrenW(zkdata.LogDirEventPath)
+	if err != nil {
+		return fmt.Errorf("listing log dir events: %w", err)
+	}
+	if !c.isArmed(evLogDir, "") {
+		c.watch(evLogDir, "", ch)
+	}
+	sort.Strings(names)
+	var brokers []int32
+	for _, n := range names {
+		p := zkdata.LogDirEventPath + "/" + n
+		if process {
+			data, _, err := c.zk.Get(p)
+			if err == nil {
+				id, derr := zkdata.DecodeLogDirEvent(data)
+				if derr != nil {
+					c.log.Warn("ignoring log dir event notification", "znode", n, "err", derr)
+				} else {
+					brokers = append(brokers, id)
+				}
+			}
+		}
+		if err := c.zk.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	if len(brokers) == 0 {
+		return nil
+	}
+	c.log.Info("log directory failure", "brokers", brokers)
+	return c.perform(c.machine.OnLogDirFailure(brokers))
+}
+
+// leaderAndISRAnswer is a broker's answer to a LeaderAndIsr, waiting for
+// the loop.
+type leaderAndISRAnswer struct {
+	broker int32
+	req    *kmsg.LeaderAndISRRequest
+	resp   *kmsg.LeaderAndISRResponse
+}
+
+// OnResponse takes a broker's answer to a controller request to the loop:
+// a LeaderAndIsr answer's KAFKA_STORAGE_ERROR partitions are replicas in an
+// offline log directory (Kafka's LeaderAndIsrResponseReceived). It is the
+// TCPChannel's ResponseFunc (with logging); a Channel given in Config
+// calls it itself. It never blocks: the answer is queued for the loop.
+func (c *Controller) OnResponse(broker int32, req kmsg.Request, resp kmsg.Response) {
+	lreq, ok1 := req.(*kmsg.LeaderAndISRRequest)
+	lresp, ok2 := resp.(*kmsg.LeaderAndISRResponse)
+	if !ok1 || !ok2 || lresp.ErrorCode != 0 {
+		return
+	}
+	c.respMu.Lock()
+	c.resps = append(c.resps, leaderAndISRAnswer{broker, lreq, lresp})
+	c.respMu.Unlock()
+	select {
+	case c.respWake <- struct{}{}:
+	default: // the loop is told already
+	}
+}
+
+// drainResponses hands the queued LeaderAndIsr answers to the machine, on
+// the loop; answers to an earlier controller term are dropped.
+func (c *Controller) drainResponses() {
+	c.respMu.Lock()
+	answers := c.resps
+	c.resps = nil
+	c.respMu.Unlock()
+	m := c.machine
+	if m == nil {
+		return
+	}
+	for _, a := range answers {
+		if a.req.ControllerEpoch != m.Ctx.Epoch {
+			continue
+		}
+		stored, ok := LeaderAndISRResults(a.resp, m.Ctx)
+		if len(stored) == 0 && len(m.Ctx.OfflineDirs[a.broker]) == 0 {
+			continue
+		}
+		out, err := m.OnLeaderAndISRResponse(a.broker, a.req.BrokerEpoch, stored, ok)
+		if err == nil {
+			err = c.perform(out)
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// LeaderAndISRResults splits a LeaderAndIsr answer into the partitions
+// answered KAFKA_STORAGE_ERROR and those answered without error; topic ids
+// (v5+) are resolved through ctx, unknown ones skipped.
+func LeaderAndISRResults(resp *kmsg.LeaderAndISRResponse, ctx *controller.Context) (stored, ok []controller.TopicPartition) {
+	add := func(topic string, p int32, code int16) {
+		tp := controller.TopicPartition{Topic: topic, Partition: p}
+		switch code {
+		case kerr.KafkaStorageError.Code:
+			stored = append(stored, tp)
+		case 0:
+			ok = append(ok, tp)
+		}
+	}
+	for _, p := range resp.Partitions {
+		add(p.Topic, p.Partition, p.ErrorCode)
+	}
+	if len(resp.Topics) == 0 {
+		return stored, ok
+	}
+	names := map[[16]byte]string{}
+	for n, t := range ctx.Topics {
+		names[t.ID] = n
+	}
+	for _, t := range resp.Topics {
+		n, known := names[t.TopicID]
+		if !known {
+			continue
+		}
+		for _, p := range t.Partitions {
+			add(n, p.Partition, p.ErrorCode)
+		}
+	}
+	return stored, ok
 }

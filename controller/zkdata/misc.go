@@ -148,6 +148,36 @@ func DecodeIsrChange(data []byte) ([]TopicPartition, error) {
 	return j.Partitions, nil
 }
 
+// LogDirFailureEvent is the only event of a log dir event notification
+// (Kafka's LogDirEventNotificationSequenceZNode.LogDirFailureEvent): some
+// of the broker's log directories went offline.
+const LogDirFailureEvent = 1
+
+// EncodeLogDirEvent writes a /log_dir_event_notification/log_dir_event_<seq>
+// body for broker, Kafka 3.9's bytes: {"version":1,"broker":<id>,"event":1}.
+func EncodeLogDirEvent(broker int32) ([]byte, error) {
+	return Marshal(struct {
+		Version int   `json:"version"`
+		Broker  int32 `json:"broker"`
+		Event   int   `json:"event"`
+	}{logDirEventVersion, broker, LogDirFailureEvent})
+}
+
+// DecodeLogDirEvent parses a log dir event notification and returns the
+// broker it names. Like Kafka it reads only "broker", which must be present.
+func DecodeLogDirEvent(data []byte) (int32, error) {
+	var j struct {
+		Broker *int32 `json:"broker"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		return 0, fmt.Errorf("log dir event %q: %w", data, err)
+	}
+	if j.Broker == nil {
+		return 0, fmt.Errorf("log dir event %q: no broker", data)
+	}
+	return *j.Broker, nil
+}
+
 // Reassignment is one partition of the legacy /admin/reassign_partitions.
 type Reassignment struct {
 	Topic     string  `json:"topic"`

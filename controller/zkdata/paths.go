@@ -36,6 +36,7 @@ const (
 	ConsumersPath          = "/consumers"
 	ConfigChangeSeqPrefix  = "config_change_"
 	IsrChangeSeqPrefix     = "isr_change_"
+	LogDirEventSeqPrefix   = "log_dir_event_"
 	ConfigEntityTopics     = "topics"
 	ConfigEntityBrokers    = "brokers"
 	ConfigEntityClients    = "clients"
@@ -47,6 +48,7 @@ const (
 	configEntityVersion    = 1
 	configChangeVersion    = 2
 	isrChangeVersion       = 1
+	logDirEventVersion     = 1
 	reassignmentVersion    = 1
 	producerIDBlockVersion = 1
 	clusterIDVersion       = "1"
@@ -106,6 +108,10 @@ func ConfigChangeSeqPath() string { return ConfigChangesPath + "/" + ConfigChang
 
 // IsrChangeSeqPath is the prefix of a sequential /isr_change_notification/isr_change_ znode.
 func IsrChangeSeqPath() string { return IsrChangePath + "/" + IsrChangeSeqPrefix }
+
+// LogDirEventSeqPath is the prefix of a sequential
+// /log_dir_event_notification/log_dir_event_ znode.
+func LogDirEventSeqPath() string { return LogDirEventPath + "/" + LogDirEventSeqPrefix }
 
 // ParseBrokerID parses a child name of /brokers/ids.
 func ParseBrokerID(child string) (int32, error) {

@@ -165,6 +165,17 @@ func TestSmallZNodesKafkaJSON(t *testing.T) {
 	if tps, err := DecodeIsrChange(enc); err != nil || len(tps) != 2 || tps[1].String() != "u-3" {
 		t.Fatalf("isr change %v %v", tps, err)
 	}
+	// Kafka's LogDirEventNotificationSequenceZNode.encode(2), byte for byte.
+	enc, _ = EncodeLogDirEvent(2)
+	if string(enc) != `{"version":1,"broker":2,"event":1}` {
+		t.Fatalf("log dir event %s", enc)
+	}
+	if b, err := DecodeLogDirEvent(enc); err != nil || b != 2 {
+		t.Fatalf("log dir event %d %v", b, err)
+	}
+	if _, err := DecodeLogDirEvent([]byte(`{"version":1,"event":1}`)); err == nil {
+		t.Fatal("log dir event without broker decoded")
+	}
 	enc, _ = EncodeReassignments([]Reassignment{{"t", 1, []int32{3, 4}}})
 	sameJSON(t, enc, `{"version":1,"partitions":[{"topic":"t","partition":1,"replicas":[3,4]}]}`)
 	if rs, err := DecodeReassignments(enc); err != nil || len(rs) != 1 || rs[0].Replicas[1] != 4 {
@@ -190,7 +201,9 @@ func TestPaths(t *testing.T) {
 		DeleteTopicPath("t"):       "/admin/delete_topics/t",
 		IsrChangeSeqPath():         "/isr_change_notification/isr_change_",
 		ConfigChangeSeqPath():      "/config/changes/config_change_",
-		SequenceNumber("isr_change_0000000012", IsrChangeSeqPrefix): "0000000012",
+		LogDirEventSeqPath():       "/log_dir_event_notification/log_dir_event_",
+		SequenceNumber("log_dir_event_0000000004", LogDirEventSeqPrefix): "0000000004",
+		SequenceNumber("isr_change_0000000012", IsrChangeSeqPrefix):      "0000000012",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)
@@ -207,6 +220,7 @@ func FuzzDecoders(f *testing.F) {
 		_, _ = DecodePartitionState(b, 0)
 		_, _ = DecodeControllerRegistration(b)
 		_, _ = DecodeIsrChange(b)
+		_, _ = DecodeLogDirEvent(b)
 		_, _ = DecodeConfigEntity(b)
 	})
 }
