@@ -65,15 +65,7 @@ func TestKafka39ControllerMovesOffKbrokerFailedDir(t *testing.T) {
 	if !kb.Running() {
 		t.Fatal("kbroker stopped: one of its two log dirs failed, it must keep serving the other")
 	}
-	for _, a := range addrs {
-		m, err := newAdmin(t, a).Metadata(testCtx(t), x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if off := m.Topics[x].Partitions[0].OfflineReplicas; !slices.Equal(off, []int32{2}) {
-			t.Fatalf("%s: %s-0 offline replicas %v, want [2]", a, x, off)
-		}
-	}
+	wantOfflineReplicas(t, addrs, x, 2)
 	wantY = append(wantY, produceAcked(t, addrs, y, "y2", 50)...)
 	checkValues(t, kf.Addr(), x, false, wantX)
 	checkValues(t, kb.Addr(), y, false, wantY)
@@ -130,16 +122,23 @@ func TestKbrokerControllerMovesOffKafka39FailedDir(t *testing.T) {
 	if !strings.Contains(kf.out.String(), "Stopped serving replicas in dir "+failed) {
 		t.Errorf("Kafka did not log its failure of %s (ReplicaManager.handleLogDirFailure)", failed)
 	}
-	for _, a := range addrs {
-		m, err := newAdmin(t, a).Metadata(testCtx(t), x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if off := m.Topics[x].Partitions[0].OfflineReplicas; !slices.Equal(off, []int32{2}) {
-			t.Fatalf("%s: %s-0 offline replicas %v, want [2]", a, x, off)
-		}
-	}
+	wantOfflineReplicas(t, addrs, x, 2)
 	wantY = append(wantY, produceAcked(t, addrs, y, "y2", 20)...)
 	checkValues(t, kb.Addr(), x, false, wantX)
 	checkValues(t, kf.Addr(), y, false, wantY)
+}
+
+// wantOfflineReplicas checks that every broker of addrs lists broker id,
+// alone, as the offline replica of partition 0 of topic.
+func wantOfflineReplicas(t *testing.T, addrs []string, topic string, id int32) {
+	t.Helper()
+	for _, a := range addrs {
+		m, err := newAdmin(t, a).Metadata(testCtx(t), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off := m.Topics[topic].Partitions[0].OfflineReplicas; !slices.Equal(off, []int32{id}) {
+			t.Fatalf("%s: %s-0 offline replicas %v, want [%d]", a, topic, off, id)
+		}
+	}
 }
