@@ -224,18 +224,7 @@ func (s *step) brokerStartup(ids []int32) error {
 	s.batch.UpdateMetadata(c, ids, withLeader...)
 	s.flush()
 	for _, id := range ids {
-		for _, tp := range c.PartitionsOn(id) {
-			if c.Deleting[tp.Topic] {
-				continue
-			}
-			if err := c.moveReplica(PartitionReplica{tp, id}, ReplicaOnline); err != nil {
-				s.problem(err)
-				continue
-			}
-			if _, ok := c.States[tp]; ok {
-				s.batch.LeaderAndISR(c, []int32{id}, tp, false)
-			}
-		}
+		s.replicasOnline(id)
 	}
 	if err := s.triggerOnline(); err != nil {
 		return err

@@ -16,20 +16,30 @@ func (m *Machine) OnLogDirFailure(ids []int32) Output {
 			continue
 		}
 		seen[id] = true
-		for _, tp := range c.PartitionsOn(id) {
-			if c.Deleting[tp.Topic] {
-				continue
-			}
-			if err := c.moveReplica(PartitionReplica{tp, id}, ReplicaOnline); err != nil {
-				s.problem(err)
-				continue
-			}
-			if _, ok := c.States[tp]; ok {
-				s.batch.LeaderAndISR(c, []int32{id}, tp, false)
-			}
-		}
+		s.replicasOnline(id)
 	}
 	return s.finish()
+}
+
+// replicasOnline moves every replica on broker id (of topics not being
+// deleted) to ReplicaOnline and sends id a LeaderAndIsr with the current
+// state of each of those partitions that has one (Kafka's
+// handleStateChanges(replicasOnBroker, OnlineReplica), for a broker that
+// starts and for one that lost a log dir).
+func (s *step) replicasOnline(id int32) {
+	c := s.m.Ctx
+	for _, tp := range c.PartitionsOn(id) {
+		if c.Deleting[tp.Topic] {
+			continue
+		}
+		if err := c.moveReplica(PartitionReplica{tp, id}, ReplicaOnline); err != nil {
+			s.problem(err)
+			continue
+		}
+		if _, ok := c.States[tp]; ok {
+			s.batch.LeaderAndISR(c, []int32{id}, tp, false)
+		}
+	}
 }
 
 // OnLeaderAndISRResponse handles broker id's answer to a LeaderAndIsr sent
