@@ -40,21 +40,11 @@ func TestKafka39ControllerMovesOffKbrokerFailedDir(t *testing.T) {
 	createAssigned(t, kf.Addr(), y, nil, []int32{2, 1})
 	full := "controller 1 brokers [1 2]; " + x + "-0 leader 2 replicas [2 1] isr [1 2]; " + y + "-0 leader 2 replicas [2 1] isr [1 2]"
 	waitViews(t, "kbroker leading both, Kafka in both ISRs", full, addrs, x, y)
-	dirOf := func(topic string) string {
-		for _, d := range []string{"data-a", "data-b"} {
-			if _, err := os.Stat(filepath.Join(kb.Dir, d, topic+"-0")); err == nil {
-				return d
-			}
-		}
-		return ""
-	}
-	if dirOf(x) == "" || dirOf(y) == "" || dirOf(x) == dirOf(y) {
-		t.Fatalf("kbroker placed %s in %q and %s in %q: want one in each dir", x, dirOf(x), y, dirOf(y))
-	}
+	xDir := oneTopicPerDir(t, "kbroker", x, y, filepath.Join(kb.Dir, "data-a"), filepath.Join(kb.Dir, "data-b"))
 	wantX := produceAcked(t, addrs, x, "x", 50)
 	wantY := produceAcked(t, addrs, y, "y", 50)
 
-	if err := kb.SetDisk("eio " + filepath.Join(kb.Dir, dirOf(x))); err != nil {
+	if err := kb.SetDisk("eio " + xDir); err != nil {
 		t.Fatal(err)
 	}
 	// The next write to x fails and takes its dir offline; the producer
@@ -98,21 +88,10 @@ func TestKbrokerControllerMovesOffKafka39FailedDir(t *testing.T) {
 	createAssigned(t, kb.Addr(), y, small, []int32{2, 1})
 	full := "controller 1 brokers [1 2]; " + x + "-0 leader 2 replicas [2 1] isr [1 2]; " + y + "-0 leader 2 replicas [2 1] isr [1 2]"
 	waitViews(t, "Kafka leading both, kbroker in both ISRs", full, addrs, x, y)
-	dirOf := func(topic string) string {
-		for _, d := range []string{dirA, dirB} {
-			if _, err := os.Stat(filepath.Join(d, topic+"-0")); err == nil {
-				return d
-			}
-		}
-		return ""
-	}
-	if dirOf(x) == "" || dirOf(y) == "" || dirOf(x) == dirOf(y) {
-		t.Fatalf("Kafka placed %s in %q and %s in %q: want one in each dir", x, dirOf(x), y, dirOf(y))
-	}
+	failed := oneTopicPerDir(t, "Kafka", x, y, dirA, dirB)
 	wantX := produceAcked(t, addrs, x, "x", 20)
 	wantY := produceAcked(t, addrs, y, "y", 20)
 
-	failed := dirOf(x)
 	if err := os.RemoveAll(filepath.Join(failed, x+"-0")); err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +120,24 @@ func wantOfflineReplicas(t *testing.T, addrs []string, topic string, id int32) {
 			t.Fatalf("%s: %s-0 offline replicas %v, want [%d]", a, topic, off, id)
 		}
 	}
+}
+
+// oneTopicPerDir returns the log dir among dirs that holds partition 0 of
+// topic x, after checking that y's partition 0 is in another of them
+// (who placed them: the broker's name in the message).
+func oneTopicPerDir(t *testing.T, who, x, y string, dirs ...string) string {
+	t.Helper()
+	dirOf := func(topic string) string {
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(d, topic+"-0")); err == nil {
+				return d
+			}
+		}
+		return ""
+	}
+	dx, dy := dirOf(x), dirOf(y)
+	if dx == "" || dy == "" || dx == dy {
+		t.Fatalf("%s placed %s in %q and %s in %q: want one in each dir", who, x, dx, y, dy)
+	}
+	return dx
 }
