@@ -351,10 +351,10 @@ func (c *Controller) drainResponses() {
 		if a.req.ControllerEpoch != m.Ctx.Epoch {
 			continue
 		}
-		stored, ok := LeaderAndISRResults(a.resp, m.Ctx)
-		if len(stored) == 0 && len(m.Ctx.OfflineDirs[a.broker]) == 0 {
-			continue
+		if len(m.Ctx.OfflineDirs[a.broker]) == 0 && !storageErrors(a.resp) {
+			continue // the common answer: nothing for the machine
 		}
+		stored, ok := LeaderAndISRResults(a.resp, m.Ctx)
 		out, err := m.OnLeaderAndISRResponse(a.broker, a.req.BrokerEpoch, stored, ok)
 		if err == nil {
 			err = c.perform(out)
@@ -364,6 +364,17 @@ func (c *Controller) drainResponses() {
 			return
 		}
 	}
+}
+
+// storageErrors reports whether a LeaderAndIsr answer has a partition
+// answered KAFKA_STORAGE_ERROR, without resolving its topic ids.
+func storageErrors(resp *kmsg.LeaderAndISRResponse) bool {
+	for _, err := range ResponseErrors(resp) {
+		if errors.Is(err, kerr.KafkaStorageError) {
+			return true
+		}
+	}
+	return false
 }
 
 // LeaderAndISRResults splits a LeaderAndIsr answer into the partitions
