@@ -102,14 +102,12 @@ func TestLogDirFailure(t *testing.T) {
 	})
 	// acks=all production reaches every partition (the producer spreads
 	// its records over all of them).
-	from := map[int32]int{}
-	for _, pp := range ackedPerPartition(ch, topic, parts) {
-		from[pp.p] = pp.n
-	}
+	from := ackedPerPartition(ch, topic)
 	waitFor(t, 45*time.Second, "acks=all production on every partition after the failure", func() (bool, error) {
-		for _, pp := range ackedPerPartition(ch, topic, parts) {
-			if pp.n < from[pp.p]+20 {
-				return false, fmt.Errorf("%s-%d: %d acknowledged since", topic, pp.p, pp.n-from[pp.p])
+		now := ackedPerPartition(ch, topic)
+		for p := int32(0); p < parts; p++ {
+			if now[p] < from[p]+20 {
+				return false, fmt.Errorf("%s-%d: %d acknowledged since", topic, p, now[p]-from[p])
 			}
 		}
 		return true, nil
@@ -127,24 +125,16 @@ func TestLogDirFailure(t *testing.T) {
 	checkHistory(t, bs, topic, ch, "log dir failure")
 }
 
-type partitionCount struct {
-	p int32
-	n int
-}
-
-// ackedPerPartition counts the acknowledged records of each partition.
-func ackedPerPartition(ch *history.Checker, topic string, parts int32) []partitionCount {
+// ackedPerPartition counts the acknowledged records of each partition of
+// topic.
+func ackedPerPartition(ch *history.Checker, topic string) map[int32]int {
 	n := map[int32]int{}
 	for _, r := range ch.AckedRecords() {
 		if r.Topic == topic {
 			n[r.Partition]++
 		}
 	}
-	out := make([]partitionCount, 0, parts)
-	for p := int32(0); p < parts; p++ {
-		out = append(out, partitionCount{p, n[p]})
-	}
-	return out
+	return n
 }
 
 // createTopicAssigned creates topic with every partition on replicas (the
