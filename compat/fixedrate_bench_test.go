@@ -325,6 +325,14 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 	if err != nil {
 		b.Fatalf("%s: CreateTopic %s: %v", t.name, topic, err)
 	}
+	// Each run's topic is deleted after it: every target lives for the
+	// whole benchmark, and 200 MB/s runs of three targets kept on disk
+	// filled this machine's 90 GB before the last rate.
+	defer func() {
+		if _, err := kadm.NewClient(prod).DeleteTopic(context.Background(), topic); err != nil {
+			b.Logf("%s: DeleteTopic %s: %v", t.name, topic, err)
+		}
+	}()
 	offsets := map[int32]kgo.Offset{}
 	for p := range int32(partitions) {
 		offsets[p] = kgo.NewOffset().AtStart()
