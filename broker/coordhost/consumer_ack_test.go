@@ -1,7 +1,6 @@
 package coordhost
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -233,13 +232,7 @@ func TestGroupCallsWaitOnlyForTheirPartition(t *testing.T) {
 // partitions the coordinator assigned to them, which nobody consumed.
 func TestConsumerSessionSurvivesReload(t *testing.T) {
 	h, f := newGroupsHost(t, 2)
-	var mu sync.Mutex
-	clock := time.UnixMilli(1_700_000_000_000)
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
-	h.groups.mu.Lock()
-	h.now = now
-	h.groups.mu.Unlock()
+	advance := fakeClock(h)
 	session := time.Duration(h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
 
 	if r := consumerJoin(t, h, "cg", "gone"); r.ErrorCode != 0 {
@@ -265,21 +258,8 @@ func TestConsumerSessionSurvivesReload(t *testing.T) {
 // Kafka's do when a coordinator loads a partition: the dropped
 // coordinator's deadlines are older than what the log's new leader saw.
 func TestConsumerSessionRestartsAfterAMoveWhileDropped(t *testing.T) {
-	c := newClusterHostWith(t, map[string]string{
-		"offsets.topic.num.partitions":         "2",
-		"transaction.state.log.num.partitions": "2",
-	}, []controller.Topic{
-		{Name: offsetsTopic, Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
-		{Name: "t", Partitions: 2, ReplicationFactor: 2},
-	})
-	c.move(offsetsTopic, 0, true)
-	c.move(offsetsTopic, 1, true)
-	var mu sync.Mutex
-	clock := time.UnixMilli(1_700_000_000_000)
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
-	c.h.groups.mu.Lock()
-	c.h.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	c.h.groups.mu.Unlock()
+	c := newLeadingGroupsHost(t)
+	advance := fakeClock(c.h)
 	session := time.Duration(c.h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
 	moved, stayed := idIn("cg", 0), idIn("cg", 1)
 	for _, id := range []string{moved, stayed} {

@@ -66,11 +66,13 @@ type groups struct {
 		// answered once its records are acknowledged and every earlier
 		// call of a partition it touches is answered (finishCallsLocked).
 		calls []*groupCall
-		// dropped is the KIP-848 coordinator dropLocked dropped last, until
-		// the next load gives the members it replays their timers
-		// (InheritTimers); the groups of partitions whose leadership
-		// changed meanwhile are unloaded from it, as they start afresh.
-		dropped      *consumer.Coordinator
+		// dropped holds the coordinators dropLocked dropped last, until
+		// the next load gives the members it replays the deadlines these
+		// had for them (the InheritTimers of each); the groups of
+		// partitions whose leadership changed meanwhile are unloaded from
+		// them, as they start afresh.
+		// Invariant: dropped.classic == nil iff dropped.consumer == nil.
+		dropped      coords
 		droppedParts int32 // partitions of __consumer_offsets when dropped
 		timer        *time.Timer
 		closed       bool
@@ -183,11 +185,12 @@ func (g *groups) ensureLocked() (*group.Coordinator, error) {
 		}
 		n += k
 	}
-	if g.mu.dropped != nil {
-		cc.InheritTimers(g.mu.dropped)
-		g.mu.dropped = nil
-	}
 	now := b.now()
+	if g.mu.dropped.classic != nil {
+		c.InheritTimers(g.mu.dropped.classic, now)
+		cc.InheritTimers(g.mu.dropped.consumer)
+		g.mu.dropped = coords{}
+	}
 	c.Loaded(now)
 	cc.Loaded(now)
 	g.rearmLocked()
@@ -323,9 +326,10 @@ func (g *groups) unloadPartitionLocked(part int32, code int16) {
 func (g *groups) leadershipChanged(part int32, leader bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.mu.dropped != nil && g.mu.c == nil {
+	if g.mu.dropped.classic != nil && g.mu.c == nil {
 		if n := g.mu.droppedParts; part >= 0 && part < n {
-			g.mu.dropped.Unload(func(id string) bool { return group.PartitionFor(id, n) == part })
+			g.mu.dropped.classic.Unload(part, n)
+			g.mu.dropped.consumer.Unload(func(id string) bool { return group.PartitionFor(id, n) == part })
 		}
 	}
 	if g.mu.c == nil || g.mu.closed || part < 0 || int(part) >= len(g.mu.topic.Partitions) {
@@ -557,8 +561,9 @@ func (g *groups) parkLocked(tok Token, req kmsg.Request) {
 // COORDINATOR_NOT_AVAILABLE now, so their clients find the coordinator
 // again and retry, as they do when a Kafka coordinator moves.
 func (g *groups) dropLocked() {
-	if g.mu.cc != nil {
-		g.mu.dropped, g.mu.droppedParts = g.mu.cc, int32(len(g.mu.topic.Partitions))
+	if g.mu.c != nil {
+		g.mu.dropped = coords{classic: g.mu.c, consumer: g.mu.cc}
+		g.mu.droppedParts = int32(len(g.mu.topic.Partitions))
 	}
 	g.mu.c, g.mu.cc, g.mu.loaded, g.mu.loadGens = nil, nil, nil, nil
 	for tok, req := range g.mu.parked {

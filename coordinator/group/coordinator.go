@@ -29,7 +29,9 @@
 //   - Tick must be called at or after NextDeadline; early or extra Ticks are
 //     harmless.
 //   - After Replay of a partition, Loaded(now) starts the session timers of
-//     the members that were loaded.
+//     the members that were loaded. A Coordinator replayed to replace one
+//     dropped after a failed write first takes over the dropped one's
+//     session deadlines (InheritTimers).
 //
 // Semantics follow Kafka's GroupCoordinator/GroupMetadata (classic protocol):
 // states Empty, PreparingRebalance, CompletingRebalance, Stable, Dead; member
@@ -347,13 +349,69 @@ func (c *Coordinator) begin(now time.Time) {
 
 // Loaded starts the session timers of members restored by Replay, as Kafka
 // does when it finishes loading a partition. Calling it again only affects
-// members not yet timed.
+// members not yet timed (nor given their deadlines by InheritTimers).
 func (c *Coordinator) Loaded(now time.Time) {
 	c.begin(now)
 	for _, g := range c.groups {
 		for _, m := range g.members {
 			if m.deadline.IsZero() {
 				m.deadline = now.Add(ms(m.sessionTimeoutMs))
+			}
+		}
+	}
+}
+
+// InheritTimers gives the members restored by Replay the session deadlines
+// that old, the Coordinator this one replaces after a failed write (see the
+// calling contract), had for them. Call it after Replay and before Loaded,
+// with now the time of the reload.
+//
+// Kafka does not rebuild a classic group whose append failed: the group in
+// memory, its membership changes and its members' heartbeat timers carry
+// on. A replay instead brings back the group's last persisted generation,
+// and starting every session afresh would let a member that stopped
+// heartbeating stay in its group, holding its partitions, for as long as
+// writes keep failing less than a session timeout apart. So a replayed
+// member, matched in old by member id or, if static, by group.instance.id
+// (old may have given the instance a new member id), gets:
+//
+//   - old's deadline for it, if old held no join or sync of it;
+//   - a full session from Loaded, if old held its JoinGroup or SyncGroup,
+//     or it was new: the host answered that request when old was dropped,
+//     and a member's session restarts when its join or sync is answered;
+//   - now, if old has its group but not the member: old removed it (it
+//     left, or its session or rebalance timed out) and the log does not
+//     say so yet. It expires at the next Tick, as it stays removed in
+//     Kafka.
+//
+// Groups old does not have start afresh; the groups of partitions that
+// changed leader since old was dropped must be unloaded from old first
+// (Unload): a coordinator loading a partition anew starts every session,
+// as Kafka's does. Only session deadlines carry over: a replayed group is
+// Stable or Empty, with no rebalance, pending member id or pending sync to
+// time (old's rebalance ended when it was dropped, its parked requests
+// answered COORDINATOR_NOT_AVAILABLE).
+func (c *Coordinator) InheritTimers(old *Coordinator, now time.Time) {
+	for id, g := range c.groups {
+		og := old.groups[id]
+		if og == nil {
+			continue
+		}
+		for _, m := range g.members {
+			if !m.deadline.IsZero() {
+				continue
+			}
+			om := og.members[m.id]
+			if m.instanceID != nil {
+				om = og.members[og.static[*m.instanceID]]
+			}
+			switch {
+			case om == nil:
+				m.deadline = now
+			case om.isNew || om.join != nil || om.sync != nil || om.deadline.IsZero():
+				// Loaded starts its session.
+			default:
+				m.deadline = om.deadline
 			}
 		}
 	}

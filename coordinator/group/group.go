@@ -82,7 +82,7 @@ type member struct {
 	// completes for it; a new member's deadline is newMemberJoinTimeout.
 	isNew bool
 	// deadline is when the member's session expires. Zero only for members
-	// restored by Replay and not yet timed by Loaded.
+	// restored by Replay and not yet timed by InheritTimers or Loaded.
 	// Invariant: a member with a parked join or sync does not expire
 	// unless it is new (Kafka's hasSatisfiedHeartbeat).
 	deadline time.Time
