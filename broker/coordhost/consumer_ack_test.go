@@ -1,6 +1,7 @@
 package coordhost
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,6 +223,20 @@ func TestGroupCallsWaitOnlyForTheirPartition(t *testing.T) {
 	}
 }
 
+// joinedConsumer is a groups host on a fake clock whose KIP-848 group cg
+// has member "gone", which never heartbeats again, and the session
+// timeout of its members.
+func joinedConsumer(t *testing.T) (h *Host, f *faultyReplicas, advance func(time.Duration), session time.Duration) {
+	t.Helper()
+	h, f = newGroupsHost(t, 2)
+	advance = fakeClock(h)
+	session = time.Duration(h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
+	if r := consumerJoin(t, h, "cg", "gone"); r.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	return h, f, advance, session
+}
+
 // TestConsumerSessionSurvivesReload: a member's session deadline is not
 // pushed back when a failed write makes the host replay the coordinator
 // from its log. Kafka's coordinator keeps its timers when it reverts a
@@ -231,13 +246,7 @@ func TestGroupCallsWaitOnlyForTheirPartition(t *testing.T) {
 // kept failing less than a session timeout apart, and with them the
 // partitions the coordinator assigned to them, which nobody consumed.
 func TestConsumerSessionSurvivesReload(t *testing.T) {
-	h, f := newGroupsHost(t, 2)
-	advance := fakeClock(h)
-	session := time.Duration(h.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond
-
-	if r := consumerJoin(t, h, "cg", "gone"); r.ErrorCode != 0 {
-		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
+	h, f, advance, session := joinedConsumer(t)
 	// The member stops heartbeating. Shortly before its session expires
 	// a write fails, and the next call replays the coordinator.
 	advance(session - time.Second)
@@ -249,6 +258,33 @@ func TestConsumerSessionSurvivesReload(t *testing.T) {
 	h.groups.tick()
 	if ms := consumerMembers(t, h, "cg"); len(ms) != 0 {
 		t.Fatalf("members %v a session timeout after the last heartbeat: the reload restarted the session", ms)
+	}
+}
+
+// TestConsumerFenceRetriedAfterReload: a member whose session expired,
+// and whose fence was a write that failed, is fenced again by the first
+// tick after the reload, as Kafka retries a session timeout whose write
+// failed. Before, the member came back from the log with a full session,
+// and a member whose fence kept failing never left.
+func TestConsumerFenceRetriedAfterReload(t *testing.T) {
+	h, f, advance, session := joinedConsumer(t)
+	advance(session + time.Second)
+	var failed atomic.Bool
+	f.setFault(func(topic string) error {
+		if topic != offsetsTopic {
+			return nil
+		}
+		failed.Store(true)
+		return errInjected
+	})
+	h.groups.tick() // fences the member; the write fails
+	f.setFault(nil)
+	if !failed.Load() {
+		t.Fatal("the tick wrote no fence")
+	}
+	h.groups.tick() // reloads, then fences it again
+	if ms := consumerMembers(t, h, "cg"); len(ms) != 0 {
+		t.Fatalf("members %v at the first tick after the reload: the fenced member came back with a new session", ms)
 	}
 }
 

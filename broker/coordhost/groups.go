@@ -188,7 +188,7 @@ func (g *groups) ensureLocked() (*group.Coordinator, error) {
 	now := b.now()
 	if g.mu.dropped.classic != nil {
 		c.InheritTimers(g.mu.dropped.classic, now)
-		cc.InheritTimers(g.mu.dropped.consumer)
+		cc.InheritTimers(g.mu.dropped.consumer, now)
 		g.mu.dropped = coords{}
 	}
 	c.Loaded(now)

@@ -272,27 +272,60 @@ func (c *Coordinator) Loaded(now time.Time) {
 // InheritTimers gives the members restored by Replay the session and
 // revocation deadlines that old, the Coordinator this one replaces after a
 // failed write (see the calling contract), had for them. Call it after
-// Replay and before Loaded. Kafka's coordinator keeps its timers when it
-// reverts a failed write; starting every session afresh instead would let
-// a member that stopped heartbeating, and the partitions assigned to it,
-// stay in the group for as long as writes keep failing less than a session
-// timeout apart. The groups of partitions that changed leader since old
-// was dropped must be unloaded from old first (Unload): a coordinator
-// loading a partition anew starts every session, as Kafka's does.
-func (c *Coordinator) InheritTimers(old *Coordinator) {
+// Replay and before Loaded, with now the time of the reload.
+//
+// Kafka's coordinator reverts its in-memory state to the last written one
+// when an append fails but keeps its timers, and it schedules a member's
+// session and rebalance timeouts with retry: a fence whose write failed
+// runs again after a short backoff (GroupMetadataManager's
+// scheduleConsumerGroupSessionTimeout and
+// scheduleConsumerGroupRebalanceTimeout, CoordinatorRuntime's timer). A
+// replay instead brings back the last persisted state with no timers, and
+// starting every session afresh would let a member that stopped
+// heartbeating, or whose fence kept failing, stay in its group with its
+// partitions for as long as writes keep failing less than a session
+// timeout apart. So a replayed member, matched in old by member id or, if
+// static, by group.instance.id (old may have handed the instance to a new
+// member id, replacing one that left with epoch -2), gets:
+//
+//   - old's session deadline for it, and its revocation deadline if it is
+//     the same member still revoking at the same epoch;
+//   - a full session from Loaded, if old had not timed it yet;
+//   - now, if old has its group but not the member: old fenced it (its
+//     session or rebalance timed out, or it left with epoch -1) and the
+//     log does not say so yet. It is fenced again at the next Tick, as
+//     Kafka retries a timed-out member's fence, and stays removed (a
+//     member that left asked to be removed; its client was answered an
+//     error and may not retry the leave).
+//
+// Groups old does not have start afresh; the groups of partitions that
+// changed leader since old was dropped must be unloaded from old first
+// (Unload): a coordinator loading a partition anew starts every session,
+// as Kafka's does. Nothing else is timed: the protocol parks no request.
+func (c *Coordinator) InheritTimers(old *Coordinator, now time.Time) {
 	for id, g := range c.groups {
 		og := old.groups[id]
 		if og == nil {
 			continue
 		}
-		for mid, m := range g.members {
-			om := og.members[mid]
-			if om == nil || !m.sessionDeadline.IsZero() || om.sessionDeadline.IsZero() {
+		for _, m := range g.members {
+			if !m.sessionDeadline.IsZero() {
 				continue
 			}
-			m.sessionDeadline = om.sessionDeadline
-			if m.cur.state == MemberUnrevokedPartitions && !om.revokeDeadline.IsZero() && om.revokeEpoch == m.cur.epoch {
-				m.revokeDeadline, m.revokeEpoch = om.revokeDeadline, om.revokeEpoch
+			om := og.members[m.id]
+			if m.sub.instanceID != nil {
+				om = og.members[og.static[*m.sub.instanceID]]
+			}
+			switch {
+			case om == nil:
+				m.sessionDeadline = now
+			case om.sessionDeadline.IsZero():
+				// Loaded starts its session.
+			default:
+				m.sessionDeadline = om.sessionDeadline
+				if om.id == m.id && m.cur.state == MemberUnrevokedPartitions && !om.revokeDeadline.IsZero() && om.revokeEpoch == m.cur.epoch {
+					m.revokeDeadline, m.revokeEpoch = om.revokeDeadline, om.revokeEpoch
+				}
 			}
 		}
 	}
