@@ -567,3 +567,22 @@ func TestLogDirFailure(t *testing.T) {
 	}
 	expectState(t, zk, m, tp("t", 3), 1, 3, 1) // the bounce wrote epoch 2, the election 3
 }
+
+// New topics of one watch event are one decision: one LeaderAndIsr and one
+// UpdateMetadata per broker for all their partitions.
+func TestNewTopicsInOneDecision(t *testing.T) {
+	m, zk := cluster(t, 2)
+	out, err := m.OnTopicChanges([]string{"a", "b"}, []zkdata.TopicAssignment{
+		{TopicID: [16]byte{1}, Partitions: map[int32][]int32{0: {1, 2}}},
+		{TopicID: [16]byte{2}, Partitions: map[int32][]int32{0: {2, 1}, 1: {1}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectSends(t, out.Sends,
+		"1:LeaderAndIsr a-0(1/0/[1 2] new) b-0(2/0/[2 1] new) b-1(1/0/[1] new)",
+		"1:UpdateMetadata brokers=1,2 a-0(1/0/[1 2]) b-0(2/0/[2 1]) b-1(1/0/[1])",
+		"2:LeaderAndIsr a-0(1/0/[1 2] new) b-0(2/0/[2 1] new)",
+		"2:UpdateMetadata brokers=1,2 a-0(1/0/[1 2]) b-0(2/0/[2 1]) b-1(1/0/[1])")
+	expectState(t, zk, m, tp("b", 1), 1, 0, 1)
+}

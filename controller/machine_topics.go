@@ -6,34 +6,47 @@ import "github.com/kbroker/kbroker/controller/zkdata"
 // /brokers/topics/<t>: a new topic, or new partitions of a known one
 // (CreatePartitions). Its new partitions get their first leader.
 func (m *Machine) OnTopicChange(name string, a zkdata.TopicAssignment) (Output, error) {
+	return m.OnTopicChanges([]string{name}, []zkdata.TopicAssignment{a})
+}
+
+// OnTopicChanges is OnTopicChange of several topics in one decision (as
+// Kafka's TopicChange handles every new topic of one watch event): their
+// new partitions' states are written together and each broker gets one
+// LeaderAndIsr and one UpdateMetadata for all of them.
+func (m *Machine) OnTopicChanges(names []string, as []zkdata.TopicAssignment) (Output, error) {
 	c := m.Ctx
 	s := m.begin()
 	var added []TopicPartition
-	t, known := c.Topics[name]
-	if !known {
-		c.AddTopic(name, a)
-		for _, p := range a.PartitionIDs() {
-			added = append(added, TopicPartition{Topic: name, Partition: p})
-		}
-	} else {
-		for _, p := range a.PartitionIDs() {
-			if _, ok := t.Partitions[p]; !ok {
-				t.Partitions[p] = Assignment{Replicas: a.Partitions[p], Adding: a.AddingReplicas[p], Removing: a.RemovingReplicas[p]}
-				added = append(added, TopicPartition{Topic: name, Partition: p})
+	for i, name := range names {
+		a := as[i]
+		t, known := c.Topics[name]
+		var fresh []TopicPartition
+		if !known {
+			c.AddTopic(name, a)
+			for _, p := range a.PartitionIDs() {
+				fresh = append(fresh, TopicPartition{Topic: name, Partition: p})
+			}
+		} else {
+			for _, p := range a.PartitionIDs() {
+				if _, ok := t.Partitions[p]; !ok {
+					t.Partitions[p] = Assignment{Replicas: a.Partitions[p], Adding: a.AddingReplicas[p], Removing: a.RemovingReplicas[p]}
+					fresh = append(fresh, TopicPartition{Topic: name, Partition: p})
+				}
 			}
 		}
-	}
-	for _, tp := range added {
-		if err := c.movePartition(tp, PartitionNew); err != nil {
-			s.problem(err)
-			continue
-		}
-		ta, _ := c.Assignment(tp)
-		for _, r := range ta.Replicas {
-			if err := c.moveReplica(PartitionReplica{tp, r}, ReplicaNew); err != nil {
+		for _, tp := range fresh {
+			if err := c.movePartition(tp, PartitionNew); err != nil {
 				s.problem(err)
+				continue
+			}
+			ta, _ := c.Assignment(tp)
+			for _, r := range ta.Replicas {
+				if err := c.moveReplica(PartitionReplica{tp, r}, ReplicaNew); err != nil {
+					s.problem(err)
+				}
 			}
 		}
+		added = append(added, fresh...)
 	}
 	if err := s.initialize(added); err != nil {
 		return Output{}, err

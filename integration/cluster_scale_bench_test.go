@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,6 +38,9 @@ import (
 //     gap between acknowledgements, and that nothing failed.
 //
 //     go test ./integration/ -run '^$' -bench BenchmarkClusterScale -benchtime 1x -timeout 60m
+//
+// KBROKER_BENCH_CLUSTER_ROLLING=0 skips the rolling restart (to iterate on
+// the other figures).
 func BenchmarkClusterScale(b *testing.B) {
 	topics := envInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
 	perTopic := envInt(b, "KBROKER_BENCH_PARTITIONS", 100)
@@ -48,6 +52,7 @@ func BenchmarkClusterScale(b *testing.B) {
 		"zookeeper.session.timeout.ms": strconv.Itoa(session),
 		"min.insync.replicas":          "2",
 		"default.replication.factor":   "3",
+		"http.pprof.enable":            "true", // for profiling a run by hand
 	})
 	ctrl := waitClusterFormed(b, bs, 3)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bs[0].Addr(), bs[1].Addr(), bs[2].Addr()))
@@ -85,6 +90,7 @@ func BenchmarkClusterScale(b *testing.B) {
 		}
 	}
 	t0 = time.Now()
+	fmt.Fprintf(os.Stderr, "BenchmarkClusterScale: kill -9 of controller %d at %s\n", dead.ID, t0.UTC().Format("15:04:05.000"))
 	dead.Kill()
 	waitScaleState(b, bs, dead, total, false)
 	failover := time.Since(t0)
@@ -112,6 +118,24 @@ func BenchmarkClusterScale(b *testing.B) {
 	leadersAfterShutdown := time.Since(t0)
 	victim.Restart()
 	waitScaleState(b, bs, nil, total, true)
+
+	s := func(d time.Duration) float64 { return d.Seconds() }
+	report := func(rolling string) {
+		fmt.Fprintf(os.Stderr, `
+BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at RF 3
+  CreateTopics answered                    %8.1f s
+  every ISR full in every broker's cache   %8.1f s
+  kill -9 of controller %d: every partition led by a live broker after %.1f s (zookeeper.session.timeout.ms=%d)
+  its restart until every ISR is full      %8.1f s
+  controlled shutdown (SIGTERM to exit)    %8.1f s, then every partition led after %.2f s more
+  %s
+%s`, topics, perTopic, total, s(createAcked), s(createTook), dead.ID, s(failover), session, s(rejoin),
+			s(shutdown), s(leadersAfterShutdown), rolling, controllerTimings(bs))
+	}
+	if os.Getenv("KBROKER_BENCH_CLUSTER_ROLLING") == "0" {
+		report("rolling restart skipped (KBROKER_BENCH_CLUSTER_ROLLING=0)")
+		return
+	}
 
 	// Rolling restart under an acks=all idempotent producer.
 	prod, err := kgo.NewClient(kgo.SeedBrokers(bs[0].Addr(), bs[1].Addr(), bs[2].Addr()),
@@ -171,21 +195,29 @@ func BenchmarkClusterScale(b *testing.B) {
 		b.Fatalf("%d acks=all records failed during the rolling restart", n)
 	}
 
-	s := func(d time.Duration) float64 { return d.Seconds() }
 	b.ReportMetric(s(createTook), "create-s")
 	b.ReportMetric(s(failover), "failover-s")
 	b.ReportMetric(s(shutdown), "shutdown-s")
 	b.ReportMetric(s(rolling), "rolling-s")
-	fmt.Fprintf(os.Stderr, `
-BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at RF 3
-  CreateTopics answered                    %8.1f s
-  every ISR full in every broker's cache   %8.1f s
-  kill -9 of controller %d: every partition led by a live broker after %.1f s (zookeeper.session.timeout.ms=%d)
-  its restart until every ISR is full      %8.1f s
-  controlled shutdown (SIGTERM to exit)    %8.1f s, then every partition led after %.2f s more
-  rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %.2f s
-`, topics, perTopic, total, s(createAcked), s(createTook), dead.ID, s(failover), session, s(rejoin),
-		s(shutdown), s(leadersAfterShutdown), s(rolling), acked.Load(), s(maxGap))
+	report(fmt.Sprintf("rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %.2f s",
+		s(rolling), acked.Load(), s(maxGap)))
+}
+
+// controllerTimings returns the brokers' log lines of each controller
+// failover's own work (zkcontroller's "controller failover"), which the
+// failover figure holds besides the ZooKeeper session expiry, and of each
+// controlled shutdown's steps.
+func controllerTimings(bs []*BrokerProc) string {
+	var out strings.Builder
+	for _, bp := range bs {
+		for _, line := range strings.Split(bp.Log(), "\n") {
+			if strings.Contains(line, "controller failover") || strings.Contains(line, "became controller") ||
+				strings.Contains(line, "shutting down") || strings.Contains(line, "controlled shutdown") || strings.Contains(line, "broker stopped") {
+				fmt.Fprintf(&out, "  broker %d: %s\n", bp.ID, line)
+			}
+		}
+	}
+	return out.String()
 }
 
 // waitScaleState waits until a running broker's Metadata (each running

@@ -125,6 +125,12 @@ func TestDirCheckpoints(t *testing.T) {
 	if got := d.HighWatermarks(); len(got) != 2 || got[tp] != 3 {
 		t.Errorf("high watermarks %v", got)
 	}
+	if hw, ok := d.HighWatermark(TopicPartition{"other", 7}); !ok || hw != 9 {
+		t.Errorf("high watermark of other-7: %d %v", hw, ok)
+	}
+	if _, ok := d.HighWatermark(TopicPartition{"other", 8}); ok {
+		t.Error("high watermark of a partition the checkpoint lacks")
+	}
 	if got := d.Log(tp).LogStartOffset(); got != 2 {
 		t.Errorf("log start offset %d, want 2", got)
 	}

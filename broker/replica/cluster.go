@@ -137,7 +137,7 @@ func (m *Manager) enterClusterLocked(t *Topic) {
 		if !p.Hosted() {
 			continue
 		}
-		hw, ok := p.Dir.HighWatermarks()[tpOf(p)]
+		hw, ok := p.Dir.HighWatermark(tpOf(p))
 		p.enterCluster(hw, ok)
 	}
 }

@@ -120,7 +120,7 @@ func newPartition(t *Topic, index int32, log *storage.Log, dir *storage.Dir, env
 	p.mu.txns.truncateAbortedBelow(log.LogStartOffset())
 	p.lso.Store(p.mu.txns.lastStable(p.hw.Load()))
 	if env.cluster {
-		hw, ok := dir.HighWatermarks()[storage.TopicPartition{Topic: t.Meta.Name, Partition: index}]
+		hw, ok := dir.HighWatermark(storage.TopicPartition{Topic: t.Meta.Name, Partition: index})
 		p.enterCluster(hw, ok)
 	}
 	return p, nil

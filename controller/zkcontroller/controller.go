@@ -403,6 +403,7 @@ func (c *Controller) readEpoch() (int32, int32, error) {
 // becomeController loads the cluster from ZooKeeper and starts acting on it.
 func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	c.log.Info("became controller", "epoch", epoch)
+	start := time.Now()
 	ctx := controller.NewContext(c.cfg.BrokerID, epoch, epochVersion)
 	ctx.Listener = c.cfg.Listener
 	ctx.IBP = c.cfg.IBP
@@ -420,15 +421,15 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		a, err := c.readTopic(n)
-		if errors.Is(err, zk.ErrNoNode) {
+	as, errs := c.readTopics(names)
+	for i, n := range names {
+		if errors.Is(errs[i], zk.ErrNoNode) {
 			continue
 		}
-		if err != nil {
-			return err
+		if errs[i] != nil {
+			return errs[i]
 		}
-		ctx.AddTopic(n, a)
+		ctx.AddTopic(n, as[i])
 	}
 	states, err := zkStates{c.zk}.ReadPartitionStates(ctx.AllPartitions())
 	if err != nil {
@@ -446,6 +447,7 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 			_ = c.zk.Delete(zkdata.DeleteTopicPath(n), -1)
 		}
 	}
+	loaded := time.Since(start)
 	out, err := c.machine.Startup()
 	if err != nil {
 		return err
@@ -453,6 +455,8 @@ func (c *Controller) becomeController(epoch, epochVersion int32) error {
 	if err := c.perform(out); err != nil {
 		return err
 	}
+	c.log.Info("controller failover: requests queued", "epoch", epoch, "partitions", len(ctx.States),
+		"load", loaded, "total", time.Since(start))
 	c.scheduleRebalance()
 	// Like Kafka's onControllerFailover, pending log dir events are
 	// dropped: the LeaderAndIsr every broker just got finds the replicas

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/kbroker/kbroker/controller"
+	"github.com/kbroker/kbroker/controller/zkclient"
 	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,14 +36,32 @@ func (c *Controller) handle(ev event) error {
 		if err != nil {
 			return err
 		}
+		var fresh []string
 		for _, n := range names {
-			if _, known := c.machine.Ctx.Topics[n]; known {
-				continue
-			}
-			if err := c.topicChanged(n); err != nil {
-				return err
+			if _, known := c.machine.Ctx.Topics[n]; !known {
+				fresh = append(fresh, n)
 			}
 		}
+		as, errs := c.readTopics(fresh)
+		var added []string
+		var found []zkdata.TopicAssignment
+		for i, n := range fresh {
+			if errors.Is(errs[i], zk.ErrNoNode) {
+				continue
+			}
+			if errs[i] != nil {
+				return errs[i]
+			}
+			added, found = append(added, n), append(found, as[i])
+		}
+		if len(added) == 0 {
+			return nil
+		}
+		out, err := c.machine.OnTopicChanges(added, found)
+		if err != nil {
+			return err
+		}
+		return c.perform(out)
 	case evTopic:
 		if _, known := c.machine.Ctx.Topics[ev.path]; known {
 			return c.topicChanged(ev.path)
@@ -195,19 +214,41 @@ func (c *Controller) topicNames() ([]string, error) {
 // readTopic reads a topic's assignment with a watch (for added partitions)
 // and its config overrides.
 func (c *Controller) readTopic(name string) (zkdata.TopicAssignment, error) {
-	data, _, ch, err := c.zk.GetW(zkdata.TopicPath(name))
-	if err != nil {
-		return zkdata.TopicAssignment{}, err
+	as, errs := c.readTopics([]string{name})
+	return as[0], errs[0]
+}
+
+// readTopics is readTopic of many topics, their reads pipelined; the
+// results are in the order of names. The watches are armed here, on the
+// loop's goroutine.
+func (c *Controller) readTopics(names []string) ([]zkdata.TopicAssignment, []error) {
+	type result struct {
+		data []byte
+		ch   <-chan zk.Event
+		cfg  map[string]string
+		err  error
 	}
-	if !c.isArmed(evTopic, name) {
-		c.watch(evTopic, name, ch)
+	res := make([]result, len(names))
+	zkclient.Pipeline(len(names), func(i int) {
+		r := &res[i]
+		if r.data, _, r.ch, r.err = c.zk.GetW(zkdata.TopicPath(names[i])); r.err != nil {
+			return
+		}
+		r.cfg, r.err = c.zk.TopicConfig(names[i])
+	})
+	as, errs := make([]zkdata.TopicAssignment, len(names)), make([]error, len(names))
+	for i, name := range names {
+		r := res[i]
+		if r.ch != nil && !c.isArmed(evTopic, name) {
+			c.watch(evTopic, name, r.ch)
+		}
+		if errs[i] = r.err; r.err != nil {
+			continue
+		}
+		c.configs[name] = r.cfg
+		as[i], errs[i] = zkdata.DecodeTopicAssignment(name, r.data)
 	}
-	cfg, err := c.zk.TopicConfig(name)
-	if err != nil {
-		return zkdata.TopicAssignment{}, err
-	}
-	c.configs[name] = cfg
-	return zkdata.DecodeTopicAssignment(name, data)
+	return as, errs
 }
 
 func (c *Controller) unclean(topic string) bool {
@@ -240,26 +281,35 @@ func (c *Controller) handleISRChanges() error {
 		c.watch(evISR, "", ch)
 	}
 	sort.Strings(names)
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = zkdata.IsrChangePath + "/" + n
+	}
 	seen := map[controller.TopicPartition]bool{}
 	var tps []controller.TopicPartition
-	for _, n := range names {
-		p := zkdata.IsrChangePath + "/" + n
-		data, _, err := c.zk.Get(p)
-		if err == nil {
-			changed, derr := zkdata.DecodeIsrChange(data)
-			if derr != nil {
-				c.log.Warn("ignoring ISR change notification", "znode", n, "err", derr)
-			}
-			for _, tp := range changed {
-				if !seen[tp] {
-					seen[tp] = true
-					tps = append(tps, tp)
-				}
+	for i, r := range c.zk.GetMany(paths) {
+		if r.Err != nil {
+			continue
+		}
+		changed, derr := zkdata.DecodeIsrChange(r.Data)
+		if derr != nil {
+			c.log.Warn("ignoring ISR change notification", "znode", names[i], "err", derr)
+		}
+		for _, tp := range changed {
+			if !seen[tp] {
+				seen[tp] = true
+				tps = append(tps, tp)
 			}
 		}
-		if err := c.zk.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
+	}
+	errs := make([]error, len(paths))
+	zkclient.Pipeline(len(paths), func(i int) {
+		if err := c.zk.Delete(paths[i], -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			errs[i] = err
 		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if len(tps) == 0 {
 		return nil

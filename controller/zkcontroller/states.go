@@ -17,61 +17,130 @@ type zkStates struct{ c *zkclient.Client }
 
 var _ controller.StateWriter = zkStates{}
 
+// CreatePartitionStates creates each topic's partitions znode, then every
+// partition's znode and its state, conditional on the epoch, in batched
+// multi-ops (zkclient.CreateManyChecked), pipelined.
 func (z zkStates) CreatePartitionStates(epochVersion int32, states map[controller.TopicPartition]zkdata.PartitionState) (map[controller.TopicPartition]error, error) {
 	failed := map[controller.TopicPartition]error{}
-	for tp, st := range states {
-		if err := z.c.EnsurePath(zkdata.PartitionPath(tp.Topic, tp.Partition)); err != nil {
-			return failed, fmt.Errorf("creating %s: %w", zkdata.PartitionPath(tp.Topic, tp.Partition), err)
-		}
-		data, err := st.Encode()
-		if err != nil {
-			failed[tp] = err
-			continue
-		}
-		checkFailed, err := z.c.CreateChecked(zkdata.ControllerEpochPath, epochVersion, zkdata.PartitionStatePath(tp.Topic, tp.Partition), data)
-		switch {
-		case checkFailed:
-			return failed, fmt.Errorf("creating state of %s: %w", tp, controller.ErrControllerMoved)
-		case errors.Is(err, zk.ErrNodeExists):
-			failed[tp] = err
-		case err != nil:
-			return failed, fmt.Errorf("creating state of %s: %w", tp, err)
+	tps := make([]controller.TopicPartition, 0, len(states))
+	topics := map[string]bool{}
+	for tp := range states {
+		tps = append(tps, tp)
+		if !topics[tp.Topic] {
+			topics[tp.Topic] = true
+			if err := z.c.EnsurePath(zkdata.PartitionsPath(tp.Topic)); err != nil {
+				return failed, fmt.Errorf("creating %s: %w", zkdata.PartitionsPath(tp.Topic), err)
+			}
 		}
 	}
-	return failed, nil
+	data := make([][]byte, len(tps))
+	encErr := make([]error, len(tps))
+	var ops []zkclient.CreateOp
+	var idx []int
+	for i, tp := range tps {
+		if data[i], encErr[i] = states[tp].Encode(); encErr[i] != nil {
+			continue
+		}
+		ops = append(ops, zkclient.CreateOp{Parent: zkdata.PartitionPath(tp.Topic, tp.Partition),
+			Path: zkdata.PartitionStatePath(tp.Topic, tp.Partition), Data: data[i]})
+		idx = append(idx, i)
+	}
+	type result struct {
+		checkFailed bool
+		encErr, err error
+	}
+	res := make([]result, len(tps))
+	for i := range tps {
+		res[i].encErr = encErr[i]
+	}
+	for k, r := range z.c.CreateManyChecked(zkdata.ControllerEpochPath, epochVersion, ops) {
+		res[idx[k]].checkFailed, res[idx[k]].err = r.CheckFailed, r.Err
+	}
+	var fatal error
+	for i, tp := range tps {
+		r := res[i]
+		switch {
+		case r.checkFailed:
+			return failed, fmt.Errorf("creating state of %s: %w", tp, controller.ErrControllerMoved)
+		case r.encErr != nil:
+			failed[tp] = r.encErr
+		case errors.Is(r.err, zk.ErrNodeExists):
+			failed[tp] = r.err
+		case r.err != nil && fatal == nil:
+			fatal = fmt.Errorf("creating state of %s: %w", tp, r.err)
+		}
+	}
+	return failed, fatal
 }
 
+// UpdatePartitionStates writes every state conditionally on its version
+// and on the epoch, in batched multi-ops (zkclient.SetManyChecked): each
+// write's outcome is the one it would have had alone, as Kafka's
+// updateLeaderAndIsr writes them.
 func (z zkStates) UpdatePartitionStates(epochVersion int32, states map[controller.TopicPartition]zkdata.PartitionState) (map[controller.TopicPartition]int32, map[controller.TopicPartition]error, error) {
 	written, failed := map[controller.TopicPartition]int32{}, map[controller.TopicPartition]error{}
-	for tp, st := range states {
+	tps := make([]controller.TopicPartition, 0, len(states))
+	for tp := range states {
+		tps = append(tps, tp)
+	}
+	type result struct {
+		version     int32
+		checkFailed bool
+		encErr, err error
+	}
+	res := make([]result, len(tps))
+	var ops []zkclient.SetOp
+	var idx []int
+	for i, tp := range tps {
+		st := states[tp]
 		data, err := st.Encode()
 		if err != nil {
-			failed[tp] = err
+			res[i].encErr = err
 			continue
 		}
-		stat, checkFailed, err := z.c.SetChecked(zkdata.ControllerEpochPath, epochVersion,
-			zkdata.PartitionStatePath(tp.Topic, tp.Partition), data, st.ZkVersion)
+		ops = append(ops, zkclient.SetOp{Path: zkdata.PartitionStatePath(tp.Topic, tp.Partition), Data: data, Version: st.ZkVersion})
+		idx = append(idx, i)
+	}
+	for k, r := range z.c.SetManyChecked(zkdata.ControllerEpochPath, epochVersion, ops) {
+		res[idx[k]].version, res[idx[k]].checkFailed, res[idx[k]].err = r.Version, r.CheckFailed, r.Err
+	}
+	var fatal error
+	for i, tp := range tps {
+		r := res[i]
 		switch {
-		case checkFailed:
+		case r.checkFailed:
 			return written, failed, fmt.Errorf("writing state of %s: %w", tp, controller.ErrControllerMoved)
-		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
-			failed[tp] = fmt.Errorf("%w: %w", controller.ErrStateVersionConflict, err)
-		case err != nil:
-			return written, failed, fmt.Errorf("writing state of %s: %w", tp, err)
-		default:
-			written[tp] = stat.Version
+		case r.encErr != nil:
+			failed[tp] = r.encErr
+		case r.err == nil:
+			written[tp] = r.version
+		case errors.Is(r.err, zk.ErrBadVersion), errors.Is(r.err, zk.ErrNoNode):
+			failed[tp] = fmt.Errorf("%w: %w", controller.ErrStateVersionConflict, r.err)
+		case fatal == nil:
+			fatal = fmt.Errorf("writing state of %s: %w", tp, r.err)
 		}
 	}
-	return written, failed, nil
+	return written, failed, fatal
 }
 
+// ReadPartitionStates reads the state znodes, pipelined; a missing one is
+// left out.
 func (z zkStates) ReadPartitionStates(tps []controller.TopicPartition) (map[controller.TopicPartition]zkdata.PartitionState, error) {
-	out := map[controller.TopicPartition]zkdata.PartitionState{}
-	for _, tp := range tps {
-		st, err := z.c.PartitionState(tp)
-		if errors.Is(err, zk.ErrNoNode) {
+	paths := make([]string, len(tps))
+	for i, tp := range tps {
+		paths[i] = zkdata.PartitionStatePath(tp.Topic, tp.Partition)
+	}
+	res := z.c.GetMany(paths)
+	out := make(map[controller.TopicPartition]zkdata.PartitionState, len(tps))
+	for i, tp := range tps {
+		r := res[i]
+		if errors.Is(r.Err, zk.ErrNoNode) {
 			continue
 		}
+		if r.Err != nil {
+			return out, fmt.Errorf("partition %s state: %w", tp, r.Err)
+		}
+		st, err := zkdata.DecodePartitionState(r.Data, r.Stat.Version)
 		if err != nil {
 			return out, err
 		}
