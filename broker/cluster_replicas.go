@@ -108,7 +108,7 @@ func (w isrWriter) ChangeISR(topic string, partition int32, cur replica.Partitio
 		st.Leader, st.LeaderEpoch, st.ISR, st.ControllerEpoch, st.ZKVersion = read.Leader, read.LeaderEpoch, read.ISR, read.ControllerEpoch, read.ZkVersion
 		return st, fmt.Errorf("%s: %w", tp, replica.ErrStaleISRVersion)
 	case err != nil && next.ZkVersion == zcur.ZkVersion:
-		return cur, err // nothing written
+		return cur, err // not known to be written: the leader writes it again
 	}
 	// Written (a failed change notification only delays the controller's
 	// UpdateMetadata; the state znode is what counts).

@@ -48,6 +48,9 @@ type testCluster struct {
 	brokers map[int32]*testBroker
 	// isrLog records every ISR written by a leader.
 	isrLog [][]int32
+	// lostAnswers is how many of the next ISR writes are made but answered
+	// with an error, as a ZooKeeper write whose answer the connection lost.
+	lostAnswers int
 }
 
 func newTestCluster(t testing.TB, n int, rc ReplicationConfig, manual bool, minISR int) *testCluster {
@@ -78,6 +81,10 @@ func (c *testCluster) ChangeISR(topic string, partition int32, cur PartitionStat
 	st.ZKVersion++
 	c.states[tp] = st
 	c.isrLog = append(c.isrLog, slices.Clone(isr))
+	if c.lostAnswers > 0 {
+		c.lostAnswers--
+		return cur, errors.New("connection lost before the answer")
+	}
 	return st.Clone(), nil
 }
 

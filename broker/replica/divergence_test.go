@@ -262,3 +262,44 @@ func TestDivergingFollowerFetchIsNotCounted(t *testing.T) {
 	c.step(2, 1)
 	c.wantIdentical(1, 2)
 }
+
+// An ISR expansion whose write landed but whose answer was lost (a
+// ZooKeeper connection that dropped after the write) must not be taken for
+// a write that failed: the stored ISR names the follower, so the next
+// election may pick it, and the leader must not acknowledge records it
+// lacks. The leader keeps the proposal pending (the HW waits on the
+// follower, as for any expansion in flight), writes it again, finds the
+// version moved and follows the stored ISR. Before, it dropped the
+// proposal and went on acknowledging records with itself alone.
+func TestISRExpansionWithLostAnswer(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, []int32{1}, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.mu.Lock()
+	c.lostAnswers = 1
+	c.mu.Unlock()
+	c.step(2, 1) // B copies m1
+	c.step(2, 1) // B fetches at the leader's log end: the leader proposes [1 2]
+	waitFor(t, "the expansion written", func() bool { return slices.Equal(c.state(0).ISR, all) })
+
+	// B has stopped fetching; a record acks=1 must not move the HW past
+	// what B holds, since the stored ISR says B is in sync.
+	leader := c.part(1, 0)
+	c.mustProduce(1, 1, "m2")
+	if hw, leo := leader.HighWatermark(), leader.Log.LogEndOffset(); hw == leo {
+		t.Fatalf("HW %d reached the log end without the follower the stored ISR %v names", hw, c.state(0).ISR)
+	}
+	// The leader writes the change again, finds the version moved and
+	// follows the stored ISR.
+	waitFor(t, "the leader following the stored ISR", func() bool {
+		leader.mu.Lock()
+		defer leader.mu.Unlock()
+		l := leader.mu.repl.leader
+		return l.Pending() == nil && slices.Equal(l.ISR(), all)
+	})
+	c.step(2, 1)
+	c.step(2, 1)
+	c.waitReplicated(1, 2)
+	c.wantIdentical(1, 2)
+}

@@ -20,6 +20,9 @@ func (m *Manager) leaderLoop(rc ReplicationConfig) {
 	defer tick.Stop()
 	hwTick := time.NewTicker(rc.HighWatermarkCheckpointInterval)
 	defer hwTick.Stop()
+	retry := time.NewTimer(isrRetryBackoff)
+	retry.Stop()
+	defer retry.Stop()
 	for {
 		select {
 		case <-m.repl.stop:
@@ -27,15 +30,22 @@ func (m *Manager) leaderLoop(rc ReplicationConfig) {
 		case <-tick.C:
 			m.TickLeaders()
 		case <-m.repl.isrWake:
+		case <-retry.C:
 		case <-hwTick.C:
 			if err := m.writeHighWatermarks(); err != nil {
 				m.log.Warn("high watermark checkpoint failed", "err", err)
 			}
 			continue
 		}
-		m.writeISRChanges()
+		if m.writeISRChanges() {
+			retry.Reset(isrRetryBackoff)
+		}
 	}
 }
+
+// isrRetryBackoff is how long the leader loop waits before writing again
+// an ISR change whose outcome it could not learn.
+const isrRetryBackoff = 500 * time.Millisecond
 
 // TickLeaders runs the ISR shrink check of every partition this broker
 // leads now (the leader loop calls it on its timer; tests with a fake clock
@@ -66,12 +76,16 @@ func (m *Manager) wakeISRWriter() {
 }
 
 // writeISRChanges writes every pending ISR proposal of the partitions this
-// broker leads.
-func (m *Manager) writeISRChanges() {
+// broker leads. It reports whether a write's outcome stayed unknown (to be
+// written again).
+func (m *Manager) writeISRChanges() (unconfirmed bool) {
 	c := m.cluster()
 	for _, p := range m.AllPartitions() {
-		m.writeISRChange(c, p)
+		if m.writeISRChange(c, p) {
+			unconfirmed = true
+		}
 	}
+	return unconfirmed
 }
 
 // writeISRChange writes p's pending ISR proposal, if any, conditional on
@@ -79,13 +93,22 @@ func (m *Manager) writeISRChanges() {
 // p still leads with the same epoch: the new ISR when written, the state
 // read back on a stale version (obeyed as long as it still names this
 // broker leader at this epoch; otherwise the controller's LeaderAndIsr
-// follows), nothing on another error (proposed again later).
-func (m *Manager) writeISRChange(c *clusterState, p *Partition) {
+// follows). Any other error leaves the write's outcome unknown (ZooKeeper
+// may have applied it and lost the answer), so the proposal stays pending
+// and the leader loop writes it again after isrRetryBackoff: that write
+// lands, or finds the version moved and follows what is stored (its own
+// write, or a newer state). Meanwhile the HW counts the
+// maximal ISR, as for any write in flight; dropping the proposal instead
+// would let a leader whose expansion did land acknowledge records without
+// a replica that ZooKeeper, and so the next election, counts in sync.
+// Kafka's ZooKeeper client retries such a write and recognises its own
+// data on the version conflict (ReplicationUtils.updateLeaderAndIsr).
+func (m *Manager) writeISRChange(c *clusterState, p *Partition) (unconfirmed bool) {
 	p.mu.Lock()
 	l := p.mu.repl.leader
 	if l == nil || p.mu.closed || p.mu.repl.isrWriting || l.Pending() == nil {
 		p.mu.Unlock()
-		return
+		return false
 	}
 	change := slices.Clone(l.Pending().ISR)
 	cur := p.mu.repl.state.Clone()
@@ -98,7 +121,7 @@ func (m *Manager) writeISRChange(c *clusterState, p *Partition) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.repl.leader != l {
-		return // leadership moved meanwhile: the new state rules
+		return false // leadership moved meanwhile: the new state rules
 	}
 	p.mu.repl.isrWriting = false
 	switch {
@@ -116,8 +139,11 @@ func (m *Manager) writeISRChange(c *clusterState, p *Partition) {
 			p.setHWLocked(l.HW())
 		}
 		m.log.Info("ISR write found a newer partition state; following it", "topic", p.Topic.Meta.Name, "partition", p.Index, "isr", next.ISR, "zk_version", next.ZKVersion)
+	case errors.Is(err, ErrStaleISRVersion):
+		l.Rejected() // the partition moved on; the LeaderAndIsr that moved it follows
 	default:
-		l.Rejected()
-		m.log.Warn("ISR change not written", "topic", p.Topic.Meta.Name, "partition", p.Index, "isr", change, "err", err)
+		m.log.Warn("ISR change not confirmed; writing it again", "topic", p.Topic.Meta.Name, "partition", p.Index, "isr", change, "err", err)
+		return true
 	}
+	return false
 }
