@@ -159,6 +159,14 @@ type Dir struct {
 		// rollFlushes are the logs that rolled since the last pass, with
 		// the offset below which they must be fsynced.
 		rollFlushes map[*Log]int64
+		// unflushed are the logs the flusher watches: every log with a
+		// finite FlushIntervalMs that holds unflushed records is in it
+		// (logs leave it in the pass that finds them flushed, closed or
+		// offline), so a pass never walks every log of the dir.
+		unflushed map[*Log]struct{}
+		// nextPass is when the background goroutine will run its next
+		// pass unless woken (by the dir's clock).
+		nextPass time.Time
 		// offline is the first failure that took the dir offline.
 		offline *OfflineError
 	}
@@ -314,7 +322,7 @@ func (d *Dir) adopt(l *Log) {
 		d.mu.rollFlushes[l] = max(d.mu.rollFlushes[l], upTo)
 		d.mu.Unlock()
 		d.poke()
-	}, d.markOffline)
+	}, d.watchUnflushed, d.markOffline)
 	if d.cfg.SegmentWritebackBytes > 0 {
 		l.setWriteback(d.cfg.SegmentWritebackBytes, d.queueWriteback)
 	}

@@ -109,11 +109,23 @@ func (l *Log) flushTo(upTo int64) error {
 	return nil
 }
 
-// unflushedSince is when the oldest unflushed append happened; zero if none.
-func (l *Log) unflushedSince() time.Time {
+// flushDueIn is how long until the log's oldest unflushed append is
+// FlushIntervalMs old (<= 0: due now); false if the log is closed, holds
+// no unflushed record or has no flush interval.
+func (l *Log) flushDueIn() (time.Duration, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.mu.unflushedSince
+	ms := l.cfg.FlushIntervalMs
+	if ms == math.MaxInt64 || l.mu.unflushedSince.IsZero() || l.mu.closed {
+		return 0, false
+	}
+	return flushInterval(ms) - l.cfg.Now().Sub(l.mu.unflushedSince), true
+}
+
+// flushInterval is a FlushIntervalMs as a Duration, capped where a
+// Duration ends (about 292 years).
+func flushInterval(ms int64) time.Duration {
+	return time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 }
 
 // TruncateTo removes every record at and after offset, which must be a

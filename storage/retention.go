@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -15,9 +16,15 @@ func (l *Log) SetConfig(cfg Config) error {
 		return fmt.Errorf("log %s: %w", l.dir, err)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	cfg.Now, cfg.Logger = l.cfg.Now, l.cfg.Logger
 	l.cfg = cfg
+	hook, since := l.mu.onUnflushed, l.mu.unflushedSince
+	l.mu.Unlock()
+	if hook != nil && !since.IsZero() && cfg.FlushIntervalMs != math.MaxInt64 {
+		// A flush interval on a log with unflushed records: the Dir's
+		// flusher must watch it from now on.
+		hook(l, max(flushInterval(cfg.FlushIntervalMs)-cfg.Now().Sub(since), 0))
+	}
 	return nil
 }
 
