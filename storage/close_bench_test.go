@@ -87,7 +87,7 @@ func BenchmarkDirClose(b *testing.B) {
 func closeWithSnapshots(d *Dir, threads int) error {
 	logs := slices.Collect(maps.Values(d.Logs()))
 	err := inParallel(len(logs), threads, func(i int) error {
-		return logs[i].WriteProducerSnapshot(logs[i].LogEndOffset(), nil)
+		return logs[i].WriteProducerSnapshotAtClose(logs[i].LogEndOffset(), nil)
 	})
 	return errors.Join(err, d.Close())
 }
