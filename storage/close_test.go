@@ -206,6 +206,33 @@ func TestDirCloseSyncFSFailure(t *testing.T) {
 	}
 }
 
+// SetConfig (a topic's config altered) keeps what the log's Dir set:
+// before, it dropped WriteErrorsOffline, so a failed write no longer took
+// a cluster-mode broker's dir offline after a topic config change.
+func TestSetConfigKeepsWhatTheDirSet(t *testing.T) {
+	mem := vfs.NewMem()
+	d, err := OpenDirConfig("/data", DirConfig{FS: mem, Logger: quiet, WriteErrorsOffline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l, err := d.Create(TopicPartition{"t", 0}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetConfig(Config{SegmentBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := l.config()
+	if !cfg.writeErrorsOffline || !cfg.closeSyncsFS || cfg.FS != vfs.FS(mem) || cfg.files != d.files {
+		t.Fatalf("after SetConfig: writeErrorsOffline %v, closeSyncsFS %v, FS kept %v, files kept %v",
+			cfg.writeErrorsOffline, cfg.closeSyncsFS, cfg.FS == vfs.FS(mem), cfg.files == d.files)
+	}
+	if cfg.SegmentBytes != 1<<20 {
+		t.Fatalf("segment bytes %d", cfg.SegmentBytes)
+	}
+}
+
 // countingSyncFS is a MemFS that counts its SyncFS calls.
 type countingSyncFS struct {
 	*vfs.MemFS
