@@ -141,8 +141,9 @@ func TestDirSkipsForeignDirs(t *testing.T) {
 	}
 }
 
-func TestDirFlusher(t *testing.T) {
-	clock := newFakeClock()
+// watchPasses returns a channel that receives (without blocking the dir)
+// after each pass of a dir's background goroutine, until the test ends.
+func watchPasses(t *testing.T) <-chan struct{} {
 	passes := make(chan struct{}, 100)
 	testHookPass = func() {
 		select {
@@ -150,7 +151,13 @@ func TestDirFlusher(t *testing.T) {
 		default:
 		}
 	}
-	defer func() { testHookPass = nil }()
+	t.Cleanup(func() { testHookPass = nil })
+	return passes
+}
+
+func TestDirFlusher(t *testing.T) {
+	clock := newFakeClock()
+	passes := watchPasses(t)
 	cfg := Config{FlushIntervalMs: 50, Now: clock.Now}
 	d := openTestDir(t, t.TempDir(), cfg)
 	defer d.Close()
@@ -219,14 +226,7 @@ func (d *Dir) watched(l *Log) bool {
 // log given an interval by SetConfig while it holds unflushed records.
 func TestDirFlusherWatchesOnlyUnflushedLogs(t *testing.T) {
 	clock := newFakeClock()
-	passes := make(chan struct{}, 100)
-	testHookPass = func() {
-		select {
-		case passes <- struct{}{}:
-		default:
-		}
-	}
-	defer func() { testHookPass = nil }()
+	passes := watchPasses(t)
 	timed := Config{FlushIntervalMs: 50, Now: clock.Now}
 	untimed := Config{Now: clock.Now}
 	d := openTestDir(t, t.TempDir(), untimed)
