@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"maps"
-	"math"
 	"time"
 )
 
@@ -54,20 +53,45 @@ func (d *Dir) run() {
 }
 
 // sleep is how long the background goroutine may wait before its next
-// pass: until the next flush tick, checkpoint or delete, within
+// pass: until the first timed flush, checkpoint or delete is due, within
 // [1ms, maxBackgroundTick].
 func (d *Dir) sleep(nextCheckpoint time.Time) time.Duration {
 	now := d.cfg.Now()
 	wait := nextCheckpoint.Sub(now)
-	if t := d.flushTick(); t > 0 {
-		wait = min(wait, t)
-	}
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	for l := range d.mu.unflushed {
+		if due, ok := l.flushDueIn(); ok {
+			wait = min(wait, due)
+		} else {
+			// Flushed (or its interval dropped) since it joined; an
+			// append that starts a new run adds it again, after this
+			// check under d.mu, so it cannot be missed.
+			delete(d.mu.unflushed, l)
+		}
+	}
 	for _, p := range d.mu.deletes {
 		wait = min(wait, p.due.Sub(now))
 	}
+	wait = min(max(wait, time.Millisecond), maxBackgroundTick)
+	d.mu.nextPass = now.Add(wait)
+	return wait
+}
+
+// watchUnflushed is each log's onUnflushed hook: l holds unflushed
+// records and is due a flush within after. The flusher watches it from
+// now on, and runs a pass sooner if it was to sleep past that.
+func (d *Dir) watchUnflushed(l *Log, after time.Duration) {
+	d.mu.Lock()
+	if d.mu.unflushed == nil {
+		d.mu.unflushed = map[*Log]struct{}{}
+	}
+	d.mu.unflushed[l] = struct{}{}
+	wake := d.cfg.Now().Add(after).Before(d.mu.nextPass)
 	d.mu.Unlock()
-	return min(max(wait, time.Millisecond), maxBackgroundTick)
+	if wake {
+		d.poke()
+	}
 }
 
 // flushRolled fsyncs the segments of logs that rolled since the last
@@ -85,40 +109,31 @@ func (d *Dir) flushRolled() {
 	}
 }
 
-// flushTick is the flusher's period: the smallest finite FlushIntervalMs of
-// the open logs, clamped to [1ms, maxBackgroundTick]; zero if no log has one.
-func (d *Dir) flushTick() time.Duration {
-	tick := time.Duration(0)
-	for _, l := range d.Logs() {
-		ms := l.config().FlushIntervalMs
-		if ms == math.MaxInt64 {
-			continue
-		}
-		t := min(max(time.Duration(ms)*time.Millisecond, time.Millisecond), maxBackgroundTick)
-		if tick == 0 || t < tick {
-			tick = t
-		}
-	}
-	return tick
-}
-
 // flushStale fsyncs every log whose oldest unflushed append is at least its
 // FlushIntervalMs old, then checkpoints the recovery points if any was.
+// Only the watched logs (d.mu.unflushed) can be due: the others have no
+// unflushed record or no flush interval.
 func (d *Dir) flushStale() {
+	d.mu.Lock()
+	var due []*Log
+	for l := range d.mu.unflushed {
+		if in, ok := l.flushDueIn(); ok && in <= 0 {
+			due = append(due, l)
+		}
+	}
+	d.mu.Unlock()
 	flushed := false
-	for tp, l := range d.Logs() {
-		cfg := l.config()
-		ms := cfg.FlushIntervalMs
-		since := l.unflushedSince()
-		if ms == math.MaxInt64 || since.IsZero() || cfg.Now().Sub(since) < time.Duration(ms)*time.Millisecond {
+	for _, l := range due {
+		if l.Offline() != nil {
+			d.unwatch(l) // its unflushed data can never be made durable
 			continue
 		}
-		if l.Offline() != nil {
-			continue // its unflushed data can never be made durable
-		}
 		if err := l.Flush(); err != nil {
-			if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogDirOffline) {
-				d.logger.Error("background flush failed", "partition", tp.String(), "err", err)
+			switch {
+			case errors.Is(err, ErrClosed) || errors.Is(err, ErrLogDirOffline):
+				d.unwatch(l)
+			default:
+				d.logger.Error("background flush failed", "log", l.Dir(), "err", err)
 			}
 			continue
 		}
@@ -129,6 +144,13 @@ func (d *Dir) flushStale() {
 			d.logger.Error("checkpoint after flush failed", "err", err)
 		}
 	}
+}
+
+// unwatch stops the flusher's watch of l, a log closed or offline.
+func (d *Dir) unwatch(l *Log) {
+	d.mu.Lock()
+	delete(d.mu.unflushed, l)
+	d.mu.Unlock()
 }
 
 // checkpointRecoveryPoints writes the dir's checkpoints if a recovery point

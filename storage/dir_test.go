@@ -147,8 +147,9 @@ func TestDirSkipsForeignDirs(t *testing.T) {
 	}
 }
 
-func TestDirFlusher(t *testing.T) {
-	clock := newFakeClock()
+// watchPasses returns a channel that receives (without blocking the dir)
+// after each pass of a dir's background goroutine, until the test ends.
+func watchPasses(t *testing.T) <-chan struct{} {
 	passes := make(chan struct{}, 100)
 	testHookPass = func() {
 		select {
@@ -156,7 +157,13 @@ func TestDirFlusher(t *testing.T) {
 		default:
 		}
 	}
-	defer func() { testHookPass = nil }()
+	t.Cleanup(func() { testHookPass = nil })
+	return passes
+}
+
+func TestDirFlusher(t *testing.T) {
+	clock := newFakeClock()
+	passes := watchPasses(t)
 	cfg := Config{FlushIntervalMs: 50, Now: clock.Now}
 	d := openTestDir(t, t.TempDir(), cfg)
 	defer d.Close()
@@ -210,4 +217,62 @@ func TestOffsetCheckpointFormat(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+// watched reports whether the dir's flusher watches l.
+func (d *Dir) watched(l *Log) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.mu.unflushed[l]
+	return ok
+}
+
+// The flusher watches only logs with unflushed records and a flush
+// interval (issue 26: it walked every log on every pass), yet flushes a
+// log given an interval by SetConfig while it holds unflushed records.
+func TestDirFlusherWatchesOnlyUnflushedLogs(t *testing.T) {
+	clock := newFakeClock()
+	passes := watchPasses(t)
+	timed := Config{FlushIntervalMs: 50, Now: clock.Now}
+	untimed := Config{Now: clock.Now}
+	d := openTestDir(t, t.TempDir(), untimed)
+	defer d.Close()
+	a, err := d.Create(TopicPartition{"timed", 0}, timed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.Create(TopicPartition{"untimed", 0}, untimed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.watched(a) || d.watched(b) {
+		t.Fatal("empty logs watched")
+	}
+	mustAppend(t, a, 0, batchOf(3, 1, 1))
+	mustAppend(t, b, 0, batchOf(2, 1, 1))
+	if !d.watched(a) || d.watched(b) {
+		t.Fatalf("after appends: watched timed %v, untimed %v; want true, false", d.watched(a), d.watched(b))
+	}
+	clock.Advance(50 * time.Millisecond)
+	waitPasses := func(what string, done func() bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for !done() {
+			select {
+			case <-passes:
+			case <-deadline:
+				t.Fatalf("flusher: %s", what)
+			}
+		}
+	}
+	waitPasses("timed log not flushed", func() bool { return a.RecoveryPoint() == 3 })
+	waitPasses("flushed log still watched", func() bool { return !d.watched(a) })
+	if rp := b.RecoveryPoint(); rp != 0 {
+		t.Fatalf("log without flush interval flushed: recovery point %d", rp)
+	}
+	// An interval given to a log holding unflushed records, older than it.
+	if err := b.SetConfig(timed); err != nil {
+		t.Fatal(err)
+	}
+	waitPasses("log given an interval not flushed", func() bool { return b.RecoveryPoint() == 2 })
 }

@@ -109,11 +109,23 @@ func (l *Log) flushTo(upTo int64) error {
 	return nil
 }
 
-// unflushedSince is when the oldest unflushed append happened; zero if none.
-func (l *Log) unflushedSince() time.Time {
+// flushDueIn is how long until the log's oldest unflushed append is
+// FlushIntervalMs old (<= 0: due now); false if the log is closed, holds
+// no unflushed record or has no flush interval.
+func (l *Log) flushDueIn() (time.Duration, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.mu.unflushedSince
+	ms := l.cfg.FlushIntervalMs
+	if ms == math.MaxInt64 || l.mu.unflushedSince.IsZero() || l.mu.closed {
+		return 0, false
+	}
+	return flushInterval(ms) - l.cfg.Now().Sub(l.mu.unflushedSince), true
+}
+
+// flushInterval is a FlushIntervalMs as a Duration, capped where a
+// Duration ends (about 292 years).
+func flushInterval(ms int64) time.Duration {
+	return time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 }
 
 // TruncateTo removes every record at and after offset, which must be a
@@ -344,19 +356,46 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 // ErrClosed. An offline log is closed without writing and Close returns its
 // offline error, so its dir is not marked cleanly shut down.
 func (l *Log) Close() error {
+	_, err := l.close(true)
+	return err
+}
+
+// closeForSyncFS is Close for a Dir that makes its whole file system
+// durable at once afterwards (Dir.Close, vfs.SyncFS): it writes what
+// Close writes but fsyncs nothing, and leaves the recovery point where it
+// is; the Dir calls closedDurable once its sync succeeded. needsSync
+// reports that something of the log is not durable yet: written since its
+// last flush (appends, index entries, a producer snapshot, directory
+// entries), or written by this close.
+func (l *Log) closeForSyncFS() (needsSync bool, err error) { return l.close(false) }
+
+// closedDurable raises the recovery point of a log closed by
+// closeForSyncFS to its end, once everything it wrote is durable.
+func (l *Log) closedDurable() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed && l.mu.offline == nil {
+		l.mu.recoveryPoint = l.mu.leo
+	}
+}
+
+// close is Close, fsyncing what it writes (and the unflushed data) only
+// if fsync is set; if not, deferred reports that something is left to
+// sync (see closeForSyncFS).
+func (l *Log) close(fsync bool) (deferred bool, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return nil
+		return false, nil
 	}
 	if l.mu.offline != nil {
 		for _, s := range l.mu.segments {
 			s.close()
 		}
 		l.mu.closed = true
-		return fmt.Errorf("close log %s: %w", l.dir, l.mu.offline)
+		return false, fmt.Errorf("close log %s: %w", l.dir, l.mu.offline)
 	}
 	var errs []error
 	if n := len(l.mu.segments); n > 0 {
@@ -364,19 +403,27 @@ func (l *Log) Close() error {
 	}
 	var syncErrs []error
 	dirDirty := l.mu.dirDirty
+	deferred = !fsync && dirDirty
 	for _, s := range l.mu.segments {
 		// A segment without its index files gets them (Kafka would
 		// otherwise recover it when it opens the dir).
 		if s.dirty || s.idxMissing {
 			if f := l.cfg.syncFault; f != nil {
+				// Without fsync too: the failed write-back shows in the
+				// Dir's sync of the file system.
 				syncErrs = append(syncErrs, f(s.String()))
+			}
+			if !fsync {
+				syncErrs = append(syncErrs, s.writeUnsynced())
+				deferred = true
+				continue
 			}
 			created, err := s.sync()
 			syncErrs = append(syncErrs, err)
 			dirDirty = dirDirty || created
 		}
 	}
-	if dirDirty {
+	if dirDirty && fsync {
 		syncErrs = append(syncErrs, vfs.SyncDir(l.fs, l.dir))
 	}
 	if err := errors.Join(syncErrs...); err != nil {
@@ -387,10 +434,12 @@ func (l *Log) Close() error {
 	}
 	l.mu.closed = true
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close log %s: %w", l.dir, err)
+		return deferred, fmt.Errorf("close log %s: %w", l.dir, err)
 	}
-	l.mu.recoveryPoint = l.mu.leo
-	return nil
+	if fsync {
+		l.mu.recoveryPoint = l.mu.leo
+	}
+	return deferred, nil
 }
 
 // closeFiles closes the log without flushing, as a process exit would:

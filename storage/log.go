@@ -72,6 +72,12 @@ type Log struct {
 		// below a newly rolled segment off the append path, as Kafka's
 		// scheduled flush after roll; without it Append fsyncs them itself.
 		rollFlush func(upTo int64)
+		// onUnflushed, if set (by a Dir), is told when an append starts
+		// a run of unflushed records on a log with a finite
+		// FlushIntervalMs, and when SetConfig gives a finite one to a log
+		// holding unflushed records: the log is due a flush within after.
+		// Called with no lock of the log held.
+		onUnflushed func(l *Log, after time.Duration)
 		// writeback, if set (by a Dir), starts the writeback of every
 		// writebackEvery bytes appended to a segment (writeback.go).
 		writeback      func(writebackJob)
@@ -114,12 +120,22 @@ func (l *Log) setWriteback(every int64, fn func(writebackJob)) {
 	l.mu.writebackEvery, l.mu.writeback = every, fn
 }
 
-// setHooks installs a Dir's asynchronous flush-after-roll and its offline
-// notification.
-func (l *Log) setHooks(rollFlush func(upTo int64), onOffline func(*OfflineError)) {
+// setHooks installs a Dir's asynchronous flush-after-roll, its watch of
+// logs due a timed flush and its offline notification.
+func (l *Log) setHooks(rollFlush func(upTo int64), onUnflushed func(*Log, time.Duration), onOffline func(*OfflineError)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.rollFlush, l.mu.onOffline = rollFlush, onOffline
+	l.mu.rollFlush, l.mu.onUnflushed, l.mu.onOffline = rollFlush, onUnflushed, onOffline
+}
+
+// afterAppend is what an append hands to its Dir once the log's lock is
+// released.
+type afterAppend struct {
+	rollFlush func(upTo int64) // the Dir's flush-after-roll, if any
+	// unflushed is the Dir's onUnflushed if this append started a run of
+	// unflushed records on a log with a finite FlushIntervalMs.
+	unflushed func(*Log, time.Duration)
+	interval  time.Duration // that FlushIntervalMs
 }
 
 // AppendInfo describes a successful Append.
@@ -436,9 +452,9 @@ func (l *Log) append(batches []byte, parsed []appendBatch, leaderEpoch int32, fo
 	var info AppendInfo
 	var rolledTo int64
 	var needFlush bool
-	var rollFlush func(int64)
+	var after afterAppend
 	for synced := false; ; synced = true {
-		info, rolledTo, needFlush, rollFlush, err = l.appendLocked(batches, parsed, leaderEpoch, follower, synced)
+		info, rolledTo, needFlush, after, err = l.appendLocked(batches, parsed, leaderEpoch, follower, synced)
 		if !errors.Is(err, errRollNeedsSync) {
 			break
 		}
@@ -451,12 +467,15 @@ func (l *Log) append(batches []byte, parsed []appendBatch, leaderEpoch int32, fo
 		l.reportOffline()
 		return AppendInfo{}, err
 	}
+	if after.unflushed != nil {
+		after.unflushed(l, after.interval)
+	}
 	if rolledTo >= 0 {
 		// As Kafka, make the segments before the new one durable so the
 		// recovery point advances past them: in the Dir's background
 		// goroutine if there is one, else here.
-		if rollFlush != nil {
-			rollFlush(rolledTo)
+		if after.rollFlush != nil {
+			after.rollFlush(rolledTo)
 		} else if err := l.flushTo(rolledTo); err != nil {
 			// The log is offline now; this append's own write was clean.
 			l.logger.Error("fsync after segment roll failed", "err", err)
@@ -482,21 +501,21 @@ var errRollNeedsSync = errors.New("segment roll needs an fsync first")
 // rolledTo is the base of a segment rolled to, or -1. Unless synced, a roll
 // of a segment with unsynced bytes returns errRollNeedsSync without
 // changing anything (see rollLocked).
-func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, follower, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, rollFlush func(int64), err error) {
+func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, follower, synced bool) (info AppendInfo, rolledTo int64, needFlush bool, after afterAppend, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rolledTo = -1
 	if l.mu.closed {
-		return info, rolledTo, false, nil, ErrClosed
+		return info, rolledTo, false, afterAppend{}, ErrClosed
 	}
-	rollFlush = l.mu.rollFlush
+	after.rollFlush = l.mu.rollFlush
 	if l.mu.offline != nil {
-		return info, rolledTo, false, nil, fmt.Errorf("append: %w", l.mu.offline)
+		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: %w", l.mu.offline)
 	}
 	first := l.mu.leo
 	if follower {
 		if parsed[0].h.BaseOffset < first {
-			return info, rolledTo, false, nil, fmt.Errorf("follower append at %d: log ends at %d: %w", parsed[0].h.BaseOffset, first, ErrUnexpectedAppendOffset)
+			return info, rolledTo, false, afterAppend{}, fmt.Errorf("follower append at %d: log ends at %d: %w", parsed[0].h.BaseOffset, first, ErrUnexpectedAppendOffset)
 		}
 		first = parsed[0].h.BaseOffset
 	}
@@ -508,7 +527,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 		p := &parsed[i]
 		if follower {
 			if p.h.BaseOffset < next {
-				return info, rolledTo, false, nil, fmt.Errorf("follower append: batch at %d after offset %d: %w", p.h.BaseOffset, next-1, ErrUnexpectedAppendOffset)
+				return info, rolledTo, false, afterAppend{}, fmt.Errorf("follower append: batch at %d after offset %d: %w", p.h.BaseOffset, next-1, ErrUnexpectedAppendOffset)
 			}
 			latest := l.mu.epochs.latest()
 			if n := len(epochStarts); n > 0 {
@@ -535,10 +554,10 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	if s.size > 0 && (s.size+int64(len(b)) > l.cfg.SegmentBytes ||
 		now.Sub(s.rollStart).Milliseconds() > l.cfg.SegmentMs || !s.canHold(info.LastOffset)) {
 		if s.dirty && !synced {
-			return info, rolledTo, false, nil, errRollNeedsSync
+			return info, rolledTo, false, afterAppend{}, errRollNeedsSync
 		}
 		if s, err = l.rollLocked(); err != nil {
-			return info, rolledTo, false, nil, fmt.Errorf("append at %d: %w", first, err)
+			return info, rolledTo, false, afterAppend{}, fmt.Errorf("append at %d: %w", first, err)
 		}
 		rolledTo = s.base
 	}
@@ -555,7 +574,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	if assigned {
 		if err := l.mu.epochs.persist(); err != nil {
 			l.mu.epochs.entries = epochsBefore
-			return info, rolledTo, false, nil, fmt.Errorf("append at %d: %w", first, err)
+			return info, rolledTo, false, afterAppend{}, fmt.Errorf("append at %d: %w", first, err)
 		}
 	}
 	if err := l.writeLocked(s, b, parsed); err != nil {
@@ -565,7 +584,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 				l.logger.Error("restoring leader-epoch-checkpoint after failed append", "err", perr)
 			}
 		}
-		return info, rolledTo, false, nil, fmt.Errorf("append at %d: %w", first, err)
+		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append at %d: %w", first, err)
 	}
 	if s.rollStart.IsZero() {
 		s.rollStart = now
@@ -578,9 +597,12 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	}
 	if l.mu.unflushedRecords == 0 {
 		l.mu.unflushedSince = now
+		if ms := l.cfg.FlushIntervalMs; ms != math.MaxInt64 && l.mu.onUnflushed != nil {
+			after.unflushed, after.interval = l.mu.onUnflushed, flushInterval(ms)
+		}
 	}
 	l.mu.unflushedRecords += info.Records
-	return info, rolledTo, l.mu.unflushedRecords >= l.cfg.FlushIntervalMessages, rollFlush, nil
+	return info, rolledTo, l.mu.unflushedRecords >= l.cfg.FlushIntervalMessages, after, nil
 }
 
 // writeLocked writes b at the end of s in one write and indexes it; on

@@ -2,12 +2,15 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
 // SetConfig replaces the log's configuration while it is open (a topic's
 // config was altered). The new segment size and roll time apply from the
-// next append; the clock and logger are kept. Zero fields mean defaults.
+// next append; the clock, the logger, the file system and what the log's
+// Dir set (its descriptor cache, WriteErrorsOffline, its way of closing)
+// are kept. Zero fields mean defaults.
 func (l *Log) SetConfig(cfg Config) error {
 	cfg.Now, cfg.Logger = nil, nil
 	cfg, err := cfg.withDefaults()
@@ -15,9 +18,17 @@ func (l *Log) SetConfig(cfg Config) error {
 		return fmt.Errorf("log %s: %w", l.dir, err)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	cfg.Now, cfg.Logger = l.cfg.Now, l.cfg.Logger
+	cfg.Now, cfg.Logger, cfg.FS, cfg.files = l.cfg.Now, l.cfg.Logger, l.cfg.FS, l.cfg.files
+	cfg.writeErrorsOffline, cfg.closeSyncsFS = l.cfg.writeErrorsOffline, l.cfg.closeSyncsFS
+	cfg.syncFault, cfg.truncateFault = l.cfg.syncFault, l.cfg.truncateFault
 	l.cfg = cfg
+	hook, since := l.mu.onUnflushed, l.mu.unflushedSince
+	l.mu.Unlock()
+	if hook != nil && !since.IsZero() && cfg.FlushIntervalMs != math.MaxInt64 {
+		// A flush interval on a log with unflushed records: the Dir's
+		// flusher must watch it from now on.
+		hook(l, max(flushInterval(cfg.FlushIntervalMs)-cfg.Now().Sub(since), 0))
+	}
 	return nil
 }
 

@@ -259,15 +259,21 @@ func (s *segment) syncFiles(w indexWrite) (created bool, err error) {
 	if err := s.log.Sync(); err != nil {
 		return false, fmt.Errorf("fsync %s: %w", s, err)
 	}
+	return s.writeIndexFiles(w, true)
+}
+
+// writeIndexFiles writes w to the time index and then the offset index
+// files, fsyncing each (and the .txnindex if w.txn) if fsync is set.
+func (s *segment) writeIndexFiles(w indexWrite, fsync bool) (created bool, err error) {
 	// The time index first: then every batch before the last offset index
 	// entry on disk is covered by the time index on disk, and load need
 	// only scan after that entry (see segment.load).
-	c1, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, timeIndexSuffix), w.times, w.timesAt)
+	c1, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, timeIndexSuffix), w.times, w.timesAt, fsync)
 	if err != nil {
 		return c1, err
 	}
-	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt)
-	if err == nil && w.txn {
+	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt, fsync)
+	if err == nil && w.txn && fsync {
 		err = syncTxnIndex(s.fs, segmentPath(s.dir, s.base, txnIndexSuffix))
 	}
 	return c1 || c2, err
@@ -285,8 +291,9 @@ func (s *segment) indexWritten(w indexWrite, err error) {
 }
 
 // writeIndexFile writes b at offset at of the index file path (at < 0:
-// replaces its contents) and fsyncs it. Nothing to append is a no-op.
-func writeIndexFile(fs vfs.FS, path string, b []byte, at int64) (created bool, err error) {
+// replaces its contents) and, if fsync is set, fsyncs it. Nothing to
+// append is a no-op.
+func writeIndexFile(fs vfs.FS, path string, b []byte, at int64, fsync bool) (created bool, err error) {
 	if at >= 0 && len(b) == 0 {
 		return false, nil
 	}
@@ -299,7 +306,7 @@ func writeIndexFile(fs vfs.FS, path string, b []byte, at int64) (created bool, e
 		return true, fmt.Errorf("write index %s: %w", path, wrapOpenErr(err))
 	}
 	_, err = f.WriteAt(b, max(at, 0))
-	if err == nil {
+	if err == nil && fsync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -318,6 +325,16 @@ func (s *segment) sync() (created bool, err error) {
 	created, err = s.syncFiles(w)
 	s.indexWritten(w, err)
 	return created, err
+}
+
+// writeUnsynced writes the index entries not yet in the index files,
+// fsyncing nothing: for a log closed by a Dir that then syncs its whole
+// file system (Log.closeForSyncFS). Callers hold the log's flushMu and mu.
+func (s *segment) writeUnsynced() error {
+	w := s.pendingIndex()
+	_, err := s.writeIndexFiles(w, false)
+	s.indexWritten(w, err)
+	return err
 }
 
 // close unpins and forgets the segment's log file.

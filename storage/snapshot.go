@@ -46,6 +46,24 @@ type ProducerSnapshot struct {
 // indexes first (WriteTxnIndexes): a snapshot in Kafka's format relies on
 // them for the transactions aborted below its offset.
 func (l *Log) WriteProducerSnapshot(offset int64, producers []ProducerSnapshotEntry) error {
+	return l.writeProducerSnapshot(offset, producers, true)
+}
+
+// WriteProducerSnapshotAtClose is WriteProducerSnapshot for the snapshot
+// a shutdown writes just before the log's Dir closes. When that Close
+// makes the whole file system durable at once (vfs.CanSyncFS, see
+// Dir.Close), the snapshot is not fsynced on its own: until that sync it
+// may be lost or torn by a crash, which costs what a lost snapshot costs
+// (LatestProducerSnapshot falls back to an older one, or the log start,
+// and the state is rebuilt from the log after it), and a crash then
+// leaves no clean shutdown marker either.
+func (l *Log) WriteProducerSnapshotAtClose(offset int64, producers []ProducerSnapshotEntry) error {
+	return l.writeProducerSnapshot(offset, producers, !l.config().closeSyncsFS)
+}
+
+// writeProducerSnapshot is WriteProducerSnapshot, fsyncing the snapshot
+// before it is renamed into place only if fsync is set.
+func (l *Log) writeProducerSnapshot(offset int64, producers []ProducerSnapshotEntry, fsync bool) error {
 	name := l.snapshotPath(offset)
 	buf := EncodeProducerSnapshot(producers)
 	if old, err := vfs.ReadFile(l.fs, name); err == nil && bytes.Equal(old, buf) {
@@ -57,7 +75,11 @@ func (l *Log) WriteProducerSnapshot(offset int64, producers []ProducerSnapshotEn
 	l.mu.listedSnapshots = nil // out of date from here on
 	l.mu.Unlock()
 	tmp := name + ".tmp"
-	if err := vfs.WriteFileSynced(l.fs, tmp, buf, 0o644); err != nil {
+	write := vfs.WriteFileSynced
+	if !fsync {
+		write = vfs.WriteFile
+	}
+	if err := write(l.fs, tmp, buf, 0o644); err != nil {
 		_ = l.fs.Remove(tmp)
 		return fmt.Errorf("writing producer snapshot: %w", err)
 	}

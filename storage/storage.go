@@ -126,6 +126,11 @@ type Config struct {
 	// writeErrorsOffline is the dir's WriteErrorsOffline: a failed segment
 	// write takes the log offline even when it was truncated back.
 	writeErrorsOffline bool
+	// closeSyncsFS: the log's Dir closes its logs without an fsync each
+	// and then syncs the whole file system (Dir.Close), so a snapshot
+	// written at shutdown need not be fsynced on its own
+	// (WriteProducerSnapshotAtClose).
+	closeSyncsFS bool
 }
 
 // withDefaults returns c with zero fields replaced by Kafka defaults, or an

@@ -133,8 +133,10 @@ func (m *Manager) FetchSessionPartitions(id int32) int { return m.fetchSessions.
 func (m *Manager) CloseStorage() error {
 	var errs []error
 	m.mu.Lock()
-	// The snapshots are fsynced: num.recovery.threads.per.data.dir
-	// partitions per dir at once, as Kafka closes its logs.
+	// num.recovery.threads.per.data.dir partitions per dir at once, as
+	// Kafka closes its logs. The snapshots are fsynced by the dirs' Close
+	// (one sync of the file system, or each on its own where that cannot
+	// be done: storage.Log.WriteProducerSnapshotAtClose).
 	sem := make(chan struct{}, max(int(m.cfg.NumRecoveryThreadsPerDataDir), 1)*max(len(m.dirs), 1))
 	var wg sync.WaitGroup
 	for _, t := range m.mu.topics {

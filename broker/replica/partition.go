@@ -334,7 +334,7 @@ func (p *Partition) WaitArrival() <-chan struct{} {
 func (p *Partition) closeAndSnapshot() {
 	p.mu.Lock()
 	if !p.mu.closed {
-		if err := p.snapshotLocked(); err != nil {
+		if err := p.snapshotAtCloseLocked(); err != nil {
 			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
 		}
 	}

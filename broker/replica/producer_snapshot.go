@@ -195,7 +195,18 @@ func (a abortedTxn) indexEntry() storage.TxnIndexEntry {
 
 // snapshotLocked writes the state as of the current LEO: the transaction
 // indexes, then the snapshot that relies on them. p.mu must be held.
-func (p *Partition) snapshotLocked() error {
+func (p *Partition) snapshotLocked() error { return p.writeSnapshotLocked(p.Log.WriteProducerSnapshot) }
+
+// snapshotAtCloseLocked is snapshotLocked for the snapshot of a shutdown,
+// written just before the log dirs close: not fsynced on its own when the
+// dir's Close syncs its whole file system (WriteProducerSnapshotAtClose).
+func (p *Partition) snapshotAtCloseLocked() error {
+	return p.writeSnapshotLocked(p.Log.WriteProducerSnapshotAtClose)
+}
+
+// writeSnapshotLocked writes the transaction indexes and, with write, the
+// producer snapshot at the log end. p.mu must be held.
+func (p *Partition) writeSnapshotLocked(write func(int64, []storage.ProducerSnapshotEntry) error) error {
 	leo := p.Log.LogEndOffset()
 	aborted := make([]storage.TxnIndexEntry, len(p.mu.txns.aborted))
 	for i, a := range p.mu.txns.aborted {
@@ -205,5 +216,5 @@ func (p *Partition) snapshotLocked() error {
 		return err
 	}
 	p.mu.sinceSnapshot = 0
-	return p.Log.WriteProducerSnapshot(leo, p.snapshotEntriesLocked())
+	return write(leo, p.snapshotEntriesLocked())
 }

@@ -525,3 +525,41 @@ func (f *memFile) Close() error {
 	f.closed = true
 	return nil
 }
+
+// CanSyncFS reports true: MemFS is an FSSyncer.
+func (m *MemFS) CanSyncFS() bool { return true }
+
+// SyncFS makes every file's bytes and every directory's entries durable,
+// as syncfs(2) does for the file system holding dir.
+func (m *MemFS) SyncFS(dir File) error {
+	f, ok := dir.(*memFile)
+	if !ok || f.fs != m {
+		return fmt.Errorf("syncfs: %s is not a directory of this file system", dir.Name())
+	}
+	f.mu.Lock()
+	err := f.check("sync", false)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	var walk func(n *memNode)
+	walk = func(n *memNode) {
+		if !n.dir {
+			n.synced = append([]byte(nil), n.data...)
+			return
+		}
+		n.durable = make(map[string]*memNode, len(n.children))
+		for k, v := range n.children {
+			n.durable[k] = v
+			walk(v)
+		}
+	}
+	walk(m.root)
+	hook := m.syncHook
+	m.mu.Unlock()
+	if hook != nil {
+		hook(f.name)
+	}
+	return nil
+}

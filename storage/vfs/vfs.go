@@ -121,12 +121,22 @@ func SyncDir(fs FS, dir string) error {
 // WriteFileSynced creates (or truncates) name, writes data and fsyncs it.
 // The directory entry is not synced.
 func WriteFileSynced(fs FS, name string, data []byte, perm os.FileMode) error {
+	return writeFile(fs, name, data, perm, true)
+}
+
+// WriteFile creates (or truncates) name and writes data, fsyncing
+// nothing.
+func WriteFile(fs FS, name string, data []byte, perm os.FileMode) error {
+	return writeFile(fs, name, data, perm, false)
+}
+
+func writeFile(fs FS, name string, data []byte, perm os.FileMode, fsync bool) error {
 	f, err := fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && fsync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

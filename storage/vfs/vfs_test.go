@@ -245,3 +245,44 @@ func TestErrorFSInjects(t *testing.T) {
 		t.Fatalf("open: %v, want EMFILE", err)
 	}
 }
+
+// MemFS.SyncFS makes everything durable: bytes of files never synced and
+// entries of directories never synced, however deep.
+func TestMemSyncFS(t *testing.T) {
+	m := NewMem()
+	if err := m.MkdirAll("/data/a/b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(m, "/data/a/b/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.CrashClone(CrashOptions{}); fileExists(got, "/data/a/b/f") {
+		t.Fatal("unsynced file survived a crash")
+	}
+	d, err := m.OpenDir("/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !CanSyncFS(m) {
+		t.Fatal("MemFS cannot SyncFS")
+	}
+	if err := SyncFS(m, d); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadFile(m.CrashClone(CrashOptions{}), "/data/a/b/f")
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("after SyncFS and a crash: %q, %v", b, err)
+	}
+	if CanSyncFS(WithErrors(m, func(Op) error { return nil })) {
+		t.Fatal("the error-injecting wrapper claims SyncFS")
+	}
+}
+
+func fileExists(fs FS, name string) bool {
+	_, err := fs.Stat(name)
+	return err == nil
+}
