@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,9 +37,9 @@ import (
 //
 //     go test ./integration/ -run '^$' -bench BenchmarkClusterScale -benchtime 1x -timeout 60m
 func BenchmarkClusterScale(b *testing.B) {
-	topics := envInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
-	perTopic := envInt(b, "KBROKER_BENCH_PARTITIONS", 100)
-	session := envInt(b, "KBROKER_BENCH_ZK_SESSION_MS", 18000)
+	topics := EnvInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
+	perTopic := EnvInt(b, "KBROKER_BENCH_PARTITIONS", 100)
+	session := EnvInt(b, "KBROKER_BENCH_ZK_SESSION_MS", 18000)
 	total := topics * perTopic
 
 	z := StartZooKeeper(b)
@@ -194,36 +193,14 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 // the ISR when fullISR.
 func waitScaleState(b testing.TB, bs []*BrokerProc, down *BrokerProc, total int, fullISR bool) {
 	b.Helper()
-	waitFor(b, 30*time.Minute, "every partition led by a live broker", func() (bool, error) {
-		for _, bp := range bs {
-			if bp == down || !bp.Running() {
-				continue
-			}
-			m, err := metadata(bp.Addr())
-			if err != nil {
-				return false, err
-			}
-			n, bad := 0, []string{}
-			for _, t := range m.Topics {
-				if t.Topic == nil || len(*t.Topic) < 6 || (*t.Topic)[:6] != "scale-" {
-					continue
-				}
-				for _, p := range t.Partitions {
-					n++
-					ok := p.Leader >= 0 && (down == nil || p.Leader != down.ID) && (!fullISR || len(p.ISR) == 3)
-					if !ok && len(bad) < 3 {
-						bad = append(bad, fmt.Sprintf("%s/%d leader %d isr %v", *t.Topic, p.Partition, p.Leader, p.ISR))
-					}
-				}
-			}
-			if n != total || len(bad) > 0 {
-				sort.Strings(bad)
-				return false, fmt.Errorf("broker %d: %d of %d partitions; e.g. %v", bp.ID, n, total, bad)
-			}
-			if !fullISR {
-				return true, nil
-			}
+	downID, addrs := int32(-1), []string{}
+	for _, bp := range bs {
+		switch {
+		case bp == down:
+			downID = bp.ID
+		case bp.Running():
+			addrs = append(addrs, bp.Addr())
 		}
-		return true, nil
-	})
+	}
+	WaitScale(b, addrs, downID, total, fullISR)
 }
