@@ -188,6 +188,12 @@ func BenchmarkKafkaClusterScale(b *testing.B) {
 func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResult {
 	b.Helper()
 	total := topics * perTopic
+	timed := func(f func()) time.Duration {
+		t0 := time.Now()
+		f()
+		return time.Since(t0)
+	}
+	waitFull := func() { integration.WaitScale(b, c.addrs(-1), -1, total, true) }
 	r := scaleResult{loadBefore: loadAvg()}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs(-1)...))
 	if err != nil {
@@ -195,26 +201,15 @@ func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResul
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(120_000) // CreateTopics waits for every broker's metadata
-	ctx := context.Background()
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s%04d", integration.ScaleTopicPrefix, i)
-	}
 
-	t0 := time.Now()
-	for i := 0; i < len(names); i += 10 {
-		resp, err := adm.CreateTopics(ctx, int32(perTopic), 3, nil, names[i:min(i+10, len(names))]...)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			b.Fatalf("%s: CreateTopics: %v", c.name, err)
-		}
-	}
-	r.createAcked = time.Since(t0)
-	integration.WaitScale(b, c.addrs(-1), -1, total, true)
-	r.create = time.Since(t0)
+	r.create = timed(func() {
+		r.createAcked = timed(func() {
+			if err := integration.CreateScaleTopics(context.Background(), adm, integration.ScaleTopicNames(topics), perTopic); err != nil {
+				b.Fatalf("%s: %v", c.name, err)
+			}
+		})
+		waitFull()
+	})
 	for _, sb := range c.brokers {
 		r.openFiles = append(r.openFiles, sb.openFiles())
 	}
@@ -222,20 +217,18 @@ func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResul
 	// Controller failover.
 	r.dead = c.controller(b, -1)
 	dead := c.broker(b, r.dead)
-	t0 = time.Now()
-	dead.kill()
-	c.controller(b, r.dead)
-	r.controllerMoved = time.Since(t0)
-	integration.WaitScale(b, c.addrs(r.dead), r.dead, total, false)
-	r.failover = time.Since(t0)
-	t0 = time.Now()
-	dead.restart()
-	integration.WaitScale(b, c.addrs(-1), -1, total, true)
-	r.rejoin = time.Since(t0)
+	r.failover = timed(func() {
+		r.controllerMoved = timed(func() {
+			dead.kill()
+			c.controller(b, r.dead)
+		})
+		integration.WaitScale(b, c.addrs(r.dead), r.dead, total, false)
+	})
+	r.rejoin = timed(func() { dead.restart(); waitFull() })
 
 	// Controlled shutdown of the non-controller that leads the most.
 	ctrl := c.controller(b, -1)
-	m, err := adm.Metadata(ctx)
+	m, err := adm.Metadata(context.Background())
 	if err != nil {
 		b.Fatalf("%s: Metadata: %v", c.name, err)
 	}
@@ -253,18 +246,13 @@ func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResul
 	}
 	r.victimLed = led[r.victim]
 	victim := c.broker(b, r.victim)
-	t0 = time.Now()
-	if err := victim.term(10 * time.Minute); err != nil {
-		b.Fatalf("%s: %v", c.name, err)
-	}
-	r.shutdown = time.Since(t0)
-	t0 = time.Now()
-	integration.WaitScale(b, c.addrs(r.victim), r.victim, total, false)
-	r.leadersMoved = time.Since(t0)
-	t0 = time.Now()
-	victim.restart()
-	integration.WaitScale(b, c.addrs(-1), -1, total, true)
-	r.victimRejoin = time.Since(t0)
+	r.shutdown = timed(func() {
+		if err := victim.term(10 * time.Minute); err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+	})
+	r.leadersMoved = timed(func() { integration.WaitScale(b, c.addrs(r.victim), r.victim, total, false) })
+	r.victimRejoin = timed(func() { victim.restart(); waitFull() })
 	r.loadAfter = loadAvg()
 
 	s := func(d time.Duration) float64 { return d.Seconds() }

@@ -54,23 +54,12 @@ func BenchmarkClusterScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(120_000) // CreateTopics waits for every broker's metadata
 	ctx := context.Background()
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("scale-%04d", i)
-	}
+	names := ScaleTopicNames(topics)
 
 	t0 := time.Now()
-	for i := 0; i < len(names); i += 10 {
-		resp, err := adm.CreateTopics(ctx, int32(perTopic), 3, nil, names[i:min(i+10, len(names))]...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := resp.Error(); err != nil {
-			b.Fatal(err)
-		}
+	if err := CreateScaleTopics(ctx, kadm.NewClient(cl), names, perTopic); err != nil {
+		b.Fatal(err)
 	}
 	createAcked := time.Since(t0)
 	waitScaleState(b, bs, nil, total, true)

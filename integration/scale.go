@@ -17,12 +17,40 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/protocol/kconn"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ScaleTopicPrefix starts the name of every topic the cluster scale
 // benchmarks create; WaitScale counts only those topics.
 const ScaleTopicPrefix = "scale-"
+
+// ScaleTopicNames are the names of the scale benchmarks' topics.
+func ScaleTopicNames(topics int) []string {
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%04d", ScaleTopicPrefix, i)
+	}
+	return names
+}
+
+// CreateScaleTopics creates names, perTopic partitions each at RF 3, ten
+// topics a CreateTopics request, through adm, and returns once every
+// request is answered without error. The broker answers each once every
+// broker's metadata has the topics, or after 120 s.
+func CreateScaleTopics(ctx context.Context, adm *kadm.Client, names []string, perTopic int) error {
+	adm.SetTimeoutMillis(120_000)
+	for i := 0; i < len(names); i += 10 {
+		resp, err := adm.CreateTopics(ctx, int32(perTopic), 3, nil, names[i:min(i+10, len(names))]...)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("creating %s...: %w", names[i], err)
+		}
+	}
+	return nil
+}
 
 // EnvInt reads a positive integer knob from the environment, def when it
 // is unset.
