@@ -14,9 +14,11 @@ package compat
 // topics (default 300) of KBROKER_BENCH_PARTITIONS partitions (default
 // 100) at RF 3, min.insync.replicas=2, zookeeper.session.timeout.ms from
 // KBROKER_BENCH_ZK_SESSION_MS (default Kafka's 18 s; integration's
-// ZooKeeper caps what it grants at its maxSessionTimeout). Kafka's JVM
-// gets a fixed heap of KBROKER_BENCH_KAFKA_HEAP (default 1g) and Kafka's
-// defaults otherwise. Per cluster, measured the same way as
+// ZooKeeper caps what it grants at its maxSessionTimeout), and for both
+// the settings of integration.StartCluster that bear on these operations
+// (see props below). Kafka's JVM gets a fixed heap of
+// KBROKER_BENCH_KAFKA_HEAP (default 1g) and Kafka's defaults otherwise.
+// Per cluster, measured the same way as
 // BenchmarkClusterScale (each broker's own Metadata, raw requests):
 //
 //   - CreateTopics (10 topics a request) until every broker's Metadata
@@ -140,17 +142,25 @@ func BenchmarkKafkaClusterScale(b *testing.B) {
 	perTopic := integration.EnvInt(b, "KBROKER_BENCH_PARTITIONS", 100)
 	session := integration.EnvInt(b, "KBROKER_BENCH_ZK_SESSION_MS", 18000)
 	heap := cmp.Or(os.Getenv("KBROKER_BENCH_KAFKA_HEAP"), "1g")
+	// Both clusters get BenchmarkClusterScale's properties and those of
+	// integration.StartCluster's defaults that bear on these operations
+	// (Kafka's own defaults: a 30 s replica lag, controlled shutdown
+	// retried 3 times 5 s apart, leaders moved back every 5 minutes).
 	props := map[string]string{
-		"zookeeper.session.timeout.ms": strconv.Itoa(session),
-		"min.insync.replicas":          "2",
-		"default.replication.factor":   "3",
+		"zookeeper.session.timeout.ms":         strconv.Itoa(session),
+		"min.insync.replicas":                  "2",
+		"default.replication.factor":           "3",
+		"replica.lag.time.max.ms":              "5000",
+		"controlled.shutdown.retry.backoff.ms": "200",
+		"controlled.shutdown.max.retries":      "20",
+		"auto.leader.rebalance.enable":         "false",
 	}
 	var names []string
 	results := map[string]scaleResult{}
 
 	b.Run("kbroker", func(b *testing.B) {
 		z := integration.StartZooKeeper(b)
-		c := scaleCluster{name: "kbroker", zk: dialRollingZK(b, z, "")}
+		c := scaleCluster{name: "kbroker", zk: dialRollingZK(b, z, integration.ClusterChroot)}
 		for _, bp := range integration.StartCluster(b, z, 3, props) {
 			c.brokers = append(c.brokers, scaleBroker{id: bp.ID, addr: bp.Addr(), kill: bp.Kill, restart: bp.Restart, term: bp.Term,
 				openFiles: func() int { return integration.OpenFiles(bp.Pid()) }})
