@@ -290,7 +290,7 @@ func scaleReport(names []string, results map[string]scaleResult, topics, perTopi
 	row := func(what string, f func(r scaleResult) time.Duration) {
 		fmt.Fprintf(&sb, "%-58s", what)
 		for _, n := range names {
-			fmt.Fprintf(&sb, " %10.1f", f(results[n]).Seconds())
+			fmt.Fprintf(&sb, " %10.2f", f(results[n]).Seconds())
 		}
 		if ratio {
 			fmt.Fprintf(&sb, " %15.2fx", f(results["kbroker"]).Seconds()/f(results["kafka39"]).Seconds())
