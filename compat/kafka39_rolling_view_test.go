@@ -74,7 +74,7 @@ func (v rollingView) settled(preferred bool) error {
 }
 
 // dialRollingZK connects to z under chroot, closed at test cleanup.
-func dialRollingZK(t *testing.T, z *integration.ZooKeeper, chroot string) *zkclient.Client {
+func dialRollingZK(t testing.TB, z *integration.ZooKeeper, chroot string) *zkclient.Client {
 	t.Helper()
 	c, err := zkclient.Dial(zkclient.Config{Connect: z.Addr + chroot, SessionTimeout: 10 * time.Second, ConnectionTimeout: 10 * time.Second})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,22 @@ func startKafka39With(t testing.TB, z *integration.ZooKeeper, chroot string, id 
 // (extra may set listeners to add others, keeping PLAINTEXT on port).
 func startKafka39At(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string, port int, extra map[string]string) *kafka39Proc {
 	t.Helper()
+	return startKafka39JVM(t, z, chroot, id, logDir, port, extra, kafka39SmallJVM)
+}
+
+// kafka39JVM is how a Kafka 3.9 broker's JVM runs and how long it may take
+// to start.
+type kafka39JVM struct {
+	xmx, xms     string // -Xmx and -Xms, e.g. "512m"
+	startTimeout time.Duration
+}
+
+// kafka39SmallJVM is the JVM of the compat tests' Kafka 3.9 brokers.
+var kafka39SmallJVM = kafka39JVM{xmx: "512m", xms: "256m", startTimeout: kafkaStartTimeout}
+
+// startKafka39JVM is startKafka39At with the JVM of jvm.
+func startKafka39JVM(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string, port int, extra map[string]string, jvm kafka39JVM) *kafka39Proc {
+	t.Helper()
 	cp := javaClasspath(t, javaModKafka39)
 	dir := t.TempDir()
 	k := &kafka39Proc{id: id, port: port, out: &syncBuffer{}}
@@ -87,15 +104,15 @@ num.partitions=1
 	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k.cmd = exec.Command("java", "-Xmx512m", "-Xms256m", "-XX:+UseSerialGC",
+	k.cmd = exec.Command("java", "-Xmx"+jvm.xmx, "-Xms"+jvm.xms, "-XX:+UseSerialGC",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-cp", cp, "kafka.Kafka", path)
 	k.started = time.Now()
 	k.done = launchJavaProc(t, "Apache Kafka 3.9", k.cmd, k.out)
-	if err := waitListening(k.Addr(), k.done, kafkaStartTimeout); err != nil {
+	if err := waitListening(k.Addr(), k.done, jvm.startTimeout); err != nil {
 		t.Fatalf("Apache Kafka 3.9: %v\n--- Kafka output ---\n%s", err, k.out.String())
 	}
 	// KafkaServer logs this once it is registered and serves clients.
-	waitFor(t, kafkaStartTimeout, "Apache Kafka 3.9 to start", func() bool {
+	waitFor(t, jvm.startTimeout, "Apache Kafka 3.9 to start", func() bool {
 		return strings.Contains(k.out.String(), fmt.Sprintf("[KafkaServer id=%d] started", id))
 	})
 	t.Logf("Apache Kafka 3.9 (ZooKeeper mode) broker %d on %s ready after %v", id, k.Addr(), time.Since(k.started).Round(time.Millisecond))
@@ -111,3 +128,21 @@ func (k *kafka39Proc) kill() {
 	_ = killProcGroup(k.cmd)
 	<-k.done
 }
+
+// term sends SIGTERM (a controlled shutdown: Kafka moves the leaderships
+// it holds away first) and waits up to timeout for the process to exit,
+// then kills it and says so.
+func (k *kafka39Proc) term(timeout time.Duration) error {
+	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-k.done:
+		return nil
+	case <-time.After(timeout):
+		k.kill()
+		return fmt.Errorf("Apache Kafka 3.9 broker %d did not exit within %v of SIGTERM", k.id, timeout)
+	}
+}
+
+// openFiles is how many file descriptors the process holds (-1 when
+// /proc cannot say).
+func (k *kafka39Proc) openFiles() int { return integration.OpenFiles(k.cmd.Process.Pid) }

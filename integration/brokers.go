@@ -103,6 +103,9 @@ type BrokerProc struct {
 // Addr is the broker's client address.
 func (b *BrokerProc) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(b.Port)) }
 
+// ClusterChroot is the ZooKeeper chroot of the brokers StartCluster starts.
+const ClusterChroot = "/kbroker"
+
 // StartCluster starts n brokers (ids 1..n) joined through ZooKeeper z
 // under the chroot /kbroker, each with props on top of the cluster
 // defaults. Every process is killed when the test ends.
@@ -146,7 +149,7 @@ func startBrokers(t testing.TB, zkConnect string, n int, place func(b *BrokerPro
 		b.Props = map[string]string{
 			"broker.id":                            strconv.Itoa(i),
 			"listeners":                            fmt.Sprintf("PLAINTEXT://%s", net.JoinHostPort(b.Host, strconv.Itoa(port))),
-			"zookeeper.connect":                    zkConnect + "/kbroker",
+			"zookeeper.connect":                    zkConnect + ClusterChroot,
 			"zookeeper.session.timeout.ms":         "4000",
 			"controlled.shutdown.retry.backoff.ms": "200",
 			"controlled.shutdown.max.retries":      "20",

@@ -1,27 +1,14 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// send is one raw request to one broker: the tests ask each broker what its
-// own metadata cache says, which a client library would hide.
-func send(addr string, req kmsg.Request) (kmsg.Response, error) {
-	conn, err := kconn.Dial(context.Background(), addr, kconn.Options{ClientID: "integration", DialTimeout: 2 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return conn.RoundTrip(req, 10*time.Second)
-}
 
 func describeCluster(addr string) (*kmsg.DescribeClusterResponse, error) {
 	req := kmsg.NewPtrDescribeClusterRequest()
@@ -31,21 +18,6 @@ func describeCluster(addr string) (*kmsg.DescribeClusterResponse, error) {
 		return nil, err
 	}
 	return resp.(*kmsg.DescribeClusterResponse), nil
-}
-
-func metadata(addr string, topics ...string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version, req.AllowAutoTopicCreation = 12, false
-	for _, tn := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(tn)
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := send(addr, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.MetadataResponse), nil
 }
 
 // waitClusterFormed waits until every broker's cache lists want live

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,9 +41,9 @@ import (
 // KBROKER_BENCH_CLUSTER_ROLLING=0 skips the rolling restart (to iterate on
 // the other figures).
 func BenchmarkClusterScale(b *testing.B) {
-	topics := envInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
-	perTopic := envInt(b, "KBROKER_BENCH_PARTITIONS", 100)
-	session := envInt(b, "KBROKER_BENCH_ZK_SESSION_MS", 18000)
+	topics := EnvInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
+	perTopic := EnvInt(b, "KBROKER_BENCH_PARTITIONS", 100)
+	session := EnvInt(b, "KBROKER_BENCH_ZK_SESSION_MS", 18000)
 	total := topics * perTopic
 
 	z := StartZooKeeper(b)
@@ -60,23 +59,12 @@ func BenchmarkClusterScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(120_000) // CreateTopics waits for every broker's metadata
 	ctx := context.Background()
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("scale-%04d", i)
-	}
+	names := ScaleTopicNames(topics)
 
 	t0 := time.Now()
-	for i := 0; i < len(names); i += 10 {
-		resp, err := adm.CreateTopics(ctx, int32(perTopic), 3, nil, names[i:min(i+10, len(names))]...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := resp.Error(); err != nil {
-			b.Fatal(err)
-		}
+	if err := CreateScaleTopics(ctx, kadm.NewClient(cl), names, perTopic); err != nil {
+		b.Fatal(err)
 	}
 	createAcked := time.Since(t0)
 	waitScaleState(b, bs, nil, total, true)
@@ -226,36 +214,14 @@ func controllerTimings(bs []*BrokerProc) string {
 // the ISR when fullISR.
 func waitScaleState(b testing.TB, bs []*BrokerProc, down *BrokerProc, total int, fullISR bool) {
 	b.Helper()
-	waitFor(b, 30*time.Minute, "every partition led by a live broker", func() (bool, error) {
-		for _, bp := range bs {
-			if bp == down || !bp.Running() {
-				continue
-			}
-			m, err := metadata(bp.Addr())
-			if err != nil {
-				return false, err
-			}
-			n, bad := 0, []string{}
-			for _, t := range m.Topics {
-				if t.Topic == nil || len(*t.Topic) < 6 || (*t.Topic)[:6] != "scale-" {
-					continue
-				}
-				for _, p := range t.Partitions {
-					n++
-					ok := p.Leader >= 0 && (down == nil || p.Leader != down.ID) && (!fullISR || len(p.ISR) == 3)
-					if !ok && len(bad) < 3 {
-						bad = append(bad, fmt.Sprintf("%s/%d leader %d isr %v", *t.Topic, p.Partition, p.Leader, p.ISR))
-					}
-				}
-			}
-			if n != total || len(bad) > 0 {
-				sort.Strings(bad)
-				return false, fmt.Errorf("broker %d: %d of %d partitions; e.g. %v", bp.ID, n, total, bad)
-			}
-			if !fullISR {
-				return true, nil
-			}
+	downID, addrs := int32(-1), []string{}
+	for _, bp := range bs {
+		switch {
+		case bp == down:
+			downID = bp.ID
+		case bp.Running():
+			addrs = append(addrs, bp.Addr())
 		}
-		return true, nil
-	})
+	}
+	WaitScale(b, addrs, downID, total, fullISR)
 }

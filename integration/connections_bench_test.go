@@ -27,9 +27,9 @@ import (
 //
 //	go test ./integration/ -run '^$' -bench BenchmarkManyConnections -benchtime 1x
 func BenchmarkManyConnections(b *testing.B) {
-	conns := envInt(b, "KBROKER_BENCH_CONNECTIONS", 10000)
-	producers := envInt(b, "KBROKER_BENCH_PRODUCERS", 10)
-	secs := envInt(b, "KBROKER_BENCH_SECS", 20)
+	conns := EnvInt(b, "KBROKER_BENCH_CONNECTIONS", 10000)
+	producers := EnvInt(b, "KBROKER_BENCH_PRODUCERS", 10)
+	secs := EnvInt(b, "KBROKER_BENCH_SECS", 20)
 	p := startSingleHTTP(b)
 	createTopic(b, p.Addr(), "conns", int32(producers), 1, false)
 

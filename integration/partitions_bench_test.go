@@ -39,9 +39,9 @@ import (
 //
 //	go test ./integration/ -run '^$' -bench BenchmarkManyPartitions -benchtime 1x
 func BenchmarkManyPartitions(b *testing.B) {
-	topics := envInt(b, "KBROKER_BENCH_TOPICS", 100)
-	perTopic := envInt(b, "KBROKER_BENCH_PARTITIONS", 100)
-	requests := envInt(b, "KBROKER_BENCH_METADATA_REQUESTS", 200)
+	topics := EnvInt(b, "KBROKER_BENCH_TOPICS", 100)
+	perTopic := EnvInt(b, "KBROKER_BENCH_PARTITIONS", 100)
+	requests := EnvInt(b, "KBROKER_BENCH_METADATA_REQUESTS", 200)
 	profDir := os.Getenv("KBROKER_BENCH_PPROF")
 	total := topics * perTopic
 
@@ -139,19 +139,6 @@ BenchmarkManyPartitions: %d topics x %d partitions = %d partitions, one broker
 		len(listOffsets), ms(listOffsets[len(listOffsets)/2]), ms(listOffsets[len(listOffsets)*99/100]),
 		float64(rss)/1024, float64(rssClean)/1024, float64(rssKill)/1024, fds, fdsKill,
 		ms(stopTook), ms(cleanStart), ms(killStart))
-}
-
-// envInt reads a positive integer knob from the environment.
-func envInt(b testing.TB, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }
 
 // startSingleHTTP starts one kbroker without ZooKeeper, with its HTTP

@@ -1,0 +1,150 @@
+package integration
+
+// What BenchmarkClusterScale here and compat's BenchmarkKafkaClusterScale
+// (the same operations on Apache Kafka 3.9 in ZooKeeper mode) share, so
+// that both measure alike: the knobs, and the wait on each broker's own
+// Metadata answer (raw requests, which a client library's cache would
+// hide).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/protocol/kconn"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ScaleTopicPrefix starts the name of every topic the cluster scale
+// benchmarks create; WaitScale counts only those topics.
+const ScaleTopicPrefix = "scale-"
+
+// ScaleTopicNames are the names of the scale benchmarks' topics.
+func ScaleTopicNames(topics int) []string {
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%04d", ScaleTopicPrefix, i)
+	}
+	return names
+}
+
+// CreateScaleTopics creates names, perTopic partitions each at RF 3, ten
+// topics a CreateTopics request, through adm, and returns once every
+// request is answered without error. The broker answers each once every
+// broker's metadata has the topics, or after 120 s.
+func CreateScaleTopics(ctx context.Context, adm *kadm.Client, names []string, perTopic int) error {
+	adm.SetTimeoutMillis(120_000)
+	for i := 0; i < len(names); i += 10 {
+		resp, err := adm.CreateTopics(ctx, int32(perTopic), 3, nil, names[i:min(i+10, len(names))]...)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("creating %s...: %w", names[i], err)
+		}
+	}
+	return nil
+}
+
+// EnvInt reads a positive integer knob from the environment, def when it
+// is unset.
+func EnvInt(t testing.TB, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// WaitScale waits until the Metadata of a broker at addrs (of each of them,
+// with fullISR) names total partitions of the ScaleTopicPrefix topics, each
+// led by a live broker other than down (-1: none is down), with all three
+// replicas in the ISR when fullISR. addrs are the running brokers.
+func WaitScale(t testing.TB, addrs []string, down int32, total int, fullISR bool) {
+	t.Helper()
+	waitFor(t, 30*time.Minute, "every partition led by a live broker", func() (bool, error) {
+		for _, addr := range addrs {
+			m, err := metadata(addr)
+			if err != nil {
+				return false, err
+			}
+			n, bad := 0, []string{}
+			for _, tp := range m.Topics {
+				if tp.Topic == nil || !strings.HasPrefix(*tp.Topic, ScaleTopicPrefix) {
+					continue
+				}
+				for _, p := range tp.Partitions {
+					n++
+					ok := p.Leader >= 0 && p.Leader != down && (!fullISR || len(p.ISR) == 3)
+					if !ok && len(bad) < 3 {
+						bad = append(bad, fmt.Sprintf("%s/%d leader %d isr %v", *tp.Topic, p.Partition, p.Leader, p.ISR))
+					}
+				}
+			}
+			if n != total || len(bad) > 0 {
+				sort.Strings(bad)
+				return false, fmt.Errorf("broker at %s: %d of %d partitions; e.g. %v", addr, n, total, bad)
+			}
+			if !fullISR {
+				return true, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// send is one raw request to one broker: the tests ask each broker what its
+// own metadata cache says, which a client library would hide.
+func send(addr string, req kmsg.Request) (kmsg.Response, error) {
+	conn, err := kconn.Dial(context.Background(), addr, kconn.Options{ClientID: "integration", DialTimeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.RoundTrip(req, 10*time.Second)
+}
+
+// metadata is the broker at addr's Metadata answer (v12) for topics, or
+// for every topic when none is named.
+func metadata(addr string, topics ...string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version, req.AllowAutoTopicCreation = 12, false
+	for _, tn := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(tn)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := send(addr, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// OpenFiles is how many file descriptors process pid holds, -1 when /proc
+// cannot say: at scale a broker needs some per partition replica, against
+// the process's limit (ulimit -n).
+func OpenFiles(pid int) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// Pid is the broker's current process id.
+func (b *BrokerProc) Pid() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cmd.Process.Pid
+}
