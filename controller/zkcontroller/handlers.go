@@ -42,29 +42,10 @@ func (c *Controller) handle(ev event) error {
 				fresh = append(fresh, n)
 			}
 		}
-		as, errs := c.readTopics(fresh)
-		var added []string
-		var found []zkdata.TopicAssignment
-		for i, n := range fresh {
-			if errors.Is(errs[i], zk.ErrNoNode) {
-				continue
-			}
-			if errs[i] != nil {
-				return errs[i]
-			}
-			added, found = append(added, n), append(found, as[i])
-		}
-		if len(added) == 0 {
-			return nil
-		}
-		out, err := c.machine.OnTopicChanges(added, found)
-		if err != nil {
-			return err
-		}
-		return c.perform(out)
+		return c.topicsChanged(fresh)
 	case evTopic:
 		if _, known := c.machine.Ctx.Topics[ev.path]; known {
-			return c.topicChanged(ev.path)
+			return c.topicsChanged([]string{ev.path})
 		}
 	case evDelete:
 		names, err := c.deletionQueue()
@@ -80,15 +61,26 @@ func (c *Controller) handle(ev event) error {
 	return nil
 }
 
-func (c *Controller) topicChanged(name string) error {
-	a, err := c.readTopic(name)
-	if errors.Is(err, zk.ErrNoNode) {
+// topicsChanged reads the assignments of names (new topics, or known ones
+// whose partitions changed), pipelined, and decides them in one
+// Machine.OnTopicChanges; a topic whose znode is gone is left out.
+func (c *Controller) topicsChanged(names []string) error {
+	as, errs := c.readTopics(names)
+	var added []string
+	var found []zkdata.TopicAssignment
+	for i, n := range names {
+		if errors.Is(errs[i], zk.ErrNoNode) {
+			continue
+		}
+		if errs[i] != nil {
+			return errs[i]
+		}
+		added, found = append(added, n), append(found, as[i])
+	}
+	if len(added) == 0 {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	out, err := c.machine.OnTopicChange(name, a)
+	out, err := c.machine.OnTopicChanges(added, found)
 	if err != nil {
 		return err
 	}
@@ -211,16 +203,10 @@ func (c *Controller) topicNames() ([]string, error) {
 	return names, nil
 }
 
-// readTopic reads a topic's assignment with a watch (for added partitions)
-// and its config overrides.
-func (c *Controller) readTopic(name string) (zkdata.TopicAssignment, error) {
-	as, errs := c.readTopics([]string{name})
-	return as[0], errs[0]
-}
-
-// readTopics is readTopic of many topics, their reads pipelined; the
-// results are in the order of names. The watches are armed here, on the
-// loop's goroutine.
+// readTopics reads each topic's assignment with a watch (for added
+// partitions) and its config overrides, the reads pipelined; the results
+// are in the order of names. The watches are armed here, on the loop's
+// goroutine.
 func (c *Controller) readTopics(names []string) ([]zkdata.TopicAssignment, []error) {
 	type result struct {
 		data []byte
