@@ -64,6 +64,19 @@ func TestClassicSessionSurvivesReload(t *testing.T) {
 	}
 }
 
+// reloadAfterMoveWhileDropped drops the group coordinators a second before
+// the members' sessions end, moves __consumer_offsets partition 0 away and
+// back meanwhile, and ticks 2 s later: the tick reloads, then times out the
+// members whose deadlines passed.
+func reloadAfterMoveWhileDropped(c *clusterHost, advance func(time.Duration), session time.Duration) {
+	advance(session - time.Second)
+	dropGroupCoordinators(c.h)
+	c.move(offsetsTopic, 0, false)
+	c.move(offsetsTopic, 0, true)
+	advance(2 * time.Second)
+	c.h.groups.tick()
+}
+
 // TestClassicSessionRestartsAfterAMoveWhileDropped: the classic members of
 // a partition whose leadership changed while the coordinators were dropped
 // start their sessions afresh when the partition is loaded again, as
@@ -76,12 +89,7 @@ func TestClassicSessionRestartsAfterAMoveWhileDropped(t *testing.T) {
 	stableGroup(t, c.h, moved)
 	stableGroup(t, c.h, stayed)
 
-	advance(classicSession - time.Second)
-	dropGroupCoordinators(c.h)
-	c.move(offsetsTopic, 0, false)
-	c.move(offsetsTopic, 0, true)
-	advance(2 * time.Second)
-	c.h.groups.tick() // reloads, then times out the members
+	reloadAfterMoveWhileDropped(c, advance, classicSession)
 	if state, n := groupMembers(t, c.h, moved); state != "Stable" || n != 1 {
 		t.Fatalf("group of the moved partition: %s with %d members, want its member with a fresh session", state, n)
 	}

@@ -304,12 +304,7 @@ func TestConsumerSessionRestartsAfterAMoveWhileDropped(t *testing.T) {
 		}
 	}
 
-	advance(session - time.Second)
-	dropGroupCoordinators(c.h)
-	c.move(offsetsTopic, 0, false)
-	c.move(offsetsTopic, 0, true)
-	advance(2 * time.Second)
-	c.h.groups.tick() // reloads, then times out the members
+	reloadAfterMoveWhileDropped(c, advance, session)
 	if ms := consumerMembers(t, c.h, moved); len(ms) != 1 {
 		t.Fatalf("members of the moved partition's group %v, want its member with a fresh session", ms)
 	}
