@@ -127,7 +127,11 @@ func TestKbrokerOpensCrashedKafka39LogDir(t *testing.T) {
 	w := writeCrashFixture(t, kf.Addr())
 	kf.kill()
 
-	kb := startKbrokerOnDir(t, z, "/k", logDir, nil)
+	// kbroker waits up to twice its own session timeout for the old
+	// registration to go; the killed Kafka's session lasts up to the
+	// harness ZooKeeper's 10 s cap (maxSessionTimeout), past the 8 s that
+	// the harness's 4 s session gives: 6 s makes the wait 12 s.
+	kb := startKbrokerOnDir(t, z, "/k", logDir, map[string]string{"zookeeper.session.timeout.ms": "6000"})
 	checkCrashFixture(t, kb.Addr(), w)
 	t.Logf("kbroker on the dir of a crashed Kafka:\n%s", grepLines(kb.Log(), crashTopic))
 }
