@@ -28,6 +28,12 @@ type epochCache struct {
 	fs      vfs.FS
 	path    string
 	entries []EpochEntry
+	// unsynced: entries were written by persistDeferred and are not
+	// durable yet (the checkpoint file still holds what it held before).
+	// The Log appends no record while it is set (it syncs first), so a
+	// record of an epoch never reaches the log before the epoch's entry
+	// is durable.
+	unsynced bool
 }
 
 // loadEpochCache reads dir's leader-epoch-checkpoint (absent means empty).
@@ -53,13 +59,43 @@ func loadEpochCache(fs vfs.FS, dir string) (epochCache, error) {
 	return c, nil
 }
 
-// persist writes the cache to its checkpoint file atomically.
+// persist writes the cache to its checkpoint file atomically and durably.
 func (c *epochCache) persist() error {
+	if err := writeCheckpointFS(c.fs, c.path, c.lines()); err != nil {
+		return err
+	}
+	c.unsynced = false
+	return nil
+}
+
+// persistDeferred writes the cache beside its checkpoint file, durable
+// and in its place only after sync (vfs.WriteFileDeferred).
+func (c *epochCache) persistDeferred() error {
+	if err := vfs.WriteFileDeferred(c.fs, c.path, checkpointBytes(c.lines()), 0o644); err != nil {
+		return err
+	}
+	c.unsynced = true
+	return nil
+}
+
+// sync makes what persistDeferred wrote durable (vfs.CommitFileAtomic).
+func (c *epochCache) sync() error {
+	if !c.unsynced {
+		return nil
+	}
+	if err := vfs.CommitFileAtomic(c.fs, c.path); err != nil {
+		return err
+	}
+	c.unsynced = false
+	return nil
+}
+
+func (c *epochCache) lines() []string {
 	lines := make([]string, len(c.entries))
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpointFS(c.fs, c.path, lines)
+	return lines
 }
 
 // latest is the newest epoch, or UndefinedEpoch.

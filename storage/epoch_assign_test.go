@@ -1,6 +1,13 @@
 package storage
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kbroker/kbroker/storage/vfs"
+)
 
 // A new leader's epoch starts at its log end before it appends anything:
 // the previous epoch then ends there for OffsetForLeaderEpoch.
@@ -21,4 +28,139 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 	if len(got) != 2 || got[1] != (EpochEntry{Epoch: 3, StartOffset: 3}) {
 		t.Fatalf("epochs %v, want epoch 3 at 3", got)
 	}
+}
+
+// An epoch assigned deferred is not on disk until SyncEpochs or the log's
+// next append, and at every durable state a crash can leave, the log holds
+// no record of the epoch without the epoch's entry.
+func TestAssignEpochDeferredDurableBeforeItsRecords(t *testing.T) {
+	mem, dir := memLogDir(t)
+	cfg := Config{FS: mem, Logger: quiet}
+	l, err := Open(dir, cfg, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mustAppend(t, l, 1, batchOf(3, 1, 1))
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		points []*vfs.MemFS
+	)
+	mem.SetSyncHook(func(string) {
+		mu.Lock()
+		points = append(points, mem.CrashClone(vfs.CrashOptions{}))
+		mu.Unlock()
+	})
+	defer mem.SetSyncHook(nil)
+
+	if written, err := l.AssignEpochDeferred(3); err != nil || !written {
+		t.Fatalf("AssignEpochDeferred(3) = %v, %v", written, err)
+	}
+	if written, err := l.AssignEpochDeferred(3); err != nil || written {
+		t.Fatalf("AssignEpochDeferred(3) again = %v, %v; want nothing written", written, err)
+	}
+	if got := l.LeaderEpochs(); len(got) != 2 || got[1] != (EpochEntry{Epoch: 3, StartOffset: 3}) {
+		t.Fatalf("epochs %v, want epoch 3 at 3 in memory", got)
+	}
+	if got := checkpointedEpochs(t, mem, dir); len(got) != 1 || got[0] != "1 0" {
+		t.Fatalf("checkpoint before any sync holds %v, want only epoch 1", got)
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	if got := reopenEpochs(t, crashed, dir); len(got) != 1 || got[0].Epoch != 1 {
+		t.Fatalf("after a crash before any sync: epochs %v, want only epoch 1", got)
+	}
+	if _, err := crashed.Stat(dir + "/" + LeaderEpochCheckpointFile + ".tmp"); err == nil {
+		t.Fatal("the deferred checkpoint's temporary file survived a reopen")
+	}
+
+	mustAppend(t, l, 3, batchOf(2, 1, 1))
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mem.SetSyncHook(nil)
+	if len(points) == 0 {
+		t.Fatal("no sync after the append")
+	}
+	for i, fs := range points {
+		l2, err := Open(dir, Config{FS: fs, Logger: quiet}, 0, false)
+		if err != nil {
+			t.Fatalf("crash point %d: %v", i, err)
+		}
+		end, epochs := l2.LogEndOffset(), l2.LeaderEpochs()
+		l2.Close()
+		if end > 3 && (len(epochs) != 2 || epochs[1] != (EpochEntry{Epoch: 3, StartOffset: 3})) {
+			t.Fatalf("crash point %d: log ends at %d with records of epoch 3, epochs %v", i, end, epochs)
+		}
+	}
+
+	// SyncEpochs commits a deferred checkpoint on its own.
+	if _, err := l.AssignEpochDeferred(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncEpochs([]*Log{l}, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkpointedEpochs(t, mem.CrashClone(vfs.CrashOptions{}), dir); len(got) != 3 || got[2] != "4 5" {
+		t.Fatalf("after SyncEpochs and a crash the checkpoint holds %v, want epoch 4 at 5 last", got)
+	}
+}
+
+// A deferred checkpoint whose sync fails takes the log offline: whether
+// the entry reached the disk is unknown, so nothing is appended after it.
+func TestSyncEpochsFailureTakesLogOffline(t *testing.T) {
+	mem, dir := memLogDir(t)
+	failed := errors.New("injected fsync failure")
+	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, LeaderEpochCheckpointFile+".tmp") {
+			return failed
+		}
+		return nil
+	})
+	l, err := Open(dir, Config{FS: fs, Logger: quiet}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.AssignEpochDeferred(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncEpochs([]*Log{l}, 1); !errors.Is(err, failed) {
+		t.Fatalf("SyncEpochs = %v, want the injected failure", err)
+	}
+	if l.Offline() == nil {
+		t.Fatal("log still online after its epoch checkpoint failed to sync")
+	}
+	if _, err := l.Append(batchOf(1, 1, 1), 2); err == nil {
+		t.Fatal("append accepted on a log whose epoch checkpoint failed to sync")
+	}
+}
+
+// reopenEpochs opens the log at dir on fs and returns its leader epochs.
+func reopenEpochs(t *testing.T, fs vfs.FS, dir string) []EpochEntry {
+	t.Helper()
+	l, err := Open(dir, Config{FS: fs, Logger: quiet}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.LeaderEpochs()
+}
+
+// checkpointedEpochs is what dir's leader-epoch-checkpoint on fs holds,
+// one "epoch start" per entry (reopening a log would drop entries at its
+// end, as Kafka's load does).
+func checkpointedEpochs(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	lines, err := readCheckpointFS(fs, dir+"/"+LeaderEpochCheckpointFile, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range lines {
+		out = append(out, strings.Join(f, " "))
+	}
+	return out
 }

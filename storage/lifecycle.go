@@ -401,7 +401,10 @@ func (l *Log) close(fsync bool) (deferred bool, err error) {
 	if n := len(l.mu.segments); n > 0 {
 		errs = append(errs, l.mu.segments[n-1].seal())
 	}
-	var syncErrs []error
+	// A deferred epoch checkpoint is committed whatever fsync says: its
+	// rename must not become durable before its bytes (the Dir's syncfs
+	// orders nothing).
+	syncErrs := []error{l.mu.epochs.sync()}
 	dirDirty := l.mu.dirDirty
 	deferred = !fsync && dirDirty
 	for _, s := range l.mu.segments {

@@ -512,6 +512,10 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	if l.mu.offline != nil {
 		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: %w", l.mu.offline)
 	}
+	// An epoch assigned deferred is durable before any record follows it.
+	if err := l.syncEpochsLocked(); err != nil {
+		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: %w", err)
+	}
 	first := l.mu.leo
 	if follower {
 		if parsed[0].h.BaseOffset < first {
