@@ -78,8 +78,6 @@ func (r replicaAdapter) MakeLeader(topic string, partition int32, id [16]byte, s
 	return r.m.MakeLeader(topic, partition, id, toReplica(st))
 }
 
-func (r replicaAdapter) SyncLeaderEpochs() error { return r.m.SyncLeaderEpochs() }
-
 func (r replicaAdapter) MakeFollower(topic string, partition int32, id [16]byte, st api.PartitionState) error {
 	return r.m.MakeFollower(topic, partition, id, toReplica(st))
 }

@@ -307,6 +307,12 @@ func tail(b []byte, n int) []byte {
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
+	waitEvery(t, timeout, 20*time.Millisecond, what, cond)
+}
+
+// waitEvery is waitFor asking cond every interval.
+func waitEvery(t testing.TB, timeout, interval time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
@@ -318,7 +324,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, last)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

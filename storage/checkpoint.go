@@ -33,19 +33,13 @@ func writeCheckpoint(path string, lines []string) error {
 
 // writeCheckpointFS is writeCheckpoint on fs.
 func writeCheckpointFS(fs vfs.FS, path string, lines []string) error {
-	return vfs.WriteFileAtomic(fs, path, checkpointBytes(lines), 0o644)
-}
-
-// checkpointBytes is Kafka's text checkpoint format: the version, the
-// number of entries, then one entry per line.
-func checkpointBytes(lines []string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%d\n%d\n", checkpointVersion, len(lines))
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	return b.Bytes()
+	return vfs.WriteFileAtomic(fs, path, b.Bytes(), 0o644)
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the

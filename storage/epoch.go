@@ -28,12 +28,10 @@ type epochCache struct {
 	fs      vfs.FS
 	path    string
 	entries []EpochEntry
-	// unsynced: entries were written by persistDeferred and are not
-	// durable yet (the checkpoint file still holds what it held before).
-	// The Log appends no record while it is set (it syncs first), so a
-	// record of an epoch never reaches the log before the epoch's entry
-	// is durable.
-	unsynced bool
+	// unwritten: the newest entry was assigned (persistLater) but not
+	// written, since no record follows it yet. The Log writes it before
+	// it appends a record (see Log.AssignEpochDeferred).
+	unwritten bool
 }
 
 // loadEpochCache reads dir's leader-epoch-checkpoint (absent means empty).
@@ -64,30 +62,20 @@ func (c *epochCache) persist() error {
 	if err := writeCheckpointFS(c.fs, c.path, c.lines()); err != nil {
 		return err
 	}
-	c.unsynced = false
+	c.unwritten = false
 	return nil
 }
 
-// persistDeferred writes the cache beside its checkpoint file, durable
-// and in its place only after sync (vfs.WriteFileDeferred).
-func (c *epochCache) persistDeferred() error {
-	if err := vfs.WriteFileDeferred(c.fs, c.path, checkpointBytes(c.lines()), 0o644); err != nil {
-		return err
-	}
-	c.unsynced = true
-	return nil
-}
+// persistLater marks the cache as changed but not written (unwritten):
+// persist, or writeIfUnwritten before the next record, writes it.
+func (c *epochCache) persistLater() { c.unwritten = true }
 
-// sync makes what persistDeferred wrote durable (vfs.CommitFileAtomic).
-func (c *epochCache) sync() error {
-	if !c.unsynced {
+// writeIfUnwritten persists the cache if persistLater left it unwritten.
+func (c *epochCache) writeIfUnwritten() error {
+	if !c.unwritten {
 		return nil
 	}
-	if err := vfs.CommitFileAtomic(c.fs, c.path); err != nil {
-		return err
-	}
-	c.unsynced = false
-	return nil
+	return c.persist()
 }
 
 func (c *epochCache) lines() []string {

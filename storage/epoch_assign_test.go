@@ -2,8 +2,10 @@ package storage
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kbroker/kbroker/storage/vfs"
@@ -56,11 +58,11 @@ func TestAssignEpochDeferredDurableBeforeItsRecords(t *testing.T) {
 	})
 	defer mem.SetSyncHook(nil)
 
-	if written, err := l.AssignEpochDeferred(3); err != nil || !written {
-		t.Fatalf("AssignEpochDeferred(3) = %v, %v", written, err)
+	if err := l.AssignEpochDeferred(3); err != nil {
+		t.Fatal(err)
 	}
-	if written, err := l.AssignEpochDeferred(3); err != nil || written {
-		t.Fatalf("AssignEpochDeferred(3) again = %v, %v; want nothing written", written, err)
+	if len(points) != 0 {
+		t.Fatalf("AssignEpochDeferred synced %d times", len(points))
 	}
 	if got := l.LeaderEpochs(); len(got) != 2 || got[1] != (EpochEntry{Epoch: 3, StartOffset: 3}) {
 		t.Fatalf("epochs %v, want epoch 3 at 3 in memory", got)
@@ -96,25 +98,20 @@ func TestAssignEpochDeferredDurableBeforeItsRecords(t *testing.T) {
 		}
 	}
 
-	// SyncEpochs commits a deferred checkpoint on its own.
-	if _, err := l.AssignEpochDeferred(4); err != nil {
-		t.Fatal(err)
-	}
-	if err := SyncEpochs([]*Log{l}, 4); err != nil {
-		t.Fatal(err)
-	}
-	if got := checkpointedEpochs(t, mem.CrashClone(vfs.CrashOptions{}), dir); len(got) != 3 || got[2] != "4 5" {
-		t.Fatalf("after SyncEpochs and a crash the checkpoint holds %v, want epoch 4 at 5 last", got)
+	if got := checkpointedEpochs(t, mem, dir); len(got) != 2 || got[1] != "3 3" {
+		t.Fatalf("checkpoint after the append holds %v, want epoch 3 at 3 last", got)
 	}
 }
 
-// A deferred checkpoint whose sync fails takes the log offline: whether
-// the entry reached the disk is unknown, so nothing is appended after it.
-func TestSyncEpochsFailureTakesLogOffline(t *testing.T) {
+// A deferred epoch whose checkpoint cannot be written before the epoch's
+// first record fails that append, which writes nothing, and takes the log
+// offline, as a failed segment write does.
+func TestAssignEpochDeferredWriteFailure(t *testing.T) {
 	mem, dir := memLogDir(t)
-	failed := errors.New("injected fsync failure")
+	failed := errors.New("injected write failure")
+	var failing atomic.Bool
 	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, LeaderEpochCheckpointFile+".tmp") {
+		if failing.Load() && strings.HasPrefix(filepath.Base(op.Path), LeaderEpochCheckpointFile) {
 			return failed
 		}
 		return nil
@@ -124,17 +121,22 @@ func TestSyncEpochsFailureTakesLogOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := l.AssignEpochDeferred(2); err != nil {
+	mustAppend(t, l, 1, batchOf(2, 1, 1))
+	if err := l.AssignEpochDeferred(2); err != nil {
 		t.Fatal(err)
 	}
-	if err := SyncEpochs([]*Log{l}, 1); !errors.Is(err, failed) {
-		t.Fatalf("SyncEpochs = %v, want the injected failure", err)
+	failing.Store(true)
+	if _, err := l.Append(batchOf(1, 1, 1), 2); !errors.Is(err, failed) {
+		t.Fatalf("append = %v, want the injected failure", err)
+	}
+	if end := l.LogEndOffset(); end != 2 {
+		t.Fatalf("log end %d after the failed append, want 2", end)
 	}
 	if l.Offline() == nil {
-		t.Fatal("log still online after its epoch checkpoint failed to sync")
+		t.Fatal("log online after its leader epoch checkpoint failed")
 	}
-	if _, err := l.Append(batchOf(1, 1, 1), 2); err == nil {
-		t.Fatal("append accepted on a log whose epoch checkpoint failed to sync")
+	if got := checkpointedEpochs(t, mem, dir); len(got) != 1 || got[0] != "1 0" {
+		t.Fatalf("checkpoint holds %v, want only epoch 1", got)
 	}
 }
 

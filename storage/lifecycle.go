@@ -401,10 +401,7 @@ func (l *Log) close(fsync bool) (deferred bool, err error) {
 	if n := len(l.mu.segments); n > 0 {
 		errs = append(errs, l.mu.segments[n-1].seal())
 	}
-	// A deferred epoch checkpoint is committed whatever fsync says: its
-	// rename must not become durable before its bytes (the Dir's syncfs
-	// orders nothing).
-	syncErrs := []error{l.mu.epochs.sync()}
+	var syncErrs []error
 	dirDirty := l.mu.dirDirty
 	deferred = !fsync && dirDirty
 	for _, s := range l.mu.segments {

@@ -512,9 +512,11 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	if l.mu.offline != nil {
 		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: %w", l.mu.offline)
 	}
-	// An epoch assigned deferred is durable before any record follows it.
-	if err := l.syncEpochsLocked(); err != nil {
-		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: %w", err)
+	// An epoch assigned deferred is written before a record follows it.
+	// A failed write takes the log offline, as a failed segment write
+	// does (Kafka's checkpoint files take their log dir offline).
+	if err := l.mu.epochs.writeIfUnwritten(); err != nil {
+		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: leader epoch checkpoint: %w", l.failLocked(err))
 	}
 	first := l.mu.leo
 	if follower {

@@ -111,9 +111,6 @@ type ClusterReplicas interface {
 	// (false when it hosts no replica of it).
 	LeaderEpoch(topic string, partition int32) (int32, bool)
 	MakeLeader(topic string, partition int32, topicID [16]byte, st PartitionState) error
-	// SyncLeaderEpochs makes the leader epochs MakeLeader assigned since
-	// the last call durable (replica.Manager.SyncLeaderEpochs).
-	SyncLeaderEpochs() error
 	MakeFollower(topic string, partition int32, topicID [16]byte, st PartitionState) error
 	StopReplica(topic string, partition int32, deletePartition bool) error
 	// Offline reports whether this broker hosts the partition in an

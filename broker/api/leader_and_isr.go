@@ -8,9 +8,7 @@ package api
 // (controller.AdmitPartitionState: an older one is STALE_CONTROLLER_EPOCH
 // for it), then this broker becomes its leader or a follower of its leader
 // (ClusterReplicas); errors are per partition. A partition hosted in an
-// offline log dir is KAFKA_STORAGE_ERROR before any epoch check. The new
-// leader epochs' checkpoints are synced together before the answer
-// (ClusterReplicas.SyncLeaderEpochs).
+// offline log dir is KAFKA_STORAGE_ERROR before any epoch check.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -55,25 +53,6 @@ func (b *API) handleLeaderAndISR(ctx *network.RequestContext, req *kmsg.LeaderAn
 		}
 		if req.Version >= 5 {
 			resp.Topics = append(resp.Topics, rt)
-		}
-	}
-	// The new leader epochs' checkpoints, written deferred, become durable
-	// together before the answer. A log whose sync failed went offline:
-	// its partition answers KAFKA_STORAGE_ERROR.
-	if err := c.Replicas.SyncLeaderEpochs(); err != nil {
-		b.log.Error("LeaderAndIsr: leader epoch checkpoints not synced", "err", err)
-		markOffline := func(rp *kmsg.LeaderAndISRResponseTopicPartition) {
-			if rp.ErrorCode == 0 && c.Replicas.Offline(rp.Topic, rp.Partition) {
-				rp.ErrorCode = kerr.KafkaStorageError.Code
-			}
-		}
-		for i := range resp.Partitions {
-			markOffline(&resp.Partitions[i])
-		}
-		for i := range resp.Topics {
-			for j := range resp.Topics[i].Partitions {
-				markOffline(&resp.Topics[i].Partitions[j])
-			}
 		}
 	}
 	return resp

@@ -88,12 +88,6 @@ type replication struct {
 	wg      sync.WaitGroup
 	// internal counts the goroutines waiting for internal writes' HW.
 	internal sync.WaitGroup
-	// epochs holds the logs whose leader epoch checkpoint MakeLeader wrote
-	// deferred, until SyncLeaderEpochs.
-	epochs struct {
-		sync.Mutex
-		pending []*storage.Log
-	}
 }
 
 // SetReplicationConfig sets the replication settings; call it before

@@ -145,18 +145,16 @@ func (p *Partition) admitLocked(st PartitionState) (bool, error) {
 }
 
 // becomeLeader applies a state naming this broker leader. It reports
-// whether leadership is new (this broker did not lead before) and whether
-// it assigned a new leader epoch whose checkpoint is not durable yet
-// (storage.Log.AssignEpochDeferred).
-func (p *Partition) becomeLeader(self int32, st PartitionState, cfg isr.Config) (gained, epochPending bool, err error) {
+// whether leadership is new (this broker did not lead before).
+func (p *Partition) becomeLeader(self int32, st PartitionState, cfg isr.Config) (gained bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.closed {
-		return false, false, errPartitionClosed
+		return false, errPartitionClosed
 	}
 	newEpoch, err := p.admitLocked(st)
 	if err != nil {
-		return false, false, err
+		return false, err
 	}
 	wasLeader := p.mu.repl.kind == replLeader
 	if !newEpoch && wasLeader {
@@ -165,25 +163,26 @@ func (p *Partition) becomeLeader(self int32, st PartitionState, cfg isr.Config) 
 		if p.mu.repl.leader.Committed(st.ISR) {
 			p.setHWLocked(p.mu.repl.leader.HW())
 		}
-		return false, false, nil
+		return false, nil
 	}
 	// A new leader epoch starts at the log end (Kafka's makeLeader), so
 	// OffsetForLeaderEpoch for older epochs answers where this log ends.
-	epochPending, err = p.Log.AssignEpochDeferred(st.LeaderEpoch)
-	if err != nil {
-		return false, false, fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, err)
+	// Its checkpoint entry is written with the epoch's first record
+	// (storage.Log.AssignEpochDeferred).
+	if err := p.Log.AssignEpochDeferred(st.LeaderEpoch); err != nil {
+		return false, fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, err)
 	}
 	leo := p.Log.LogEndOffset()
 	l, err := isr.NewLeader(cfg, self, st.LeaderEpoch, st.Replicas, st.ISR, leo, p.hw.Load(), p.env.now())
 	if err != nil {
-		return false, epochPending, fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, err)
+		return false, fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, err)
 	}
 	p.failWaitersLocked(errNotLeader) // produces of an older epoch of ours
 	p.epoch.Store(st.LeaderEpoch)
 	p.mu.repl.state, p.mu.repl.leader, p.mu.repl.isrWriting = st.Clone(), l, false
 	p.setKindLocked(replLeader)
 	p.setHWLocked(l.HW())
-	return !wasLeader, epochPending, nil
+	return !wasLeader, nil
 }
 
 // becomeFollower applies a state naming another broker (or none, -1)
@@ -259,12 +258,7 @@ func (m *Manager) MakeLeader(topic string, partition int32, topicID [16]byte, st
 		return err
 	}
 	m.removeFollower(p)
-	gained, epochPending, err := p.becomeLeader(c.self, st, m.isrConfig(p))
-	if epochPending {
-		m.repl.epochs.Lock()
-		m.repl.epochs.pending = append(m.repl.epochs.pending, p.Log)
-		m.repl.epochs.Unlock()
-	}
+	gained, err := p.becomeLeader(c.self, st, m.isrConfig(p))
 	if err != nil {
 		return err
 	}
@@ -274,26 +268,6 @@ func (m *Manager) MakeLeader(topic string, partition int32, topicID [16]byte, st
 	}
 	return nil
 }
-
-// SyncLeaderEpochs makes durable the leader epoch checkpoints that
-// MakeLeader calls wrote since the last call, concurrently (a LeaderAndIsr
-// calls it once after all its partitions). Each is durable before its log
-// appends anything anyway (storage.Log.AssignEpochDeferred); this bounds
-// how long the entries may be lost to a crash and keeps the fsyncs off
-// the first produce. A failure takes that log offline and is returned.
-func (m *Manager) SyncLeaderEpochs() error {
-	m.repl.epochs.Lock()
-	logs := m.repl.epochs.pending
-	m.repl.epochs.pending = nil
-	m.repl.epochs.Unlock()
-	return storage.SyncEpochs(logs, epochSyncWorkers)
-}
-
-// epochSyncWorkers is how many leader epoch checkpoints SyncLeaderEpochs
-// commits at once: enough for the file system to fold their fsyncs into
-// few journal commits (16 at once took a third of the time of one after
-// another on ext4, issue 26).
-const epochSyncWorkers = 16
 
 // MakeFollower makes this broker a follower of st.Leader (-1: no leader,
 // nothing is fetched): clients get NOT_LEADER_OR_FOLLOWER, parked acks=all

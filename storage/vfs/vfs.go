@@ -145,42 +145,6 @@ func writeFile(fs FS, name string, data []byte, perm os.FileMode, fsync bool) er
 	return err
 }
 
-// WriteFileDeferred is the first half of WriteFileAtomic: it writes data
-// to "<name>.tmp" and fsyncs nothing. CommitFileAtomic is the second half.
-// Until it runs, name is what it was, so a crash in between leaves the old
-// contents and a ".tmp" leftover.
-func WriteFileDeferred(fs FS, name string, data []byte, perm os.FileMode) error {
-	tmp := name + ".tmp"
-	if err := WriteFile(fs, tmp, data, perm); err != nil {
-		_ = fs.Remove(tmp)
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	return nil
-}
-
-// CommitFileAtomic is the second half of WriteFileAtomic after
-// WriteFileDeferred: it fsyncs "<name>.tmp", renames it over name and
-// fsyncs the directory. Many files written deferred can be committed
-// concurrently, which a file system serves with fewer journal commits
-// than the same WriteFileAtomic calls one after another.
-func CommitFileAtomic(fs FS, name string) error {
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_WRONLY, 0)
-	if err == nil {
-		err = f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = fs.Rename(tmp, name)
-	}
-	if err != nil {
-		return fmt.Errorf("commit %s: %w", name, err)
-	}
-	return SyncDir(fs, filepath.Dir(name))
-}
-
 // WriteFileAtomic replaces name with data so that a crash leaves either the
 // old or the new contents: a temporary file "<name>.tmp" is written and
 // fsynced, renamed over name, and the directory is fsynced.
