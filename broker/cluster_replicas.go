@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/kbroker/kbroker/broker/api"
 	"github.com/kbroker/kbroker/broker/config"
@@ -42,7 +44,7 @@ func (b *Broker) startReplication() {
 	b.openCoordConns()
 	b.co.SetCluster(coordCluster{b: b, listener: listener}) // cluster_coordinators.go
 	c := b.cluster
-	b.rm.SetCluster(b.cfg.NodeID, isrWriter{c.zk}, func(id int32) (string, bool) {
+	b.rm.SetCluster(b.cfg.NodeID, &isrWriter{zk: c.zk}, func(id int32) (string, bool) {
 		e, ok := c.cache.BrokerEndpoint(id, listener)
 		if !ok {
 			return "", false
@@ -91,13 +93,28 @@ func (r replicaAdapter) Offline(topic string, partition int32) bool {
 	return p != nil && p.Offline() != nil
 }
 
-// isrWriter is replica.ISRWriter over ZooKeeper.
-type isrWriter struct{ zk *zkclient.Client }
+// isrWriter is replica.ISRWriter over ZooKeeper. The partitions whose ISR
+// it wrote wait in pending for FlushISRChanges, which names them in as few
+// /isr_change_notification znodes as it can (Kafka's leaders batch theirs
+// too, ReplicaManager.maybePropagateIsrChanges): the controller then reads
+// one notification, not one per partition.
+type isrWriter struct {
+	zk *zkclient.Client
 
-func (w isrWriter) ChangeISR(topic string, partition int32, cur replica.PartitionState, isr []int32) (replica.PartitionState, error) {
+	mu      sync.Mutex
+	pending []zkdata.TopicPartition
+}
+
+var _ replica.ISRChangeFlusher = (*isrWriter)(nil)
+
+// isrChangesPerNotification bounds one notification znode's partitions,
+// well under ZooKeeper's 1 MiB jute.maxbuffer even with 249-byte names.
+const isrChangesPerNotification = 1000
+
+func (w *isrWriter) ChangeISR(topic string, partition int32, cur replica.PartitionState, isr []int32) (replica.PartitionState, error) {
 	tp := zkdata.TopicPartition{Topic: topic, Partition: partition}
-	zcur := zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, ISR: cur.ISR, ControllerEpoch: cur.ControllerEpoch, ZkVersion: cur.ZKVersion}
-	next, err := w.zk.ChangeISR(tp, zcur, isr)
+	next := zkdata.PartitionState{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, ISR: slices.Clone(isr), ControllerEpoch: cur.ControllerEpoch, ZkVersion: cur.ZKVersion}
+	v, err := w.zk.UpdatePartitionState(tp, next)
 	switch {
 	case errors.Is(err, zkclient.ErrBadVersion):
 		read, rerr := w.zk.PartitionState(tp)
@@ -107,12 +124,35 @@ func (w isrWriter) ChangeISR(topic string, partition int32, cur replica.Partitio
 		st := cur.Clone()
 		st.Leader, st.LeaderEpoch, st.ISR, st.ControllerEpoch, st.ZKVersion = read.Leader, read.LeaderEpoch, read.ISR, read.ControllerEpoch, read.ZkVersion
 		return st, fmt.Errorf("%s: %w", tp, replica.ErrStaleISRVersion)
-	case err != nil && next.ZkVersion == zcur.ZkVersion:
+	case err != nil:
 		return cur, err // not known to be written: the leader writes it again
 	}
-	// Written (a failed change notification only delays the controller's
-	// UpdateMetadata; the state znode is what counts).
+	w.mu.Lock()
+	w.pending = append(w.pending, tp)
+	w.mu.Unlock()
 	st := cur.Clone()
-	st.ISR, st.ZKVersion = next.ISR, next.ZkVersion
+	st.ISR, st.ZKVersion = next.ISR, v
 	return st, nil
+}
+
+// FlushISRChanges leaves the change notifications of the ISRs written
+// since the last flush. Those it could not write stay pending for the
+// next (a missing notification only delays the controller's
+// UpdateMetadata; the state znode is what counts).
+func (w *isrWriter) FlushISRChanges() error {
+	w.mu.Lock()
+	tps := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	for len(tps) > 0 {
+		n := min(len(tps), isrChangesPerNotification)
+		if err := w.zk.NotifyISRChange(tps[:n]); err != nil {
+			w.mu.Lock()
+			w.pending = append(tps, w.pending...)
+			w.mu.Unlock()
+			return fmt.Errorf("ISR change notification of %d partitions: %w", len(tps), err)
+		}
+		tps = tps[n:]
+	}
+	return nil
 }

@@ -11,6 +11,8 @@ package replica
 import (
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -75,17 +77,51 @@ func (m *Manager) wakeISRWriter() {
 	}
 }
 
+// isrWritesInFlight bounds the ISR writes writeISRChanges runs at once.
+const isrWritesInFlight = 64
+
 // writeISRChanges writes every pending ISR proposal of the partitions this
-// broker leads. It reports whether a write's outcome stayed unknown (to be
-// written again).
+// broker leads, up to isrWritesInFlight partitions at once (the ZooKeeper
+// client pipelines them on its session, and ZooKeeper commits them
+// together), then flushes the writer's notifications. It reports whether a
+// write's outcome stayed unknown (to be written again).
+//
+// One write after another made a broker that rejoined a 30,000-partition
+// cluster wait tens of seconds for its leaders' ISR expansions (issue 26).
+// Each partition still has at most one write in flight (isrWriting) and
+// applies its outcome under its own lock, as before.
 func (m *Manager) writeISRChanges() (unconfirmed bool) {
 	c := m.cluster()
+	var pending []*Partition
 	for _, p := range m.AllPartitions() {
-		if m.writeISRChange(c, p) {
-			unconfirmed = true
+		p.mu.Lock()
+		if l := p.mu.repl.leader; l != nil && !p.mu.closed && !p.mu.repl.isrWriting && l.Pending() != nil {
+			pending = append(pending, p)
+		}
+		p.mu.Unlock()
+	}
+	var retry atomic.Bool
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(pending), isrWritesInFlight) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(pending); i = int(next.Add(1) - 1) {
+				if m.writeISRChange(c, pending[i]) {
+					retry.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if f, ok := c.isrw.(ISRChangeFlusher); ok {
+		if err := f.FlushISRChanges(); err != nil {
+			m.log.Warn("ISR change notification not written; written again with the next round", "err", err)
+			retry.Store(true)
 		}
 	}
-	return unconfirmed
+	return retry.Load()
 }
 
 // writeISRChange writes p's pending ISR proposal, if any, conditional on

@@ -46,8 +46,18 @@ func (s PartitionState) Clone() PartitionState {
 // read back from the store and an error wrapping ErrStaleISRVersion: the
 // leader obeys that state, never retries its own view. Any other error
 // leaves the ISR unchanged; a later tick or fetch proposes again.
+//
+// The leader loop calls ChangeISR for many partitions at once (one call
+// per partition at a time), so it must be safe for concurrent use.
 type ISRWriter interface {
 	ChangeISR(topic string, partition int32, cur PartitionState, isr []int32) (PartitionState, error)
+}
+
+// ISRChangeFlusher is an ISRWriter that leaves part of its work, the
+// controller's change notifications in ZooKeeper mode, to one
+// FlushISRChanges after each round of ChangeISR calls.
+type ISRChangeFlusher interface {
+	FlushISRChanges() error
 }
 
 // ErrStaleISRVersion reports an ISR write whose version check failed.
