@@ -39,13 +39,14 @@ func (s PartitionState) Clone() PartitionState {
 	return s
 }
 
-// ISRWriter persists a leader's ISR change (zkclient.Client.ChangeISR in
-// cluster mode). cur is the state the leader knows (its ZKVersion is the
-// version the write is conditional on). On success it returns the new state
-// (with the new ZKVersion). When the version is stale it returns the state
-// read back from the store and an error wrapping ErrStaleISRVersion: the
-// leader obeys that state, never retries its own view. Any other error
-// leaves the ISR unchanged; a later tick or fetch proposes again.
+// ISRWriter persists a leader's ISR change (the partition state znode in
+// cluster mode, broker/cluster_replicas.go). cur is the state the leader
+// knows (its ZKVersion is the version the write is conditional on). On
+// success it returns the new state (with the new ZKVersion). When the
+// version is stale it returns the state read back from the store and an
+// error wrapping ErrStaleISRVersion: the leader obeys that state, never
+// retries its own view. Any other error leaves the outcome unknown: the
+// leader loop writes the change again (writeISRChange).
 //
 // The leader loop calls ChangeISR for many partitions at once (one call
 // per partition at a time), so it must be safe for concurrent use.
