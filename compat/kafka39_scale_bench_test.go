@@ -260,6 +260,7 @@ func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResul
 	}
 	r.victimLed = led[r.victim]
 	victim := c.broker(b, r.victim)
+	integration.SyncDisks()
 	r.shutdown = timed(func() {
 		if err := victim.term(10 * time.Minute); err != nil {
 			b.Fatalf("%s: %v", c.name, err)

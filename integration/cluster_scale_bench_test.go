@@ -96,6 +96,7 @@ func BenchmarkClusterScale(b *testing.B) {
 			break
 		}
 	}
+	SyncDisks()
 	t0 = time.Now()
 	if err := victim.Term(5 * time.Minute); err != nil {
 		b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,6 +66,13 @@ func EnvInt(t testing.TB, name string, def int) int {
 	}
 	return n
 }
+
+// SyncDisks writes back every dirty page of the machine (sync(2)) before
+// a timed controlled shutdown: the three brokers of a benchmark share one
+// disk, and a broker's shutdown syncs its own writes (kbroker: its whole
+// file system, vfs.SyncFS), so without it the figure holds the other
+// brokers' write-back of what they just did (a rejoin's catch-up).
+func SyncDisks() { syscall.Sync() }
 
 // scalePoll is how often WaitScale asks: the scale figures are as coarse.
 const scalePoll = 250 * time.Millisecond
