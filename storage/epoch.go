@@ -30,7 +30,7 @@ type epochCache struct {
 	entries []EpochEntry
 	// unwritten: the newest entry was assigned (persistLater) but not
 	// written, since no record follows it yet. The Log writes it before
-	// it appends a record (see Log.AssignEpochDeferred).
+	// it appends a record (see Log.AssignEpoch).
 	unwritten bool
 }
 
@@ -78,6 +78,7 @@ func (c *epochCache) writeIfUnwritten() error {
 	return c.persist()
 }
 
+// lines are the checkpoint's entry lines, "epoch start-offset" each.
 func (c *epochCache) lines() []string {
 	lines := make([]string, len(c.entries))
 	for i, e := range c.entries {

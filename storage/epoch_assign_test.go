@@ -35,7 +35,7 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 // An epoch assigned deferred is not on disk until SyncEpochs or the log's
 // next append, and at every durable state a crash can leave, the log holds
 // no record of the epoch without the epoch's entry.
-func TestAssignEpochDeferredDurableBeforeItsRecords(t *testing.T) {
+func TestAssignEpochDurableBeforeItsRecords(t *testing.T) {
 	mem, dir := memLogDir(t)
 	cfg := Config{FS: mem, Logger: quiet}
 	l, err := Open(dir, cfg, 0, true)
@@ -58,11 +58,11 @@ func TestAssignEpochDeferredDurableBeforeItsRecords(t *testing.T) {
 	})
 	defer mem.SetSyncHook(nil)
 
-	if err := l.AssignEpochDeferred(3); err != nil {
+	if err := l.AssignEpoch(3); err != nil {
 		t.Fatal(err)
 	}
 	if len(points) != 0 {
-		t.Fatalf("AssignEpochDeferred synced %d times", len(points))
+		t.Fatalf("AssignEpoch synced %d times", len(points))
 	}
 	if got := l.LeaderEpochs(); len(got) != 2 || got[1] != (EpochEntry{Epoch: 3, StartOffset: 3}) {
 		t.Fatalf("epochs %v, want epoch 3 at 3 in memory", got)
@@ -106,7 +106,7 @@ func TestAssignEpochDeferredDurableBeforeItsRecords(t *testing.T) {
 // A deferred epoch whose checkpoint cannot be written before the epoch's
 // first record fails that append, which writes nothing, and takes the log
 // offline, as a failed segment write does.
-func TestAssignEpochDeferredWriteFailure(t *testing.T) {
+func TestAssignEpochWriteFailure(t *testing.T) {
 	mem, dir := memLogDir(t)
 	failed := errors.New("injected write failure")
 	var failing atomic.Bool
@@ -122,7 +122,7 @@ func TestAssignEpochDeferredWriteFailure(t *testing.T) {
 	}
 	defer l.Close()
 	mustAppend(t, l, 1, batchOf(2, 1, 1))
-	if err := l.AssignEpochDeferred(2); err != nil {
+	if err := l.AssignEpoch(2); err != nil {
 		t.Fatal(err)
 	}
 	failing.Store(true)

@@ -179,8 +179,8 @@ func (p *Partition) becomeLeader(self int32, st PartitionState, cfg isr.Config) 
 	// A new leader epoch starts at the log end (Kafka's makeLeader), so
 	// OffsetForLeaderEpoch for older epochs answers where this log ends.
 	// Its checkpoint entry is written with the epoch's first record
-	// (storage.Log.AssignEpochDeferred).
-	if err := p.Log.AssignEpochDeferred(st.LeaderEpoch); err != nil {
+	// (storage.Log.AssignEpoch).
+	if err := p.Log.AssignEpoch(st.LeaderEpoch); err != nil {
 		return false, fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, err)
 	}
 	leo := p.Log.LogEndOffset()
