@@ -11,9 +11,10 @@ package replica
 import (
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 func (m *Manager) leaderLoop(rc ReplicationConfig) {
@@ -95,26 +96,23 @@ func (m *Manager) writeISRChanges() (unconfirmed bool) {
 	var pending []*Partition
 	for _, p := range m.AllPartitions() {
 		p.mu.Lock()
-		if l := p.mu.repl.leader; l != nil && !p.mu.closed && !p.mu.repl.isrWriting && l.Pending() != nil {
+		if p.isrWriteDueLocked() {
 			pending = append(pending, p)
 		}
 		p.mu.Unlock()
 	}
 	var retry atomic.Bool
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(pending), isrWritesInFlight) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(pending); i = int(next.Add(1) - 1) {
-				if m.writeISRChange(c, pending[i]) {
-					retry.Store(true)
-				}
+	var writes errgroup.Group
+	writes.SetLimit(isrWritesInFlight)
+	for _, p := range pending {
+		writes.Go(func() error {
+			if m.writeISRChange(c, p) {
+				retry.Store(true)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = writes.Wait() // the writes report through retry, never an error
 	if f, ok := c.isrw.(ISRChangeFlusher); ok {
 		if err := f.FlushISRChanges(); err != nil {
 			m.log.Warn("ISR change notification not written; written again with the next round", "err", err)
@@ -141,11 +139,11 @@ func (m *Manager) writeISRChanges() (unconfirmed bool) {
 // data on the version conflict (ReplicationUtils.updateLeaderAndIsr).
 func (m *Manager) writeISRChange(c *clusterState, p *Partition) (unconfirmed bool) {
 	p.mu.Lock()
-	l := p.mu.repl.leader
-	if l == nil || p.mu.closed || p.mu.repl.isrWriting || l.Pending() == nil {
+	if !p.isrWriteDueLocked() {
 		p.mu.Unlock()
 		return false
 	}
+	l := p.mu.repl.leader
 	change := slices.Clone(l.Pending().ISR)
 	cur := p.mu.repl.state.Clone()
 	epoch := l.Epoch()
@@ -182,4 +180,11 @@ func (m *Manager) writeISRChange(c *clusterState, p *Partition) (unconfirmed boo
 		return true
 	}
 	return false
+}
+
+// isrWriteDueLocked reports whether p leads with an ISR proposal that no
+// write carries yet. p.mu must be held.
+func (p *Partition) isrWriteDueLocked() bool {
+	l := p.mu.repl.leader
+	return l != nil && !p.mu.closed && !p.mu.repl.isrWriting && l.Pending() != nil
 }
