@@ -59,7 +59,11 @@ func loadEpochCache(fs vfs.FS, dir string) (epochCache, error) {
 
 // persist writes the cache to its checkpoint file atomically and durably.
 func (c *epochCache) persist() error {
-	if err := writeCheckpointFS(c.fs, c.path, c.lines()); err != nil {
+	lines := make([]string, len(c.entries))
+	for i, e := range c.entries {
+		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
+	}
+	if err := writeCheckpointFS(c.fs, c.path, lines); err != nil {
 		return err
 	}
 	c.unwritten = false
@@ -76,15 +80,6 @@ func (c *epochCache) writeIfUnwritten() error {
 		return nil
 	}
 	return c.persist()
-}
-
-// lines are the checkpoint's entry lines, "epoch start-offset" each.
-func (c *epochCache) lines() []string {
-	lines := make([]string, len(c.entries))
-	for i, e := range c.entries {
-		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
-	}
-	return lines
 }
 
 // latest is the newest epoch, or UndefinedEpoch.
