@@ -282,7 +282,9 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 				}
 				l.recovered.Segments++
 				l.recovered.Bytes += fileSize
-				tail, err = s.rebuild(fileSize, true, interval)
+				if tail, err = s.rebuild(fileSize, true, interval); err == nil {
+					s.adoptIndexFiles(idxB, timeB)
+				}
 			} else {
 				nextBase := int64(math.MaxInt64)
 				if !last {

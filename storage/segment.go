@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -77,10 +78,14 @@ type segment struct {
 
 	idxOnDisk, timesOnDisk int
 	idxStale               bool // the index files must be rewritten whole
-	// idxMissing: an index file does not exist (a new segment, or one
-	// loaded without it); the next sync writes both whole, even empty,
-	// because Kafka recovers a segment whose .index is missing.
+	// idxMissing: an index file does not exist (a segment loaded without
+	// it); the next sync writes both whole, even empty, because Kafka
+	// recovers a segment whose .index is missing.
 	idxMissing bool
+	// idxUnsynced: the index files were adopted by a recovery (adoptIndexFiles)
+	// and may be only in the page cache; the next sync fsyncs them even
+	// with no entry to append.
+	idxUnsynced bool
 	// txnDirty: entries were appended to the .txnindex file since the
 	// last fsync (AppendTxnIndex); the segment's next sync fsyncs it.
 	txnDirty bool
@@ -99,13 +104,17 @@ func openSegment(fs vfs.FS, files *fileCache, dir string, base int64, create boo
 			return nil, nil, nil, fmt.Errorf("create segment: %w", err)
 		}
 		s.log = files.file(path, f)
+		// Empty index files with the segment, as Kafka creates them, so
+		// that a segment that never gets an entry has nothing to write
+		// when it is synced or closed. They need no fsync: an empty file
+		// is durable with its directory entry, which the log's next
+		// directory sync covers like the .log file's (dirDirty).
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
-			if err := fs.Remove(segmentPath(dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if _, err := writeIndexFile(fs, segmentPath(dir, base, suf), nil, -1, false, false); err != nil {
 				s.close()
-				return nil, nil, nil, fmt.Errorf("remove stale index: %w", err)
+				return nil, nil, nil, fmt.Errorf("create segment: %w", err)
 			}
 		}
-		s.idxMissing = true
 		return s, nil, nil, nil
 	}
 	st, err := fs.Stat(path)
@@ -231,6 +240,7 @@ type indexWrite struct {
 	idxAt, timesAt int64
 	nIdx, nTimes   int
 	txn            bool // fsync the .txnindex file
+	unsynced       bool // fsync both index files even with nothing to append
 }
 
 // pendingIndex describes the index entries not yet in the files. Callers
@@ -244,6 +254,7 @@ func (s *segment) pendingIndex() indexWrite {
 		w.times = encodeTimeEntries(nil, s.base, s.times)
 		return w
 	}
+	w.unsynced = s.idxUnsynced
 	w.idxAt = int64(s.idxOnDisk) * offsetIndexEntrySize
 	w.timesAt = int64(s.timesOnDisk) * timeIndexEntrySize
 	w.idx = encodeOffsetEntries(nil, s.base, s.index[s.idxOnDisk:])
@@ -268,11 +279,11 @@ func (s *segment) writeIndexFiles(w indexWrite, fsync bool) (created bool, err e
 	// The time index first: then every batch before the last offset index
 	// entry on disk is covered by the time index on disk, and load need
 	// only scan after that entry (see segment.load).
-	c1, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, timeIndexSuffix), w.times, w.timesAt, fsync)
+	c1, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, timeIndexSuffix), w.times, w.timesAt, fsync, w.unsynced)
 	if err != nil {
 		return c1, err
 	}
-	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt, fsync)
+	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt, fsync, w.unsynced)
 	if err == nil && w.txn && fsync {
 		err = syncTxnIndex(s.fs, segmentPath(s.dir, s.base, txnIndexSuffix))
 	}
@@ -286,15 +297,30 @@ func (s *segment) indexWritten(w indexWrite, err error) {
 		s.txnDirty = s.txnDirty || w.txn
 		return
 	}
-	s.idxStale, s.idxMissing = false, false
+	s.idxStale, s.idxMissing, s.idxUnsynced = false, false, false
 	s.idxOnDisk, s.timesOnDisk = w.nIdx, w.nTimes
+}
+
+// adoptIndexFiles keeps the index files a recovery found (idxB, timeB: their
+// contents at open) instead of rewriting them, if they hold exactly the
+// entries the rebuild derived from the batches. They may be only in the
+// page cache, so the next sync fsyncs them (idxUnsynced). Callers own s
+// alone (Log.load).
+func (s *segment) adoptIndexFiles(idxB, timeB []byte) {
+	if idxB == nil || timeB == nil ||
+		!bytes.Equal(idxB, encodeOffsetEntries(nil, s.base, s.index)) ||
+		!bytes.Equal(timeB, encodeTimeEntries(nil, s.base, s.times)) {
+		return
+	}
+	s.idxStale, s.idxMissing, s.idxUnsynced = false, false, true
+	s.idxOnDisk, s.timesOnDisk = len(s.index), len(s.times)
 }
 
 // writeIndexFile writes b at offset at of the index file path (at < 0:
 // replaces its contents) and, if fsync is set, fsyncs it. Nothing to
-// append is a no-op.
-func writeIndexFile(fs vfs.FS, path string, b []byte, at int64, fsync bool) (created bool, err error) {
-	if at >= 0 && len(b) == 0 {
+// append is a no-op unless unsynced asks for the fsync anyway.
+func writeIndexFile(fs vfs.FS, path string, b []byte, at int64, fsync, unsynced bool) (created bool, err error) {
+	if at >= 0 && len(b) == 0 && !(fsync && unsynced) {
 		return false, nil
 	}
 	flag := os.O_WRONLY | os.O_CREATE
@@ -305,7 +331,9 @@ func writeIndexFile(fs vfs.FS, path string, b []byte, at int64, fsync bool) (cre
 	if err != nil {
 		return true, fmt.Errorf("write index %s: %w", path, wrapOpenErr(err))
 	}
-	_, err = f.WriteAt(b, max(at, 0))
+	if len(b) > 0 {
+		_, err = f.WriteAt(b, max(at, 0))
+	}
 	if err == nil && fsync {
 		err = f.Sync()
 	}
