@@ -125,13 +125,13 @@ func startBenchClusters(b *testing.B) []clusterTarget {
 		kafkaSeeds = append(kafkaSeeds, k.Addr())
 	}
 	for id := range int32(3) {
-		k := startKafka39With(b, z, "/kafka39", id+1, filepath.Join(b.TempDir(), "data"), map[string]string{
+		k := startKafka39JVM(b, z, "/kafka39", id+1, filepath.Join(b.TempDir(), "data"), freePort(b), map[string]string{
 			"min.insync.replicas":                      "2",
 			"default.replication.factor":               "3",
 			"offsets.topic.replication.factor":         "3",
 			"transaction.state.log.replication.factor": "3",
 			"transaction.state.log.min.isr":            "2",
-		})
+		}, kafka39BenchJVM)
 		kafka39Seeds = append(kafka39Seeds, k.Addr())
 	}
 	return []clusterTarget{

@@ -173,7 +173,7 @@ func BenchmarkKafkaClusterScale(b *testing.B) {
 		extra["offsets.topic.replication.factor"] = "3"
 		extra["transaction.state.log.replication.factor"] = "3"
 		extra["transaction.state.log.min.isr"] = "2"
-		jvm := kafka39JVM{xmx: heap, xms: heap, startTimeout: 10 * time.Minute}
+		jvm := kafka39JVM{xmx: heap, xms: heap, gc: "-XX:+UseSerialGC", startTimeout: 10 * time.Minute}
 		var c scaleCluster
 		for i := range int32(3) {
 			id := i + 1

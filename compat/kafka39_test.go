@@ -74,11 +74,18 @@ func startKafka39At(t testing.TB, z *integration.ZooKeeper, chroot string, id in
 // to start.
 type kafka39JVM struct {
 	xmx, xms     string // -Xmx and -Xms, e.g. "512m"
+	gc           string // the collector's flag, e.g. "-XX:+UseSerialGC"
 	startTimeout time.Duration
 }
 
 // kafka39SmallJVM is the JVM of the compat tests' Kafka 3.9 brokers.
-var kafka39SmallJVM = kafka39JVM{xmx: "512m", xms: "256m", startTimeout: kafkaStartTimeout}
+var kafka39SmallJVM = kafka39JVM{xmx: "512m", xms: "256m", gc: "-XX:+UseSerialGC", startTimeout: kafkaStartTimeout}
+
+// kafka39BenchJVM is the JVM of the latency benchmarks' Kafka 3.9 brokers:
+// the heap and collector of their Kafka 4.4 brokers (startKafkaCluster:
+// KAFKA_HEAP_OPTS=-Xmx512m -Xms512m and kafka-server-start.sh's G1), so
+// that the two Kafkas differ only in their code.
+var kafka39BenchJVM = kafka39JVM{xmx: "512m", xms: "512m", gc: "-XX:+UseG1GC", startTimeout: kafkaStartTimeout}
 
 // startKafka39JVM is startKafka39At with the JVM of jvm.
 func startKafka39JVM(t testing.TB, z *integration.ZooKeeper, chroot string, id int32, logDir string, port int, extra map[string]string, jvm kafka39JVM) *kafka39Proc {
@@ -104,7 +111,7 @@ num.partitions=1
 	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k.cmd = exec.Command("java", "-Xmx"+jvm.xmx, "-Xms"+jvm.xms, "-XX:+UseSerialGC",
+	k.cmd = exec.Command("java", "-Xmx"+jvm.xmx, "-Xms"+jvm.xms, jvm.gc,
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-cp", cp, "kafka.Kafka", path)
 	k.started = time.Now()
 	k.done = launchJavaProc(t, "Apache Kafka 3.9", k.cmd, k.out)
