@@ -104,39 +104,89 @@ func TestAssignEpochDurableBeforeItsRecords(t *testing.T) {
 }
 
 // A deferred epoch whose checkpoint cannot be written before the epoch's
-// first record fails that append, which writes nothing, and takes the log
-// offline, as a failed segment write does.
+// first record fails that append, which writes nothing. As a failed
+// segment write truncated back, that takes the log offline in a dir with
+// WriteErrorsOffline (cluster mode); a single node writes the checkpoint at
+// the next append instead.
 func TestAssignEpochWriteFailure(t *testing.T) {
-	mem, dir := memLogDir(t)
-	failed := errors.New("injected write failure")
-	var failing atomic.Bool
-	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
-		if failing.Load() && strings.HasPrefix(filepath.Base(op.Path), LeaderEpochCheckpointFile) {
-			return failed
+	for _, offline := range []bool{false, true} {
+		mem, dir := memLogDir(t)
+		failed := errors.New("injected write failure")
+		var failing atomic.Bool
+		fs := vfs.WithErrors(mem, func(op vfs.Op) error {
+			if failing.Load() && strings.HasPrefix(filepath.Base(op.Path), LeaderEpochCheckpointFile) {
+				return failed
+			}
+			return nil
+		})
+		l, err := Open(dir, Config{FS: fs, Logger: quiet, writeErrorsOffline: offline}, 0, true)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	l, err := Open(dir, Config{FS: fs, Logger: quiet}, 0, true)
-	if err != nil {
-		t.Fatal(err)
+		mustAppend(t, l, 1, batchOf(2, 1, 1))
+		if err := l.AssignEpoch(2); err != nil {
+			t.Fatal(err)
+		}
+		failing.Store(true)
+		if _, err := l.Append(batchOf(1, 1, 1), 2); !errors.Is(err, failed) {
+			t.Fatalf("WriteErrorsOffline %v: append = %v, want the injected failure", offline, err)
+		}
+		if end := l.LogEndOffset(); end != 2 {
+			t.Fatalf("WriteErrorsOffline %v: log end %d after the failed append, want 2", offline, end)
+		}
+		if got := checkpointedEpochs(t, mem, dir); len(got) != 1 || got[0] != "1 0" {
+			t.Fatalf("WriteErrorsOffline %v: checkpoint holds %v, want only epoch 1", offline, got)
+		}
+		failing.Store(false)
+		_, err = l.Append(batchOf(1, 1, 1), 2)
+		if offline {
+			// Sticky until restart, as Kafka's offline log dir.
+			if l.Offline() == nil || err == nil {
+				t.Fatalf("WriteErrorsOffline: log online (append %v) after its leader epoch checkpoint failed", err)
+			}
+		} else {
+			// A single node's disk that fills up and frees again: the
+			// next append writes the epoch, then its record.
+			if err != nil || l.Offline() != nil {
+				t.Fatalf("append after the disk recovered = %v (offline %v), want it written", err, l.Offline())
+			}
+			if got := checkpointedEpochs(t, mem, dir); len(got) != 2 || got[1] != "2 2" {
+				t.Fatalf("checkpoint holds %v after the retry, want epoch 2 at 2", got)
+			}
+		}
+		l.Close()
 	}
-	defer l.Close()
-	mustAppend(t, l, 1, batchOf(2, 1, 1))
-	if err := l.AssignEpoch(2); err != nil {
-		t.Fatal(err)
-	}
-	failing.Store(true)
-	if _, err := l.Append(batchOf(1, 1, 1), 2); !errors.Is(err, failed) {
-		t.Fatalf("append = %v, want the injected failure", err)
-	}
-	if end := l.LogEndOffset(); end != 2 {
-		t.Fatalf("log end %d after the failed append, want 2", end)
-	}
-	if l.Offline() == nil {
-		t.Fatal("log online after its leader epoch checkpoint failed")
-	}
-	if got := checkpointedEpochs(t, mem, dir); len(got) != 1 || got[0] != "1 0" {
-		t.Fatalf("checkpoint holds %v, want only epoch 1", got)
+}
+
+// An append that starts a new epoch itself (a leader's first record of an
+// epoch it was not assigned, a follower copying the leader's batches) and
+// cannot write the checkpoint follows the same rule.
+func TestAppendEpochWriteFailure(t *testing.T) {
+	for _, offline := range []bool{false, true} {
+		mem, dir := memLogDir(t)
+		var failing atomic.Bool
+		fs := vfs.WithErrors(mem, func(op vfs.Op) error {
+			if failing.Load() && strings.HasPrefix(filepath.Base(op.Path), LeaderEpochCheckpointFile) {
+				return errors.New("injected write failure")
+			}
+			return nil
+		})
+		l, err := Open(dir, Config{FS: fs, Logger: quiet, writeErrorsOffline: offline}, 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, 1, batchOf(2, 1, 1))
+		failing.Store(true)
+		if _, err := l.Append(batchOf(1, 1, 1), 3); err == nil {
+			t.Fatalf("WriteErrorsOffline %v: append of a new epoch succeeded without its checkpoint", offline)
+		}
+		if got := l.LeaderEpochs(); len(got) != 1 || got[0].Epoch != 1 {
+			t.Fatalf("WriteErrorsOffline %v: epochs %v after the failed append, want only epoch 1", offline, got)
+		}
+		if (l.Offline() != nil) != offline {
+			t.Fatalf("WriteErrorsOffline %v: offline = %v", offline, l.Offline())
+		}
+		l.Close()
 	}
 }
 

@@ -515,10 +515,8 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: %w", l.mu.offline)
 	}
 	// An epoch assigned deferred is written before a record follows it.
-	// A failed write takes the log offline, as a failed segment write
-	// does (Kafka's checkpoint files take their log dir offline).
 	if err := l.mu.epochs.writeIfUnwritten(); err != nil {
-		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: leader epoch checkpoint: %w", l.failLocked(err))
+		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: leader epoch checkpoint: %w", l.epochWriteFailedLocked(err))
 	}
 	first := l.mu.leo
 	if follower {
@@ -582,7 +580,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	if assigned {
 		if err := l.mu.epochs.persist(); err != nil {
 			l.mu.epochs.entries = epochsBefore
-			return info, rolledTo, false, afterAppend{}, fmt.Errorf("append at %d: %w", first, err)
+			return info, rolledTo, false, afterAppend{}, fmt.Errorf("append at %d: leader epoch checkpoint: %w", first, l.epochWriteFailedLocked(err))
 		}
 	}
 	if err := l.writeLocked(s, b, parsed); err != nil {
@@ -611,6 +609,20 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	}
 	l.mu.unflushedRecords += info.Records
 	return info, rolledTo, l.mu.unflushedRecords >= l.cfg.FlushIntervalMessages, after, nil
+}
+
+// epochWriteFailedLocked is the error of an append refused because its
+// leader epoch checkpoint could not be written: nothing of the append was
+// written, and the checkpoint on disk holds no entry past the log end
+// (an entry that no record follows is dropped at load). As for a segment
+// write truncated back, the log goes offline only in a dir with
+// WriteErrorsOffline (Kafka takes the log dir offline on a checkpoint's
+// IOException); otherwise the next append writes the checkpoint again.
+func (l *Log) epochWriteFailedLocked(err error) error {
+	if l.cfg.writeErrorsOffline {
+		return l.failLocked(err)
+	}
+	return err
 }
 
 // writeLocked writes b at the end of s in one write and indexes it; on
