@@ -83,6 +83,12 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[storage.TopicPartition]*fetchPart
+
+	// fetchBuf holds the last Fetch answer's bytes, reused by the next
+	// (kconn.RoundTripReuse); only the run goroutine touches it, and
+	// fetch is done with an answer (its batches are in the logs) before
+	// it sends the next request.
+	fetchBuf []byte
 }
 
 // fetcherIndex spreads partitions over num.replica.fetchers.
@@ -460,7 +466,7 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 		offsets[tp] = rp.FetchOffset
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	r, err := conn.RoundTrip(req, f.cfg.FetchWaitMax+requestTimeout)
+	r, err := conn.RoundTripReuse(req, f.cfg.FetchWaitMax+requestTimeout, &f.fetchBuf)
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,20 @@ func (c *Conn) Close() error {
 
 // RoundTrip sends req and decodes its answer, within timeout.
 func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	return c.roundTrip(req, timeout, nil)
+}
+
+// RoundTripReuse is RoundTrip reading the answer into *buf, which it grows
+// as needed and leaves there for the caller's next call: the answer's byte
+// fields (a Fetch answer's record batches) alias *buf, so they are valid
+// only until buf is used again. A follower fetching in a loop allocates
+// its answers once instead of once per fetch.
+func (c *Conn) RoundTripReuse(req kmsg.Request, timeout time.Duration, buf *[]byte) (kmsg.Response, error) {
+	return c.roundTrip(req, timeout, buf)
+}
+
+// roundTrip is RoundTrip, reading the answer into *reuse if reuse is set.
+func (c *Conn) roundTrip(req kmsg.Request, timeout time.Duration, reuse *[]byte) (kmsg.Response, error) {
 	name := kmsg.NameForKey(req.Key())
 	if err := c.conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, err
@@ -145,7 +159,16 @@ func (c *Conn) RoundTrip(req kmsg.Request, timeout time.Duration) (kmsg.Response
 	if n < 4 || n > c.opts.MaxResponse {
 		return nil, fmt.Errorf("%s response size %d out of range", name, n)
 	}
-	body := make([]byte, n)
+	var body []byte
+	switch {
+	case reuse == nil:
+		body = make([]byte, n)
+	case cap(*reuse) >= int(n):
+		body = (*reuse)[:n]
+	default:
+		body = make([]byte, n)
+		*reuse = body
+	}
 	if _, err := io.ReadFull(c.r, body); err != nil {
 		return nil, fmt.Errorf("reading %s response: %w", name, err)
 	}
