@@ -25,7 +25,8 @@ package compat
 //
 // BenchmarkClusterLatency runs BenchmarkFixedRate's open-loop latency
 // measurement (fixedrate_bench_test.go, same environment knobs, rates
-// "50,100" by default) on the same three clusters: RF 3, acks=all,
+// "50,100" by default; KBROKER_BENCH_TARGETS picks among "kbroker x3",
+// "kafka x3" and "kafka39 x3", all three started) on the same three clusters: RF 3, acks=all,
 // min.insync.replicas=2, and prints kbroker x3's ratios to both Kafkas.
 //
 //	KBROKER_BENCH_SECS=20 KBROKER_BENCH_WARMUP_SECS=5 go test ./compat/ -run '^$' -bench BenchmarkClusterLatency -benchtime 1x -timeout 1h
@@ -103,7 +104,12 @@ func BenchmarkClusterLatency(b *testing.B) {
 	benchFixedRate(b, "50,100", func(b *testing.B) []benchTarget {
 		var out []benchTarget
 		for _, c := range startBenchClusters(b) {
-			out = append(out, benchTarget{name: c.name, addr: c.seeds[0], seeds: c.seeds, rf: c.rf})
+			if benchTargetWanted(c.name) {
+				out = append(out, benchTarget{name: c.name, addr: c.seeds[0], seeds: c.seeds, rf: c.rf})
+			}
+		}
+		if len(out) == 0 {
+			b.Fatal("KBROKER_BENCH_TARGETS names no cluster")
 		}
 		return out
 	})
@@ -115,7 +121,13 @@ func BenchmarkClusterLatency(b *testing.B) {
 // RF 3, and returns them once each shows all its brokers.
 func startBenchClusters(b *testing.B) []clusterTarget {
 	z := integration.StartZooKeeper(b)
-	kbs := integration.StartCluster(b, z, 3, map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3"})
+	// pprof on the brokers' HTTP listeners (http.listeners in their
+	// command lines), for profiles during a run; nothing asks for it.
+	kbProps := map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.pprof.enable": "true"}
+	if v := os.Getenv("KBROKER_BENCH_WRITEBACK_BYTES"); v != "" {
+		kbProps["log.segment.writeback.bytes"] = v // log.segment.writeback.bytes of the kbrokers
+	}
+	kbs := integration.StartCluster(b, z, 3, kbProps)
 	kafkas := startKafkaCluster(b, 3)
 	var kbSeeds, kafkaSeeds, kafka39Seeds []string
 	for _, p := range kbs {

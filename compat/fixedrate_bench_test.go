@@ -153,6 +153,9 @@ type latRun struct {
 	// end so they count in the tail.
 	missing int64
 	load    string
+	// from is when the measured window began (wall clock), to match its
+	// worst seconds with broker logs, profiles or /proc/meminfo samples.
+	from time.Time
 }
 
 // latClock is the monotonic clock of the intended send times written into
@@ -249,15 +252,21 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 // "kbroker-x3").
 func latTopic(name string) string { return strings.ReplaceAll(name, " ", "-") }
 
-// latencyTargets starts the brokers BenchmarkFixedRate compares.
-func latencyTargets(b *testing.B) []benchTarget {
-	want := map[string]bool{}
-	for _, n := range strings.Split(os.Getenv("KBROKER_BENCH_TARGETS"), ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			want[n] = true
+// benchTargetWanted reports whether KBROKER_BENCH_TARGETS (a comma-separated
+// list of target names; unset: all) names the target called name.
+func benchTargetWanted(name string) bool {
+	list := os.Getenv("KBROKER_BENCH_TARGETS")
+	for _, n := range strings.Split(list, ",") {
+		if strings.TrimSpace(n) == name {
+			return true
 		}
 	}
-	use := func(name string) bool { return len(want) == 0 || want[name] }
+	return strings.TrimSpace(list) == ""
+}
+
+// latencyTargets starts the brokers BenchmarkFixedRate compares.
+func latencyTargets(b *testing.B) []benchTarget {
+	use := benchTargetWanted
 	var targets []benchTarget
 	if use("kbroker") {
 		var overrides []string
@@ -352,6 +361,7 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 	start := latNow() + int64(100*time.Millisecond)
 	from := start + int64(warmup)
 	until := from + int64(measure)
+	out.from = time.Now().Add(time.Duration(from - latNow()))
 	window := func(intended int64) int { return int((intended - from) / int64(time.Second)) }
 	nsec := int((measure + time.Second - 1) / time.Second)
 	out.perSec = make([]*hdrhistogram.Histogram, nsec)
@@ -586,8 +596,9 @@ func latencyRunLine(r latRun) string {
 	for _, s := range secs[:min(3, len(secs))] {
 		worst = append(worst, fmt.Sprintf("%ds %.1f ms", s, latMs(r.perSec[s], 100)))
 	}
-	return fmt.Sprintf("%-10s at %-12s offered %6.1f MB/s, acked %6.1f, consumed %6.1f; e2e p99 %.1f ms, p99.9 %.1f ms, max %.1f ms (worst seconds: %s); load %s\n",
-		r.target, r.rate, r.offered, r.acked, r.consumed, latMs(r.e2e, 99), latMs(r.e2e, 99.9), latMs(r.e2e, 100), strings.Join(worst, ", "), r.load)
+	return fmt.Sprintf("%-10s at %-12s offered %6.1f MB/s, acked %6.1f, consumed %6.1f; e2e p99 %.1f ms, p99.9 %.1f ms, max %.1f ms (worst seconds: %s, measured from %s UTC); load %s\n",
+		r.target, r.rate, r.offered, r.acked, r.consumed, latMs(r.e2e, 99), latMs(r.e2e, 99.9), latMs(r.e2e, 100), strings.Join(worst, ", "),
+		r.from.UTC().Format("15:04:05.000"), r.load)
 }
 
 // latencyReport is the table of one rate: per target the rates and both
