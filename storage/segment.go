@@ -44,9 +44,9 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 
 // segment is one "<base>.log" file with its offset and time indexes.
 //
-// The indexes live in memory (index, times); the index files are written
-// only when the segment is synced (syncFiles), so a segment holds no index
-// descriptor. The ".log" descriptor comes from the log dir's fileCache; the
+// The indexes live in memory (index, times); the index files are created
+// empty with the segment and written only when it is synced (syncFiles),
+// so a segment holds no index descriptor. The ".log" descriptor comes from the log dir's fileCache; the
 // active segment pins it open while the descriptor limit allows.
 //
 // Fields below the files are guarded by the owning Log's mu: written only
