@@ -1,6 +1,10 @@
 package storage
 
-import "github.com/kbroker/kbroker/storage/vfs"
+import (
+	"os"
+
+	"github.com/kbroker/kbroker/storage/vfs"
+)
 
 // Writeback pacing. Appends land in the page cache; the kernel writes dirty
 // pages back when they are 30 s old or when too many are dirty, and then
@@ -57,14 +61,23 @@ func (d *Dir) writebackLoop() {
 	}
 }
 
+// writebackPage is the page size: a writeback range ends at a page
+// boundary.
+var writebackPage = int64(os.Getpagesize())
+
 // writebackDue is the range of s to write back after an append, if
 // SegmentWritebackBytes were appended to it since the last range; it
-// advances s.writebackFrom. Called under Log.mu.
+// advances s.writebackFrom. The range stops before the page the writer is
+// still filling: writing that page back locks it, and while the disk's
+// queue is full the submission waits with the lock held, so the next
+// append to the segment (under its partition's lock) would wait too (a
+// 75 ms pwrite in a traced cluster run). Called under Log.mu.
 func writebackDue(s *segment, every int64) (writebackJob, bool) {
-	if every <= 0 || s.size-s.writebackFrom < every {
+	end := s.size &^ (writebackPage - 1)
+	if every <= 0 || end-s.writebackFrom < every {
 		return writebackJob{}, false
 	}
-	j := writebackJob{f: s.log, off: s.writebackFrom, n: s.size - s.writebackFrom}
-	s.writebackFrom = s.size
+	j := writebackJob{f: s.log, off: s.writebackFrom, n: end - s.writebackFrom}
+	s.writebackFrom = end
 	return j, true
 }

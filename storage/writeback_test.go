@@ -6,9 +6,11 @@ import (
 	"testing"
 )
 
-// TestWritebackDue: a range is due once every bytes were appended since the
-// last one, covers everything since it, and a non-positive every never is.
+// TestWritebackDue: a range is due once every bytes of whole pages were
+// appended since the last one, covers the whole pages since it (never the
+// page the writer is filling), and a non-positive every never is.
 func TestWritebackDue(t *testing.T) {
+	p := writebackPage
 	s := &segment{}
 	for _, step := range []struct {
 		size          int64
@@ -16,13 +18,13 @@ func TestWritebackDue(t *testing.T) {
 		due           bool
 		off, n, after int64
 	}{
-		{size: 100, every: 1000, due: false, after: 0},
-		{size: 999, every: 1000, due: false, after: 0},
-		{size: 1500, every: 1000, due: true, off: 0, n: 1500, after: 1500},
-		{size: 2000, every: 1000, due: false, after: 1500},
-		{size: 2600, every: 1000, due: true, off: 1500, n: 1100, after: 2600},
-		{size: 9000, every: 0, due: false, after: 2600},
-		{size: 9000, every: -1, due: false, after: 2600},
+		{size: 100, every: 2 * p, due: false, after: 0},
+		{size: 2*p - 1, every: 2 * p, due: false, after: 0},
+		{size: 3*p + 100, every: 2 * p, due: true, off: 0, n: 3 * p, after: 3 * p},
+		{size: 4*p + 5, every: 2 * p, due: false, after: 3 * p},
+		{size: 5 * p, every: 2 * p, due: true, off: 3 * p, n: 2 * p, after: 5 * p},
+		{size: 9 * p, every: 0, due: false, after: 5 * p},
+		{size: 9 * p, every: -1, due: false, after: 5 * p},
 	} {
 		s.size = step.size
 		j, ok := writebackDue(s, step.every)
