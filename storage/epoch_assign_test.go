@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/kbroker/kbroker/storage/vfs"
@@ -215,4 +216,33 @@ func checkpointedEpochs(t *testing.T, fs vfs.FS, dir string) []string {
 		out = append(out, strings.Join(f, " "))
 	}
 	return out
+}
+
+// Running out of descriptors while writing the checkpoint is not a disk
+// failure, for the checkpoint as for a segment write: the append is
+// refused and the log stays online even with WriteErrorsOffline.
+func TestEpochWriteOutOfDescriptors(t *testing.T) {
+	mem, dir := memLogDir(t)
+	var failing atomic.Bool
+	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
+		if failing.Load() && strings.HasPrefix(filepath.Base(op.Path), LeaderEpochCheckpointFile) {
+			return syscall.EMFILE
+		}
+		return nil
+	})
+	l, err := Open(dir, Config{FS: fs, Logger: quiet, writeErrorsOffline: true}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mustAppend(t, l, 1, batchOf(2, 1, 1))
+	failing.Store(true)
+	if _, err := l.Append(batchOf(1, 1, 1), 3); !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("append = %v, want EMFILE", err)
+	}
+	if l.Offline() != nil {
+		t.Fatalf("log offline after running out of descriptors: %v", l.Offline())
+	}
+	failing.Store(false)
+	mustAppend(t, l, 3, batchOf(1, 1, 1))
 }

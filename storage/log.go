@@ -516,7 +516,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	}
 	// An epoch assigned deferred is written before a record follows it.
 	if err := l.mu.epochs.writeIfUnwritten(); err != nil {
-		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: leader epoch checkpoint: %w", l.epochWriteFailedLocked(err))
+		return info, rolledTo, false, afterAppend{}, fmt.Errorf("append: leader epoch checkpoint: %w", l.appendRefusedLocked(err))
 	}
 	first := l.mu.leo
 	if follower {
@@ -580,7 +580,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	if assigned {
 		if err := l.mu.epochs.persist(); err != nil {
 			l.mu.epochs.entries = epochsBefore
-			return info, rolledTo, false, afterAppend{}, fmt.Errorf("append at %d: leader epoch checkpoint: %w", first, l.epochWriteFailedLocked(err))
+			return info, rolledTo, false, afterAppend{}, fmt.Errorf("append at %d: leader epoch checkpoint: %w", first, l.appendRefusedLocked(err))
 		}
 	}
 	if err := l.writeLocked(s, b, parsed); err != nil {
@@ -611,15 +611,16 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	return info, rolledTo, l.mu.unflushedRecords >= l.cfg.FlushIntervalMessages, after, nil
 }
 
-// epochWriteFailedLocked is the error of an append refused because its
-// leader epoch checkpoint could not be written: nothing of the append was
-// written, and the checkpoint on disk holds no entry past the log end
-// (an entry that no record follows is dropped at load). As for a segment
-// write truncated back, the log goes offline only in a dir with
-// WriteErrorsOffline (Kafka takes the log dir offline on a checkpoint's
-// IOException); otherwise the next append writes the checkpoint again.
-func (l *Log) epochWriteFailedLocked(err error) error {
-	if l.cfg.writeErrorsOffline {
+// appendRefusedLocked is the error of an append that failed and left
+// nothing behind: a segment write truncated back, or a leader epoch
+// checkpoint that could not be written (its file on disk then holds no
+// entry past the log end: an entry that no record follows is dropped at
+// load). The log goes offline only in a dir with WriteErrorsOffline, as
+// Kafka takes a log dir offline on any IOException, and never for running
+// out of descriptors or a file closed under the write (not disk
+// failures); otherwise the next append tries again.
+func (l *Log) appendRefusedLocked(err error) error {
+	if l.cfg.writeErrorsOffline && !isFDExhausted(err) && !errors.Is(err, fs.ErrClosed) {
 		return l.failLocked(err)
 	}
 	return err
@@ -643,10 +644,7 @@ func (l *Log) writeLocked(s *segment, b []byte, parsed []appendBatch) error {
 		if terr != nil {
 			return l.failLocked(fmt.Errorf("%w; removing the partial write at position %d of %s failed: %w", cause, start, s, terr))
 		}
-		if l.cfg.writeErrorsOffline && !isFDExhausted(err) && !errors.Is(err, fs.ErrClosed) {
-			return l.failLocked(cause)
-		}
-		return cause
+		return l.appendRefusedLocked(cause)
 	}
 	for _, p := range parsed {
 		s.track(p.h, start+int64(p.pos), p.h.TotalSize(), l.cfg.IndexIntervalBytes)

@@ -46,8 +46,9 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 //
 // The indexes live in memory (index, times); the index files are created
 // empty with the segment and written only when it is synced (syncFiles),
-// so a segment holds no index descriptor. The ".log" descriptor comes from the log dir's fileCache; the
-// active segment pins it open while the descriptor limit allows.
+// so a segment holds no index descriptor. The ".log" descriptor comes from
+// the log dir's fileCache; the active segment pins it open while the
+// descriptor limit allows.
 //
 // Fields below the files are guarded by the owning Log's mu: written only
 // with the write lock held, read by readers under the read lock (see view).
