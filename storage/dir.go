@@ -164,6 +164,9 @@ type Dir struct {
 		// rollFlushes are the logs that rolled since the last pass, with
 		// the offset below which they must be fsynced.
 		rollFlushes map[*Log]int64
+		// snapshotSyncs are the logs with deferred producer snapshots
+		// to fsync (Log.WriteProducerSnapshotDeferred).
+		snapshotSyncs map[*Log]struct{}
 		// unflushed are the logs the flusher watches: every log with a
 		// finite FlushIntervalMs that holds unflushed records is in it
 		// (logs leave it in the pass that finds them flushed, closed or
@@ -342,6 +345,15 @@ func (d *Dir) adopt(l *Log) {
 	if d.cfg.SegmentWritebackBytes > 0 {
 		l.setWriteback(d.cfg.SegmentWritebackBytes, d.queueWriteback)
 	}
+	l.setSnapshotSync(func(l *Log) {
+		d.mu.Lock()
+		if d.mu.snapshotSyncs == nil {
+			d.mu.snapshotSyncs = map[*Log]struct{}{}
+		}
+		d.mu.snapshotSyncs[l] = struct{}{}
+		d.mu.Unlock()
+		d.poke()
+	})
 }
 
 // configFor fills in the dir's logger for a partition, and the dir's file

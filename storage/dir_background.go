@@ -23,9 +23,12 @@ func (d *Dir) poke() {
 }
 
 // run is the background goroutine: each pass fsyncs the segments of logs
-// that rolled and of logs whose FlushIntervalMs elapsed, writes the recovery-point checkpoints every
+// that rolled, the deferred producer snapshots, and the logs whose
+// FlushIntervalMs elapsed, writes the recovery-point checkpoints every
 // FlushOffsetCheckpointIntervalMs, and deletes "-delete" directories whose
-// delay passed.
+// delay passed. Snapshots still unsynced at Close are covered by its sync
+// of the file system, or superseded by the snapshot each partition writes
+// at shutdown.
 func (d *Dir) run() {
 	defer close(d.done)
 	nextCheckpoint := d.cfg.Now().Add(time.Duration(d.cfg.FlushOffsetCheckpointIntervalMs) * time.Millisecond)
@@ -40,6 +43,7 @@ func (d *Dir) run() {
 		case <-timer.C:
 		}
 		d.flushRolled()
+		d.syncSnapshots()
 		d.flushStale()
 		if now := d.cfg.Now(); !now.Before(nextCheckpoint) {
 			d.checkpointRecoveryPoints()
@@ -105,6 +109,22 @@ func (d *Dir) flushRolled() {
 		// An offline log reported its failure once, when it happened.
 		if err := l.flushTo(upTo); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogDirOffline) {
 			d.logger.Error("fsync after segment roll failed", "log", l.Dir(), "err", err)
+		}
+	}
+}
+
+// syncSnapshots fsyncs the deferred producer snapshots of the logs that
+// wrote one since the last pass and removes the older ones they replace.
+// A failure is logged: the older snapshots stay, and the next snapshot of
+// the log tries again.
+func (d *Dir) syncSnapshots() {
+	d.mu.Lock()
+	todo := d.mu.snapshotSyncs
+	d.mu.snapshotSyncs = nil
+	d.mu.Unlock()
+	for l := range todo {
+		if err := l.syncDeferredSnapshots(); err != nil {
+			d.logger.Warn("producer snapshot not made durable; the older ones are kept", "log", l.Dir(), "err", err)
 		}
 	}
 }

@@ -90,6 +90,13 @@ type Log struct {
 		// listing Open read, for the first snapshotOffsets call; nil
 		// once used or after a snapshot was written.
 		listedSnapshots []int64
+		// snapshotSync, if set (by a Dir), is told when a deferred
+		// producer snapshot is in place but not yet fsynced; the Dir's
+		// background goroutine then calls syncDeferredSnapshots.
+		// unsyncedSnapshots are those snapshots' offsets. Called with no
+		// lock of the log held.
+		snapshotSync      func(*Log)
+		unsyncedSnapshots []int64
 	}
 
 	// recovered is what Open validated batch by batch. Set before Open returns.
@@ -118,6 +125,14 @@ func (l *Log) setWriteback(every int64, fn func(writebackJob)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.writebackEvery, l.mu.writeback = every, fn
+}
+
+// setSnapshotSync makes the log hand the fsync of its deferred producer
+// snapshots to fn (a Dir's background goroutine).
+func (l *Log) setSnapshotSync(fn func(*Log)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.snapshotSync = fn
 }
 
 // setHooks installs a Dir's asynchronous flush-after-roll, its watch of

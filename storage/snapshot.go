@@ -49,6 +49,71 @@ func (l *Log) WriteProducerSnapshot(offset int64, producers []ProducerSnapshotEn
 	return l.writeProducerSnapshot(offset, producers, true)
 }
 
+// WriteProducerSnapshotDeferred is WriteProducerSnapshot for the snapshot
+// an append takes every so many bytes, under its partition's lock: the
+// file is written and renamed into place, and its fsync and the removal of
+// the older snapshots are left to the Dir's background goroutine
+// (syncDeferredSnapshots), as Kafka flushes the snapshot of a roll after
+// it (KAFKA-15046). An fsync there waits behind every dirty page of the
+// disk, and an unlink on a file system mounted with discard waits for
+// the discard: traced at up to hundreds of milliseconds with the disk
+// busy, during which the partition's appends and its follower's fetches
+// waited. Until that sync a crash may lose or tear the new snapshot,
+// which costs what a lost snapshot costs (LatestProducerSnapshot falls
+// back to the older ones, kept until then, or the log start). A log
+// outside a Dir writes the snapshot as WriteProducerSnapshot does.
+func (l *Log) WriteProducerSnapshotDeferred(offset int64, producers []ProducerSnapshotEntry) error {
+	l.mu.Lock()
+	hook := l.mu.snapshotSync
+	l.mu.Unlock()
+	if hook == nil {
+		return l.writeProducerSnapshot(offset, producers, true)
+	}
+	if wrote, err := l.installProducerSnapshot(offset, producers, false); err != nil || !wrote {
+		return err
+	}
+	l.mu.Lock()
+	l.mu.unsyncedSnapshots = append(l.mu.unsyncedSnapshots, offset)
+	l.mu.Unlock()
+	hook(l)
+	return nil
+}
+
+// syncDeferredSnapshots fsyncs the snapshots WriteProducerSnapshotDeferred
+// put in place, then removes the snapshots beyond the newest
+// snapshotsKept. A snapshot removed meanwhile (a truncation below it, the
+// log deleted) is skipped.
+func (l *Log) syncDeferredSnapshots() error {
+	l.mu.Lock()
+	offs := l.mu.unsyncedSnapshots
+	l.mu.unsyncedSnapshots = nil
+	l.mu.Unlock()
+	if len(offs) == 0 {
+		return nil
+	}
+	var errs error
+	for _, off := range offs {
+		if err := syncFile(l.fs, l.snapshotPath(off)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = errors.Join(errs, fmt.Errorf("syncing producer snapshot: %w", err))
+		}
+	}
+	if errs != nil {
+		return errs // keep the older snapshots: the new ones may not be durable
+	}
+	l.pruneSnapshots()
+	return nil
+}
+
+// syncFile fsyncs the file at name.
+func syncFile(fsys vfs.FS, name string) error {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
 // WriteProducerSnapshotAtClose is WriteProducerSnapshot for the snapshot
 // a shutdown writes just before the log's Dir closes. When that Close
 // makes the whole file system durable at once (vfs.CanSyncFS, see
@@ -64,12 +129,27 @@ func (l *Log) WriteProducerSnapshotAtClose(offset int64, producers []ProducerSna
 // writeProducerSnapshot is WriteProducerSnapshot, fsyncing the snapshot
 // before it is renamed into place only if fsync is set.
 func (l *Log) writeProducerSnapshot(offset int64, producers []ProducerSnapshotEntry, fsync bool) error {
+	if wrote, err := l.installProducerSnapshot(offset, producers, fsync); err != nil || !wrote {
+		return err
+	}
+	l.pruneSnapshots()
+	return nil
+}
+
+// installProducerSnapshot writes the snapshot at offset to a temporary
+// file, fsynced if fsync is set, and renames it into place; wrote is
+// false if an identical snapshot was already there. The rename
+// becomes durable with the directory at the log's next flush or close:
+// until then a crash finds an older snapshot (or none) and replays more of
+// the log, which is all a snapshot saves. (One fsync less for every
+// partition at shutdown.)
+func (l *Log) installProducerSnapshot(offset int64, producers []ProducerSnapshotEntry, fsync bool) (wrote bool, err error) {
 	name := l.snapshotPath(offset)
 	buf := EncodeProducerSnapshot(producers)
 	if old, err := vfs.ReadFile(l.fs, name); err == nil && bytes.Equal(old, buf) {
 		// Already there (a restart with no appends since): a clean
 		// shutdown of many partitions skips two fsyncs for each.
-		return nil
+		return false, nil
 	}
 	l.mu.Lock()
 	l.mu.listedSnapshots = nil // out of date from here on
@@ -81,23 +161,29 @@ func (l *Log) writeProducerSnapshot(offset int64, producers []ProducerSnapshotEn
 	}
 	if err := write(l.fs, tmp, buf, 0o644); err != nil {
 		_ = l.fs.Remove(tmp)
-		return fmt.Errorf("writing producer snapshot: %w", err)
+		return false, fmt.Errorf("writing producer snapshot: %w", err)
 	}
 	if err := l.fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("installing producer snapshot: %w", err)
+		return false, fmt.Errorf("installing producer snapshot: %w", err)
 	}
-	offs, _ := l.snapshotOffsets()
-	for i := 0; i+snapshotsKept < len(offs); i++ {
-		_ = l.fs.Remove(l.snapshotPath(offs[i]))
-	}
-	// The rename (and removals) become durable with the directory at the
-	// log's next flush or close: until then a crash finds an older
-	// snapshot (or none) and replays more of the log, which is all a
-	// snapshot saves. (One fsync less for every partition at shutdown.)
 	l.mu.Lock()
 	l.mu.dirDirty = true
 	l.mu.Unlock()
-	return nil
+	return true, nil
+}
+
+// pruneSnapshots removes the snapshots beyond the newest snapshotsKept;
+// the removals become durable with the directory as the rename does.
+func (l *Log) pruneSnapshots() {
+	offs, _ := l.snapshotOffsets()
+	removed := false
+	for i := 0; i+snapshotsKept < len(offs); i++ {
+		removed = l.fs.Remove(l.snapshotPath(offs[i])) == nil || removed
+	}
+	l.mu.Lock()
+	l.mu.listedSnapshots = nil
+	l.mu.dirDirty = l.mu.dirDirty || removed
+	l.mu.Unlock()
 }
 
 // LatestProducerSnapshot returns the newest readable snapshot taken at an

@@ -1,9 +1,15 @@
 package storage
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 func TestProducerSnapshots(t *testing.T) {
@@ -97,4 +103,110 @@ func TestProducerSnapshotsAfterReopen(t *testing.T) {
 // snapOf is a one-producer snapshot naming producer id n.
 func snapOf(n int64) []ProducerSnapshotEntry {
 	return []ProducerSnapshotEntry{{ProducerID: n, LastSequence: -1, LastOffset: -1, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}}
+}
+
+// TestDeferredProducerSnapshot checks the snapshot an append takes: the
+// call returns before the snapshot's fsync, which the Dir's background
+// goroutine does; until then the older snapshots stay, so a crash before
+// it finds one of them, and afterwards only the newest snapshotsKept are
+// left.
+func TestDeferredProducerSnapshot(t *testing.T) {
+	mem := vfs.NewMem()
+	const path = "/logs"
+	if err := mem.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/", path} {
+		if err := vfs.SyncDir(mem, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := OpenDirConfig(path, DirConfig{FS: mem, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	l, err := d.Create(tp, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{10, 20} {
+		if err := l.WriteProducerSnapshot(off, snapOf(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil { // the directory entries too
+		t.Fatal(err)
+	}
+
+	name := func(off int64) string { return filepath.Join(l.Dir(), fmt.Sprintf("%020d%s", off, SnapshotSuffix)) }
+	synced, release := make(chan struct{}), make(chan struct{})
+	mem.SetSyncHook(func(p string) {
+		if p == name(30) {
+			close(synced)
+			<-release
+		}
+	})
+	letSyncEnd := sync.OnceFunc(func() { close(release) })
+	defer letSyncEnd()
+	defer mem.SetSyncHook(nil)
+	done := make(chan error, 1)
+	go func() { done <- l.WriteProducerSnapshotDeferred(30, snapOf(30)) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deferred snapshot waited for its fsync")
+	}
+	select {
+	case <-synced: // on the Dir's goroutine, which waits in the hook
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Dir never fsynced the deferred snapshot")
+	}
+	for _, off := range []int64{10, 20, 30} {
+		if _, err := mem.Stat(name(off)); err != nil {
+			t.Fatalf("snapshot %d before the deferred sync ended: %v", off, err)
+		}
+	}
+	// A crash now: snapshot 30 was never fsynced when the call returned.
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	cl, err := Open(l.Dir(), Config{FS: crashed, Logger: quiet}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, ok := cl.LatestProducerSnapshot(100); !ok || ps.Offset != 20 {
+		t.Fatalf("after a crash before the sync: latest = %d %v, want 20", ps.Offset, ok)
+	}
+	cl.Close()
+
+	letSyncEnd()
+	eventually(t, "the snapshot replaced by the deferred one to be removed", func() bool {
+		_, err := mem.Stat(name(10))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed = mem.CrashClone(vfs.CrashOptions{})
+	cl, err = Open(l.Dir(), Config{FS: crashed, Logger: quiet}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if ps, ok := cl.LatestProducerSnapshot(100); !ok || ps.Offset != 30 || ps.Producers[0].ProducerID != 30 {
+		t.Fatalf("after the sync and a flush: latest = %+v %v, want 30", ps, ok)
+	}
+}
+
+// eventually waits up to 10 s for cond, polling.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }

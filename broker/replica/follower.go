@@ -47,11 +47,7 @@ func (p *Partition) appendAsFollower(epoch int32, batches []byte, leaderHW int64
 		if err := p.observeLocked(batches); err != nil {
 			p.logger.Error("follower batches not understood; producer state may be incomplete", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
 		}
-		if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
-			if err := p.snapshotLocked(); err != nil {
-				p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
-			}
-		}
+		p.maybeSnapshotLocked(info.Bytes)
 	}
 	leo := p.Log.LogEndOffset()
 	if hw := min(leaderHW, leo); hw > p.hw.Load() {

@@ -265,11 +265,7 @@ func (p *Partition) advanceLocked(h records.Header, info storage.AppendInfo, ct 
 	n := len(p.mu.txns.aborted)
 	p.mu.txns.observe(h, info.FirstOffset, info.LastOffset, ct)
 	p.indexAbortsLocked(n)
-	if p.mu.sinceSnapshot += info.Bytes; p.mu.sinceSnapshot >= snapshotEvery {
-		if err := p.snapshotLocked(); err != nil {
-			p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
-		}
-	}
+	p.maybeSnapshotLocked(info.Bytes)
 	hw := info.LastOffset + 1
 	if l := p.mu.repl.leader; l != nil {
 		l.Appended(info.LastOffset + 1)

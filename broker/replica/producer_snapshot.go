@@ -194,8 +194,23 @@ func (a abortedTxn) indexEntry() storage.TxnIndexEntry {
 }
 
 // snapshotLocked writes the state as of the current LEO: the transaction
-// indexes, then the snapshot that relies on them. p.mu must be held.
+// indexes, then the snapshot that relies on them, fsynced before it
+// returns. p.mu must be held.
 func (p *Partition) snapshotLocked() error { return p.writeSnapshotLocked(p.Log.WriteProducerSnapshot) }
+
+// maybeSnapshotLocked counts n appended bytes and, every snapshotEvery
+// bytes, writes the snapshot of snapshotLocked with its fsync deferred to
+// the log dir's background goroutine (storage's
+// WriteProducerSnapshotDeferred), off the append path. A failure is
+// logged: the next one tries again. p.mu must be held.
+func (p *Partition) maybeSnapshotLocked(n int) {
+	if p.mu.sinceSnapshot += n; p.mu.sinceSnapshot < snapshotEvery {
+		return
+	}
+	if err := p.writeSnapshotLocked(p.Log.WriteProducerSnapshotDeferred); err != nil {
+		p.logger.Warn("producer snapshot failed", "topic", p.Topic.Meta.Name, "partition", p.Index, "err", err)
+	}
+}
 
 // snapshotAtCloseLocked is snapshotLocked for the snapshot of a shutdown,
 // written just before the log dirs close: not fsynced on its own when the
