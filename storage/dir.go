@@ -183,6 +183,14 @@ type Dir struct {
 	// deletes), owned by Dir: stopped by closing stop, done closed when it
 	// exits; wake makes it run a pass and recompute its period.
 	stop, done, wake chan struct{}
+	// retired are the files of segments the logs dropped
+	// (Log.dropSegmentLocked), deleted by the background goroutine once
+	// due. Its lock is taken under a log's and takes no other.
+	retired struct {
+		sync.Mutex
+		files []pendingFile
+	}
+
 	// writeback feeds the writeback goroutine, which closes writebackDone
 	// when it ends (writeback.go).
 	writeback     chan writebackJob
@@ -345,6 +353,15 @@ func (d *Dir) adopt(l *Log) {
 	if d.cfg.SegmentWritebackBytes > 0 {
 		l.setWriteback(d.cfg.SegmentWritebackBytes, d.queueWriteback)
 	}
+	l.setDeleteLater(func(paths []string) {
+		due := d.deleteDue0()
+		d.retired.Lock()
+		for _, p := range paths {
+			d.retired.files = append(d.retired.files, pendingFile{path: p, due: due})
+		}
+		d.retired.Unlock()
+		d.poke()
+	})
 	l.setSnapshotSync(func(l *Log) {
 		d.mu.Lock()
 		if d.mu.snapshotSyncs == nil {

@@ -25,10 +25,11 @@ func (d *Dir) poke() {
 // run is the background goroutine: each pass fsyncs the segments of logs
 // that rolled, the deferred producer snapshots, and the logs whose
 // FlushIntervalMs elapsed, writes the recovery-point checkpoints every
-// FlushOffsetCheckpointIntervalMs, and deletes "-delete" directories whose
-// delay passed. Snapshots still unsynced at Close are covered by its sync
-// of the file system, or superseded by the snapshot each partition writes
-// at shutdown.
+// FlushOffsetCheckpointIntervalMs, and deletes the "-delete" directories
+// and retired segment files whose delay passed. Snapshots still unsynced
+// at Close are covered by its sync of the file system, or superseded by
+// the snapshot each partition writes at shutdown; retired files left at
+// Close are deleted by the next Open of their log.
 func (d *Dir) run() {
 	defer close(d.done)
 	nextCheckpoint := d.cfg.Now().Add(time.Duration(d.cfg.FlushOffsetCheckpointIntervalMs) * time.Millisecond)
@@ -50,6 +51,7 @@ func (d *Dir) run() {
 			nextCheckpoint = now.Add(time.Duration(d.cfg.FlushOffsetCheckpointIntervalMs) * time.Millisecond)
 		}
 		d.deleteDue()
+		d.deleteRetired()
 		if h := testHookPass; h != nil {
 			h()
 		}
@@ -77,6 +79,11 @@ func (d *Dir) sleep(nextCheckpoint time.Time) time.Duration {
 	for _, p := range d.mu.deletes {
 		wait = min(wait, p.due.Sub(now))
 	}
+	d.retired.Lock()
+	for _, f := range d.retired.files {
+		wait = min(wait, f.due.Sub(now))
+	}
+	d.retired.Unlock()
 	wait = min(max(wait, time.Millisecond), maxBackgroundTick)
 	d.mu.nextPass = now.Add(wait)
 	return wait

@@ -202,7 +202,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	}
 	l.mu.gen++
 	for _, later := range l.mu.segments[i+1:] {
-		if err := later.remove(); err != nil {
+		if err := l.dropSegmentLocked(later); err != nil {
 			return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
 		}
 	}
@@ -269,7 +269,7 @@ func (l *Log) truncateSegmentLocked(s *segment, pos int64) error {
 func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.gen++
 	for _, s := range l.mu.segments {
-		if err := s.remove(); err != nil {
+		if err := l.dropSegmentLocked(s); err != nil {
 			return fmt.Errorf("truncate log %s fully: %w", l.dir, err)
 		}
 	}
@@ -338,7 +338,7 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if drop > 0 {
 		l.mu.gen++
 		for _, s := range segs[:drop] {
-			if err := s.remove(); err != nil {
+			if err := l.dropSegmentLocked(s); err != nil {
 				return err
 			}
 		}

@@ -97,6 +97,11 @@ type Log struct {
 		// lock of the log held.
 		snapshotSync      func(*Log)
 		unsyncedSnapshots []int64
+		// deleteLater, if set (by a Dir), takes the files of segments
+		// retired by retention, a new log start or a truncation, to
+		// delete after the dir's file.delete.delay.ms; without it they
+		// are deleted at once. Never takes a lock of the log.
+		deleteLater func(paths []string)
 	}
 
 	// recovered is what Open validated batch by batch. Set before Open returns.
@@ -125,6 +130,28 @@ func (l *Log) setWriteback(every int64, fn func(writebackJob)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.writebackEvery, l.mu.writeback = every, fn
+}
+
+// dropSegmentLocked deletes s, a segment leaving the log: with a Dir,
+// renamed (segment.retire) and handed to it to delete later, off the
+// log's lock; without one, removed now. l.mu must be held.
+func (l *Log) dropSegmentLocked(s *segment) error {
+	if l.mu.deleteLater == nil {
+		return s.remove()
+	}
+	paths, err := s.retire()
+	if len(paths) > 0 {
+		l.mu.deleteLater(paths)
+	}
+	return err
+}
+
+// setDeleteLater makes the log hand the files of the segments it drops to
+// fn (a Dir, which deletes them later) instead of deleting them.
+func (l *Log) setDeleteLater(fn func(paths []string)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.deleteLater = fn
 }
 
 // setSnapshotSync makes the log hand the fsync of its deferred producer
@@ -233,6 +260,11 @@ func (l *Log) segmentBases(ents []fs.DirEntry) ([]int64, error) {
 		}
 		if strings.HasSuffix(name, ".tmp") {
 			// A checkpoint write interrupted before its rename.
+			_ = l.fs.Remove(filepath.Join(l.dir, name))
+		}
+		if strings.HasSuffix(name, DeletedFileSuffix) {
+			// Retired before the process stopped (by kbroker or by
+			// Kafka, which names them alike): due now, as in Kafka.
 			_ = l.fs.Remove(filepath.Join(l.dir, name))
 		}
 	}

@@ -124,7 +124,7 @@ func (l *Log) dropLeadingLocked(n int, why string) error {
 	var firstErr error
 	removed := 0
 	for _, s := range segs[:n] {
-		if err := s.remove(); err != nil {
+		if err := l.dropSegmentLocked(s); err != nil {
 			firstErr = err
 			break
 		}

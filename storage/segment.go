@@ -375,10 +375,39 @@ func (s *segment) close() error {
 	return s.log.close()
 }
 
+// DeletedFileSuffix marks a segment file renamed for deletion, as Kafka
+// names them: deleted after FileDeleteDelayMs by its Dir's background
+// goroutine, or by the next Open of its log.
+const DeletedFileSuffix = ".deleted"
+
+// segmentSuffixes are the files a segment may have.
+var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+
+// retire closes the segment and renames its files with DeletedFileSuffix,
+// returning the new paths: a rename is quick, where an unlink on a file
+// system mounted with discard waits for the discard of the file's blocks.
+func (s *segment) retire() ([]string, error) {
+	err := s.close()
+	var renamed []string
+	for _, suf := range segmentSuffixes {
+		p := segmentPath(s.dir, s.base, suf)
+		switch e := s.fs.Rename(p, p+DeletedFileSuffix); {
+		case e == nil:
+			renamed = append(renamed, p+DeletedFileSuffix)
+		case !errors.Is(e, os.ErrNotExist):
+			err = errors.Join(err, e)
+		}
+	}
+	if err != nil {
+		return renamed, fmt.Errorf("retire segment %d: %w", s.base, err)
+	}
+	return renamed, nil
+}
+
 // remove closes the segment and deletes its files.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+	for _, suf := range segmentSuffixes {
 		if e := s.fs.Remove(segmentPath(s.dir, s.base, suf)); e != nil && !errors.Is(e, os.ErrNotExist) {
 			err = errors.Join(err, e)
 		}

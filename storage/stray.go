@@ -65,6 +65,42 @@ type pendingDelete struct {
 	due  time.Time
 }
 
+// pendingFile is a retired segment file and when it may be deleted.
+type pendingFile struct {
+	path string
+	due  time.Time
+}
+
+// deleteRetired deletes the retired segment files whose delay has passed.
+// One that cannot be deleted is logged and retried after another delay.
+func (d *Dir) deleteRetired() {
+	now := d.cfg.Now()
+	d.retired.Lock()
+	var due []pendingFile
+	keep := d.retired.files[:0]
+	for _, f := range d.retired.files {
+		if now.Before(f.due) {
+			keep = append(keep, f)
+		} else {
+			due = append(due, f)
+		}
+	}
+	d.retired.files = keep
+	d.retired.Unlock()
+	var failed []pendingFile
+	for _, f := range due {
+		if err := d.fs.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.logger.Error("deleting retired segment file failed; will retry", "file", f.path, "err", err)
+			failed = append(failed, pendingFile{path: f.path, due: d.deleteDue0()})
+		}
+	}
+	if len(failed) > 0 {
+		d.retired.Lock()
+		d.retired.files = append(d.retired.files, failed...)
+		d.retired.Unlock()
+	}
+}
+
 // adoptRenamed takes note of a "-delete" or "-stray" directory found at
 // OpenDir, so that it is not loaded as a log, and reports whether name was
 // one. Leftover "-delete" directories get a full delay from now, as Kafka.

@@ -1,0 +1,106 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/storage/vfs"
+)
+
+// TestDroppedSegmentsDeletedLater checks that a segment leaving a log in a
+// Dir (here by a new log start offset) is renamed with DeletedFileSuffix
+// at once and deleted only after FileDeleteDelayMs, off the log's lock, as
+// Kafka does; and that the next Open of the log deletes any retired file
+// left behind.
+func TestDroppedSegmentsDeletedLater(t *testing.T) {
+	mem := vfs.NewMem()
+	clock := newFakeClock()
+	const path = "/logs"
+	cfg := DirConfig{FS: mem, Logger: quiet, Now: clock.Now, FileDeleteDelayMs: 60_000,
+		ConfigFor: func(string, int32) Config { return Config{SegmentBytes: 400} }}
+	passed := make(chan struct{}, 1)
+	testHookPass = func() {
+		select {
+		case passed <- struct{}{}:
+		default:
+		}
+	}
+	defer func() { testHookPass = nil }()
+	var d *Dir
+	// passAfter returns once a whole pass of the background goroutine
+	// ran after the call.
+	passAfter := func() {
+		for range 2 {
+			select {
+			case <-passed:
+			default:
+			}
+			d.poke()
+			<-passed
+		}
+	}
+	var err error
+	d, err = OpenDirConfig(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	l, err := d.Create(tp, Config{SegmentBytes: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		mustAppend(t, l, 0, batchOf(2, 1, 100))
+	}
+	segs, err := mem.ReadDir(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(l.Dir(), fmt.Sprintf("%020d.log", 0))
+	if _, err := mem.Stat(first); err != nil {
+		t.Fatalf("first segment: %v (dir %v)", err, segs)
+	}
+	if err := l.SetLogStartOffset(l.LogEndOffset() - 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Stat(first); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dropped segment still under its name: %v", err)
+	}
+	if _, err := mem.Stat(first + DeletedFileSuffix); err != nil {
+		t.Fatalf("dropped segment not retired: %v", err)
+	}
+	clock.Advance(59 * time.Second)
+	passAfter()
+	if _, err := mem.Stat(first + DeletedFileSuffix); err != nil {
+		t.Fatalf("retired segment deleted before file.delete.delay.ms: %v", err)
+	}
+	clock.Advance(2 * time.Second)
+	passAfter()
+	if _, err := mem.Stat(first + DeletedFileSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("retired segment kept after file.delete.delay.ms: %v", err)
+	}
+
+	// A retired file left by a stopped process goes at the next Open.
+	leftover := filepath.Join(l.Dir(), fmt.Sprintf("%020d.log", 1)+DeletedFileSuffix)
+	if err := vfs.WriteFile(mem, leftover, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = OpenDirConfig(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := mem.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("retired file kept by Open: %v", err)
+	}
+	if d.Log(tp) == nil {
+		t.Fatal("log not reopened")
+	}
+}
