@@ -38,7 +38,9 @@ type DirConfig struct {
 	Logger *slog.Logger
 	// FileDeleteDelayMs is file.delete.delay.ms: how long a removed
 	// partition directory stays on disk, renamed "-delete", before the
-	// dir's background goroutine deletes it.
+	// dir's background goroutine deletes it; also how long a segment
+	// leaving a log stays renamed ".deleted", unless the log's Config
+	// sets its own.
 	FileDeleteDelayMs int64
 	// FlushOffsetCheckpointIntervalMs is
 	// log.flush.offset.checkpoint.interval.ms: how often the background
@@ -353,8 +355,11 @@ func (d *Dir) adopt(l *Log) {
 	if d.cfg.SegmentWritebackBytes > 0 {
 		l.setWriteback(d.cfg.SegmentWritebackBytes, d.queueWriteback)
 	}
-	l.setDeleteLater(func(paths []string) {
+	l.setDeleteLater(func(paths []string, delayMs int64) {
 		due := d.deleteDue0()
+		if delayMs > 0 {
+			due = d.cfg.Now().Add(time.Duration(delayMs) * time.Millisecond)
+		}
 		d.retired.Lock()
 		for _, p := range paths {
 			d.retired.files = append(d.retired.files, pendingFile{path: p, due: due})

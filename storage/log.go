@@ -99,9 +99,10 @@ type Log struct {
 		unsyncedSnapshots []int64
 		// deleteLater, if set (by a Dir), takes the files of segments
 		// retired by retention, a new log start or a truncation, to
-		// delete after the dir's file.delete.delay.ms; without it they
-		// are deleted at once. Never takes a lock of the log.
-		deleteLater func(paths []string)
+		// delete after delayMs (the log's FileDeleteDelayMs, 0 for the
+		// dir's); without it they are deleted at once. Never takes a
+		// lock of the log.
+		deleteLater func(paths []string, delayMs int64)
 	}
 
 	// recovered is what Open validated batch by batch. Set before Open returns.
@@ -141,14 +142,14 @@ func (l *Log) dropSegmentLocked(s *segment) error {
 	}
 	paths, err := s.retire()
 	if len(paths) > 0 {
-		l.mu.deleteLater(paths)
+		l.mu.deleteLater(paths, l.cfg.FileDeleteDelayMs)
 	}
 	return err
 }
 
 // setDeleteLater makes the log hand the files of the segments it drops to
 // fn (a Dir, which deletes them later) instead of deleting them.
-func (l *Log) setDeleteLater(fn func(paths []string)) {
+func (l *Log) setDeleteLater(fn func(paths []string, delayMs int64)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.deleteLater = fn

@@ -13,9 +13,9 @@ import (
 
 // TestDroppedSegmentsDeletedLater checks that a segment leaving a log in a
 // Dir (here by a new log start offset) is renamed with DeletedFileSuffix
-// at once and deleted only after FileDeleteDelayMs, off the log's lock, as
-// Kafka does; and that the next Open of the log deletes any retired file
-// left behind.
+// at once and deleted only after the dir's FileDeleteDelayMs, or the log's
+// own, off the log's lock, as Kafka does; and that the next Open of the
+// log deletes any retired file left behind.
 func TestDroppedSegmentsDeletedLater(t *testing.T) {
 	mem := vfs.NewMem()
 	clock := newFakeClock()
@@ -73,7 +73,29 @@ func TestDroppedSegmentsDeletedLater(t *testing.T) {
 	if _, err := mem.Stat(first + DeletedFileSuffix); err != nil {
 		t.Fatalf("dropped segment not retired: %v", err)
 	}
-	clock.Advance(59 * time.Second)
+	// A topic's own file.delete.delay.ms (5 s here) rules its segments.
+	tp5 := TopicPartition{Topic: "t5", Partition: 0}
+	l5, err := d.Create(tp5, Config{SegmentBytes: 400, FileDeleteDelayMs: 5_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		mustAppend(t, l5, 0, batchOf(2, 1, 100))
+	}
+	if err := l5.SetLogStartOffset(l5.LogEndOffset() - 1); err != nil {
+		t.Fatal(err)
+	}
+	first5 := filepath.Join(l5.Dir(), fmt.Sprintf("%020d.log", 0)) + DeletedFileSuffix
+	if _, err := mem.Stat(first5); err != nil {
+		t.Fatalf("dropped segment not retired: %v", err)
+	}
+	clock.Advance(6 * time.Second)
+	passAfter()
+	if _, err := mem.Stat(first5); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("retired segment kept after the topic's file.delete.delay.ms: %v", err)
+	}
+
+	clock.Advance(53 * time.Second) // 59 s after the first was retired
 	passAfter()
 	if _, err := mem.Stat(first + DeletedFileSuffix); err != nil {
 		t.Fatalf("retired segment deleted before file.delete.delay.ms: %v", err)

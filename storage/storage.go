@@ -101,6 +101,11 @@ type Config struct {
 	// FlushIntervalMs is log.flush.interval.ms: the Dir's flusher fsyncs a
 	// log whose oldest unflushed append is older. Default math.MaxInt64.
 	FlushIntervalMs int64
+	// FileDeleteDelayMs is the topic's file.delete.delay.ms: how long a
+	// segment leaving a log in a Dir stays renamed DeletedFileSuffix
+	// before the Dir deletes it. 0 is the Dir's FileDeleteDelayMs (Kafka's
+	// 0 is expressed as 1).
+	FileDeleteDelayMs int64
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger receives recovery and error reports; default slog.Default().
@@ -174,6 +179,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("flush interval messages %d: want >= 1", c.FlushIntervalMessages)
 	case c.FlushIntervalMs < 0:
 		return c, fmt.Errorf("flush interval ms %d: want >= 0", c.FlushIntervalMs)
+	case c.FileDeleteDelayMs < 0:
+		return c, fmt.Errorf("file delete delay ms %d: want >= 0", c.FileDeleteDelayMs)
 	}
 	return c, nil
 }

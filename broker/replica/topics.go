@@ -73,6 +73,7 @@ func (m *Manager) logConfig(overrides map[string]string) storage.Config {
 		IndexIntervalBytes:    int32(tc.Int64("index.interval.bytes")),
 		FlushIntervalMessages: tc.Int64("flush.messages"),
 		FlushIntervalMs:       tc.Int64("flush.ms"),
+		FileDeleteDelayMs:     max(tc.Int64("file.delete.delay.ms"), 1), // Kafka's 0 is 1 here
 		Now:                   m.now,
 		Logger:                m.log,
 	}
