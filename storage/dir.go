@@ -190,7 +190,7 @@ type Dir struct {
 	// due. Its lock is taken under a log's and takes no other.
 	retired struct {
 		sync.Mutex
-		files []pendingFile
+		files []pendingDelete
 	}
 
 	// writeback feeds the writeback goroutine, which closes writebackDone
@@ -362,7 +362,7 @@ func (d *Dir) adopt(l *Log) {
 		}
 		d.retired.Lock()
 		for _, p := range paths {
-			d.retired.files = append(d.retired.files, pendingFile{path: p, due: due})
+			d.retired.files = append(d.retired.files, pendingDelete{name: p, due: due})
 		}
 		d.retired.Unlock()
 		d.poke()

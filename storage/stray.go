@@ -59,39 +59,39 @@ func parseRenamedDirName(name string) (suffix string, ok bool) {
 	return "", false
 }
 
-// pendingDelete is a "-delete" directory and when it may be deleted.
+// pendingDelete is a "-delete" directory (its name in the log dir) or a
+// retired segment file (its path), and when it may be deleted.
 type pendingDelete struct {
 	name string
 	due  time.Time
 }
 
-// pendingFile is a retired segment file and when it may be deleted.
-type pendingFile struct {
-	path string
-	due  time.Time
+// takeDue removes the entries due by now from *list and returns them.
+func takeDue(list *[]pendingDelete, now time.Time) []pendingDelete {
+	var due []pendingDelete
+	keep := (*list)[:0]
+	for _, p := range *list {
+		if now.Before(p.due) {
+			keep = append(keep, p)
+		} else {
+			due = append(due, p)
+		}
+	}
+	*list = keep
+	return due
 }
 
 // deleteRetired deletes the retired segment files whose delay has passed.
 // One that cannot be deleted is logged and retried after another delay.
 func (d *Dir) deleteRetired() {
-	now := d.cfg.Now()
 	d.retired.Lock()
-	var due []pendingFile
-	keep := d.retired.files[:0]
-	for _, f := range d.retired.files {
-		if now.Before(f.due) {
-			keep = append(keep, f)
-		} else {
-			due = append(due, f)
-		}
-	}
-	d.retired.files = keep
+	due := takeDue(&d.retired.files, d.cfg.Now())
 	d.retired.Unlock()
-	var failed []pendingFile
+	var failed []pendingDelete
 	for _, f := range due {
-		if err := d.fs.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			d.logger.Error("deleting retired segment file failed; will retry", "file", f.path, "err", err)
-			failed = append(failed, pendingFile{path: f.path, due: d.deleteDue0()})
+		if err := d.fs.Remove(f.name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.logger.Error("deleting retired segment file failed; will retry", "file", f.name, "err", err)
+			failed = append(failed, pendingDelete{name: f.name, due: d.deleteDue0()})
 		}
 	}
 	if len(failed) > 0 {
@@ -201,18 +201,8 @@ func (d *Dir) renameOut(tp TopicPartition, suffix string, keep bool) (string, er
 // deleteDue deletes the "-delete" directories whose delay has passed. One
 // that cannot be deleted is logged and retried after another delay.
 func (d *Dir) deleteDue() {
-	now := d.cfg.Now()
 	d.mu.Lock()
-	var due []pendingDelete
-	keep := d.mu.deletes[:0]
-	for _, p := range d.mu.deletes {
-		if now.Before(p.due) {
-			keep = append(keep, p)
-		} else {
-			due = append(due, p)
-		}
-	}
-	d.mu.deletes = keep
+	due := takeDue(&d.mu.deletes, d.cfg.Now())
 	d.mu.Unlock()
 	if len(due) == 0 {
 		return
