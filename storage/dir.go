@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -340,10 +341,11 @@ func (d *Dir) load() error {
 	return nil
 }
 
-// adopt hands l's flush-after-roll to the background goroutine and makes
-// a failure of l take the whole dir offline, as Kafka.
+// adopt hands l's flush-after-roll, the fsync of its deferred producer
+// snapshots and the deletion of its dropped segments to the background
+// goroutine, and makes a failure of l take the whole dir offline, as Kafka.
 func (d *Dir) adopt(l *Log) {
-	l.setHooks(func(upTo int64) {
+	rollFlush := func(upTo int64) {
 		d.mu.Lock()
 		if d.mu.rollFlushes == nil {
 			d.mu.rollFlushes = map[*Log]int64{}
@@ -351,23 +353,8 @@ func (d *Dir) adopt(l *Log) {
 		d.mu.rollFlushes[l] = max(d.mu.rollFlushes[l], upTo)
 		d.mu.Unlock()
 		d.poke()
-	}, d.watchUnflushed, d.markOffline)
-	if d.cfg.SegmentWritebackBytes > 0 {
-		l.setWriteback(d.cfg.SegmentWritebackBytes, d.queueWriteback)
 	}
-	l.setDeleteLater(func(paths []string, delayMs int64) {
-		due := d.deleteDue0()
-		if delayMs > 0 {
-			due = d.cfg.Now().Add(time.Duration(delayMs) * time.Millisecond)
-		}
-		d.retired.Lock()
-		for _, p := range paths {
-			d.retired.files = append(d.retired.files, pendingDelete{name: p, due: due})
-		}
-		d.retired.Unlock()
-		d.poke()
-	})
-	l.setSnapshotSync(func(l *Log) {
+	snapshotSync := func() {
 		d.mu.Lock()
 		if d.mu.snapshotSyncs == nil {
 			d.mu.snapshotSyncs = map[*Log]struct{}{}
@@ -375,7 +362,21 @@ func (d *Dir) adopt(l *Log) {
 		d.mu.snapshotSyncs[l] = struct{}{}
 		d.mu.Unlock()
 		d.poke()
-	})
+	}
+	deleteLater := func(paths []string, delayMs int64) {
+		delay := time.Duration(cmp.Or(delayMs, d.cfg.FileDeleteDelayMs)) * time.Millisecond
+		due := d.cfg.Now().Add(delay)
+		d.retired.Lock()
+		for _, p := range paths {
+			d.retired.files = append(d.retired.files, pendingDelete{name: p, due: due})
+		}
+		d.retired.Unlock()
+		d.poke()
+	}
+	l.setHooks(rollFlush, d.watchUnflushed, d.markOffline, snapshotSync, deleteLater)
+	if d.cfg.SegmentWritebackBytes > 0 {
+		l.setWriteback(d.cfg.SegmentWritebackBytes, d.queueWriteback)
+	}
 }
 
 // configFor fills in the dir's logger for a partition, and the dir's file

@@ -95,7 +95,7 @@ type Log struct {
 		// background goroutine then calls syncDeferredSnapshots.
 		// unsyncedSnapshots are those snapshots' offsets. Called with no
 		// lock of the log held.
-		snapshotSync      func(*Log)
+		snapshotSync      func()
 		unsyncedSnapshots []int64
 		// deleteLater, if set (by a Dir), takes the files of segments
 		// retired by retention, a new log start or a truncation, to
@@ -147,28 +147,15 @@ func (l *Log) dropSegmentLocked(s *segment) error {
 	return err
 }
 
-// setDeleteLater makes the log hand the files of the segments it drops to
-// fn (a Dir, which deletes them later) instead of deleting them.
-func (l *Log) setDeleteLater(fn func(paths []string, delayMs int64)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.mu.deleteLater = fn
-}
-
-// setSnapshotSync makes the log hand the fsync of its deferred producer
-// snapshots to fn (a Dir's background goroutine).
-func (l *Log) setSnapshotSync(fn func(*Log)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.mu.snapshotSync = fn
-}
-
 // setHooks installs a Dir's asynchronous flush-after-roll, its watch of
-// logs due a timed flush and its offline notification.
-func (l *Log) setHooks(rollFlush func(upTo int64), onUnflushed func(*Log, time.Duration), onOffline func(*OfflineError)) {
+// logs due a timed flush, its offline notification, its fsync of deferred
+// producer snapshots and its delayed deletion of dropped segments.
+func (l *Log) setHooks(rollFlush func(upTo int64), onUnflushed func(*Log, time.Duration), onOffline func(*OfflineError),
+	snapshotSync func(), deleteLater func(paths []string, delayMs int64)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.rollFlush, l.mu.onUnflushed, l.mu.onOffline = rollFlush, onUnflushed, onOffline
+	l.mu.snapshotSync, l.mu.deleteLater = snapshotSync, deleteLater
 }
 
 // afterAppend is what an append hands to its Dir once the log's lock is
@@ -259,13 +246,11 @@ func (l *Log) segmentBases(ents []fs.DirEntry) ([]int64, error) {
 				}
 			}
 		}
-		if strings.HasSuffix(name, ".tmp") {
-			// A checkpoint write interrupted before its rename.
-			_ = l.fs.Remove(filepath.Join(l.dir, name))
-		}
-		if strings.HasSuffix(name, DeletedFileSuffix) {
-			// Retired before the process stopped (by kbroker or by
-			// Kafka, which names them alike): due now, as in Kafka.
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, DeletedFileSuffix) {
+			// A checkpoint write interrupted before its rename, or a
+			// segment file retired before the process stopped (by
+			// kbroker or by Kafka, which names them alike): due now, as
+			// in Kafka.
 			_ = l.fs.Remove(filepath.Join(l.dir, name))
 		}
 	}

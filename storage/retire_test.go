@@ -22,29 +22,8 @@ func TestDroppedSegmentsDeletedLater(t *testing.T) {
 	const path = "/logs"
 	cfg := DirConfig{FS: mem, Logger: quiet, Now: clock.Now, FileDeleteDelayMs: 60_000,
 		ConfigFor: func(string, int32) Config { return Config{SegmentBytes: 400} }}
-	passed := make(chan struct{}, 1)
-	testHookPass = func() {
-		select {
-		case passed <- struct{}{}:
-		default:
-		}
-	}
-	defer func() { testHookPass = nil }()
-	var d *Dir
-	// passAfter returns once a whole pass of the background goroutine
-	// ran after the call.
-	passAfter := func() {
-		for range 2 {
-			select {
-			case <-passed:
-			default:
-			}
-			d.poke()
-			<-passed
-		}
-	}
-	var err error
-	d, err = OpenDirConfig(path, cfg)
+	passes := hookPasses(t)
+	d, err := OpenDirConfig(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,18 +69,18 @@ func TestDroppedSegmentsDeletedLater(t *testing.T) {
 		t.Fatalf("dropped segment not retired: %v", err)
 	}
 	clock.Advance(6 * time.Second)
-	passAfter()
+	passes.pass(t, d)
 	if _, err := mem.Stat(first5); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("retired segment kept after the topic's file.delete.delay.ms: %v", err)
 	}
 
 	clock.Advance(53 * time.Second) // 59 s after the first was retired
-	passAfter()
+	passes.pass(t, d)
 	if _, err := mem.Stat(first + DeletedFileSuffix); err != nil {
 		t.Fatalf("retired segment deleted before file.delete.delay.ms: %v", err)
 	}
 	clock.Advance(2 * time.Second)
-	passAfter()
+	passes.pass(t, d)
 	if _, err := mem.Stat(first + DeletedFileSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("retired segment kept after file.delete.delay.ms: %v", err)
 	}

@@ -286,7 +286,7 @@ func (s *segment) writeIndexFiles(w indexWrite, fsync bool) (created bool, err e
 	}
 	c2, err := writeIndexFile(s.fs, segmentPath(s.dir, s.base, indexSuffix), w.idx, w.idxAt, fsync, w.unsynced)
 	if err == nil && w.txn && fsync {
-		err = syncTxnIndex(s.fs, segmentPath(s.dir, s.base, txnIndexSuffix))
+		err = syncFileIfExists(s.fs, segmentPath(s.dir, s.base, txnIndexSuffix))
 	}
 	return c1 || c2, err
 }

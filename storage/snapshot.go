@@ -75,7 +75,7 @@ func (l *Log) WriteProducerSnapshotDeferred(offset int64, producers []ProducerSn
 	l.mu.Lock()
 	l.mu.unsyncedSnapshots = append(l.mu.unsyncedSnapshots, offset)
 	l.mu.Unlock()
-	hook(l)
+	hook()
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (l *Log) syncDeferredSnapshots() error {
 	}
 	var errs error
 	for _, off := range offs {
-		if err := syncFile(l.fs, l.snapshotPath(off)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := syncFileIfExists(l.fs, l.snapshotPath(off)); err != nil {
 			errs = errors.Join(errs, fmt.Errorf("syncing producer snapshot: %w", err))
 		}
 	}
@@ -102,16 +102,6 @@ func (l *Log) syncDeferredSnapshots() error {
 	}
 	l.pruneSnapshots()
 	return nil
-}
-
-// syncFile fsyncs the file at name.
-func syncFile(fsys vfs.FS, name string) error {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	return errors.Join(err, f.Close())
 }
 
 // WriteProducerSnapshotAtClose is WriteProducerSnapshot for the snapshot

@@ -121,6 +121,7 @@ func TestDeferredProducerSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	passes := hookPasses(t)
 	d, err := OpenDirConfig(path, DirConfig{FS: mem, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -183,10 +184,10 @@ func TestDeferredProducerSnapshot(t *testing.T) {
 	cl.Close()
 
 	letSyncEnd()
-	eventually(t, "the snapshot replaced by the deferred one to be removed", func() bool {
-		_, err := mem.Stat(name(10))
-		return errors.Is(err, os.ErrNotExist)
-	})
+	passes.pass(t, d) // the pass that synced, then a whole one after it
+	if _, err := mem.Stat(name(10)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the snapshot replaced by the deferred one kept after its sync: %v", err)
+	}
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -198,15 +199,5 @@ func TestDeferredProducerSnapshot(t *testing.T) {
 	defer cl.Close()
 	if ps, ok := cl.LatestProducerSnapshot(100); !ok || ps.Offset != 30 || ps.Producers[0].ProducerID != 30 {
 		t.Fatalf("after the sync and a flush: latest = %+v %v, want 30", ps, ok)
-	}
-}
-
-// eventually waits up to 10 s for cond, polling.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }

@@ -231,8 +231,9 @@ func (l *Log) AppendTxnIndex(e TxnIndexEntry) error {
 	return nil
 }
 
-// syncTxnIndex fsyncs the transaction index at path, if it exists.
-func syncTxnIndex(fs vfs.FS, path string) error {
+// syncFileIfExists fsyncs the file at path (a transaction index, a
+// producer snapshot), if it exists.
+func syncFileIfExists(fs vfs.FS, path string) error {
 	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
