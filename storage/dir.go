@@ -188,7 +188,8 @@ type Dir struct {
 	stop, done, wake chan struct{}
 	// retired are the files of segments the logs dropped
 	// (Log.dropSegmentLocked), deleted by the background goroutine once
-	// due. Its lock is taken under a log's and takes no other.
+	// due. Its lock is a leaf: taken under a log's lock (dropping a
+	// segment) or d.mu (sleep), it takes no other.
 	retired struct {
 		sync.Mutex
 		files []pendingDelete
