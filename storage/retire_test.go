@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +104,120 @@ func TestDroppedSegmentsDeletedLater(t *testing.T) {
 	}
 	if d.Log(tp) == nil {
 		t.Fatal("log not reopened")
+	}
+}
+
+// TestDeletedInSteps checks that the dir's background goroutine frees at
+// most deleteStepBytes per call when it deletes a retired segment or a
+// removed log's directory: every file larger than that is truncated from
+// its end in steps before it is removed, and nothing is left.
+func TestDeletedInSteps(t *testing.T) {
+	defer func(s int64) { deleteStepBytes = s }(deleteStepBytes)
+	deleteStepBytes = 64
+	mem := vfs.NewMem()
+	// Each truncation, with the size it starts from.
+	type cut struct {
+		path string
+		from int64
+	}
+	var cuts []cut // written by the background goroutine, read after its pass
+	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
+		if op.Kind == vfs.OpTruncate {
+			if info, err := mem.Stat(op.Path); err == nil {
+				cuts = append(cuts, cut{op.Path, info.Size()})
+			}
+		}
+		return nil
+	})
+	clock := newFakeClock()
+	passes := hookPasses(t)
+	d, err := OpenDirConfig("/logs", DirConfig{FS: fs, Logger: quiet, Now: clock.Now, FileDeleteDelayMs: 1000,
+		ConfigFor: func(string, int32) Config { return Config{SegmentBytes: 400} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	l, err := d.Create(tp, Config{SegmentBytes: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		mustAppend(t, l, 0, batchOf(2, 1, 100))
+	}
+	if err := l.SetLogStartOffset(l.LogEndOffset() - 1); err != nil {
+		t.Fatal(err)
+	}
+	retired := filepath.Join(l.Dir(), fmt.Sprintf("%020d.log", 0)) + DeletedFileSuffix
+	info, err := mem.Stat(retired)
+	if err != nil {
+		t.Fatalf("dropped segment not retired: %v", err)
+	}
+	size := info.Size()
+	if size <= 2*deleteStepBytes {
+		t.Fatalf("retired segment of %d bytes: too small to need steps", size)
+	}
+	// Each step frees at most deleteStepBytes, and they start at the end.
+	checkSteps := func(path string, size int64) {
+		t.Helper()
+		want := size
+		var n int
+		for _, c := range cuts {
+			if c.path != path {
+				continue
+			}
+			if c.from != want {
+				t.Fatalf("%s: truncation %d started at %d bytes, want %d", path, n, c.from, want)
+			}
+			want = max(want-deleteStepBytes, 0)
+			n++
+		}
+		if steps := (size + deleteStepBytes - 1) / deleteStepBytes; int64(n) != steps {
+			t.Fatalf("%s: %d truncations of a %d-byte file, want %d (cuts %v)", path, n, size, steps, cuts)
+		}
+		if _, err := mem.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s kept: %v", path, err)
+		}
+	}
+	clock.Advance(2 * time.Second)
+	passes.pass(t, d)
+	checkSteps(retired, size)
+
+	// A removed log: its directory's files go the same way.
+	sizes := map[string]int64{}
+	ents, err := mem.ReadDir(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if info, err := mem.Stat(filepath.Join(l.Dir(), e.Name())); err == nil && info.Size() > deleteStepBytes {
+			sizes[e.Name()] = info.Size()
+		}
+	}
+	if len(sizes) == 0 {
+		t.Fatalf("no file of the log to remove is over %d bytes: %v", deleteStepBytes, ents)
+	}
+	if err := d.Remove(tp); err != nil {
+		t.Fatal(err)
+	}
+	var removed string
+	if ents, err = mem.ReadDir("/logs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), DeleteDirSuffix) {
+			removed = filepath.Join("/logs", e.Name())
+		}
+	}
+	if removed == "" {
+		t.Fatalf("no %s directory in %v", DeleteDirSuffix, ents)
+	}
+	clock.Advance(2 * time.Second)
+	passes.pass(t, d)
+	for name, size := range sizes {
+		checkSteps(filepath.Join(removed, name), size)
+	}
+	if _, err := mem.Stat(removed); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("removed log's directory kept: %v", err)
 	}
 }

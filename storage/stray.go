@@ -81,7 +81,8 @@ func takeDue(list *[]pendingDelete, now time.Time) []pendingDelete {
 	return due
 }
 
-// deleteRetired deletes the retired segment files whose delay has passed.
+// deleteRetired deletes the retired segment files whose delay has passed,
+// in steps (removeInSteps).
 // One that cannot be deleted is logged and retried after another delay.
 func (d *Dir) deleteRetired() {
 	d.retired.Lock()
@@ -89,7 +90,7 @@ func (d *Dir) deleteRetired() {
 	d.retired.Unlock()
 	var failed []pendingDelete
 	for _, f := range due {
-		if err := d.fs.Remove(f.name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := removeInSteps(d.fs, f.name, deleteStepBytes); err != nil {
 			d.logger.Error("deleting retired segment file failed; will retry", "file", f.name, "err", err)
 			failed = append(failed, pendingDelete{name: f.name, due: d.deleteDue0()})
 		}
@@ -198,7 +199,8 @@ func (d *Dir) renameOut(tp TopicPartition, suffix string, keep bool) (string, er
 	return name, d.syncDir()
 }
 
-// deleteDue deletes the "-delete" directories whose delay has passed. One
+// deleteDue deletes the "-delete" directories whose delay has passed, their
+// files in steps (removeInSteps). One
 // that cannot be deleted is logged and retried after another delay.
 func (d *Dir) deleteDue() {
 	d.mu.Lock()
@@ -209,7 +211,7 @@ func (d *Dir) deleteDue() {
 	}
 	var failed []pendingDelete
 	for _, p := range due {
-		if err := d.fs.RemoveAll(filepath.Join(d.path, p.name)); err != nil {
+		if err := removeInSteps(d.fs, filepath.Join(d.path, p.name), deleteStepBytes); err != nil {
 			d.logger.Error("deleting removed log failed; will retry", "dir", p.name, "err", err)
 			failed = append(failed, pendingDelete{name: p.name, due: d.deleteDue0()})
 			continue
