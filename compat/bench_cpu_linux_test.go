@@ -50,3 +50,13 @@ func selfCPU() (time.Duration, bool) {
 
 // benchSync writes every dirty page of the machine back (sync(2)).
 func benchSync() { syscall.Sync() }
+
+// benchDiskFree is the space free to users on the file system that holds
+// the targets' data directories (under os.TempDir()), 0 if unknown.
+func benchDiskFree() uint64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(os.TempDir(), &st); err != nil {
+		return 0
+	}
+	return st.Bavail * uint64(st.Bsize)
+}

@@ -12,3 +12,6 @@ func selfCPU() (time.Duration, bool) { return 0, false }
 
 // benchSync does nothing outside Linux.
 func benchSync() {}
+
+// benchDiskFree is not measured outside Linux.
+func benchDiskFree() uint64 { return 0 }

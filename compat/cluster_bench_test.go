@@ -123,7 +123,8 @@ func startBenchClusters(b *testing.B) []clusterTarget {
 	z := integration.StartZooKeeper(b)
 	// pprof on the brokers' HTTP listeners (http.listeners in their
 	// command lines), for profiles during a run; nothing asks for it.
-	kbProps := map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.pprof.enable": "true"}
+	kbProps := map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.pprof.enable": "true",
+		"file.delete.delay.ms": benchDeleteDelayMs}
 	if v := os.Getenv("KBROKER_BENCH_WRITEBACK_BYTES"); v != "" {
 		kbProps["log.segment.writeback.bytes"] = v // log.segment.writeback.bytes of the kbrokers
 	}
@@ -143,6 +144,7 @@ func startBenchClusters(b *testing.B) []clusterTarget {
 			"offsets.topic.replication.factor":         "3",
 			"transaction.state.log.replication.factor": "3",
 			"transaction.state.log.min.isr":            "2",
+			"log.segment.delete.delay.ms":              benchDeleteDelayMs,
 		}, kafka39BenchJVM)
 		kafka39Seeds = append(kafka39Seeds, k.Addr())
 	}
@@ -250,7 +252,8 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs=%s
 group.initial.rebalance.delay.ms=0
-`, i+1, strings.Join(voters, ","), k.port, k.controllerPort, k.port, filepath.Join(k.dir, "data"))
+log.segment.delete.delay.ms=%s
+`, i+1, strings.Join(voters, ","), k.port, k.controllerPort, k.port, filepath.Join(k.dir, "data"), benchDeleteDelayMs)
 		k.launch(t, props, id)
 	}
 	// The quorum needs a majority up: every node is launched before any

@@ -46,6 +46,10 @@ package compat
 //   - KBROKER_BENCH_TARGETS: a comma-separated subset of the targets' names;
 //   - KBROKER_BENCH_ROTATE=n: start the rotation of the targets' order n
 //     places later (another run with another target first);
+//   - KBROKER_BENCH_DELETE_GB=n: before each fixed-rate run, another topic
+//     of the target is filled with n GB as fast as it takes them, and it is
+//     deleted in the middle of the measured window (the targets' delete
+//     delay is 1 s): the cost of deleting data under load;
 //   - KBROKER_BENCH_TRACE=dir: during each fixed-rate run's measured window
 //     an execution trace of this process (clients, kfake) goes to
 //     dir/<topic>-client.trace and, with KBROKER_BENCH_PPROF, one of
@@ -196,6 +200,12 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 			b.Fatalf("KBROKER_BENCH_LATENCY_PARTITIONS=%q: want a positive integer", s)
 		}
 	}
+	var deleteGB float64
+	if s := os.Getenv("KBROKER_BENCH_DELETE_GB"); s != "" {
+		if deleteGB, err = strconv.ParseFloat(s, 64); err != nil || deleteGB < 0 {
+			b.Fatalf("KBROKER_BENCH_DELETE_GB=%q: want a number of GB", s)
+		}
+	}
 	shift := 0
 	if s := os.Getenv("KBROKER_BENCH_ROTATE"); s != "" {
 		if shift, err = strconv.Atoi(s); err != nil || shift < 0 {
@@ -213,6 +223,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 
 	targets := start(b)
 	benchWarmMemory(b) // bench_warm_test.go
+	free0 := benchDiskFree()
 	payload := make([]byte, benchValueSize)
 	if _, err := rand.Read(payload); err != nil {
 		b.Fatal(err)
@@ -226,7 +237,8 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		maxMBps := map[string]float64{}
 		if slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 }) {
 			for _, t := range targets {
-				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload)
+				benchAwaitDeletes(b, free0)
+				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload, 0)
 				maxMBps[t.name] = r.acked
 				fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
 			}
@@ -238,7 +250,8 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 				if rate.pct > 0 {
 					offered = maxMBps[t.name] * rate.pct / 100
 				}
-				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload)
+				benchAwaitDeletes(b, free0)
+				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB)
 				r.rate = rate
 				runs = append(runs, r)
 				fmt.Print(latencyRunLine(r))
@@ -258,6 +271,39 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		for _, rate := range rates {
 			fmt.Print(latencyReport(targets, runs, rate))
 		}
+	}
+}
+
+// benchDeleteDelayMs is the delete delay of every target that has one
+// (Kafka's log.segment.delete.delay.ms, kbroker's file.delete.delay.ms,
+// which builds before session 21 read as well; kfake deletes at once): a
+// run's topic, deleted after it, is gone from the disk within seconds,
+// and benchAwaitDeletes waits for that before the next run.
+const benchDeleteDelayMs = "1000"
+
+// benchAwaitDeletes waits, up to 3 minutes, until the file system of the
+// targets' data has free again all but 1 GiB of the space it had before
+// the first run (free0; 0 if unknown: no wait), so that no run carries the
+// deletion of an earlier run's topic. On a disk mounted with `discard` a
+// deletion is not free: an unlink of 10 GB held a concurrent 200 MB/s
+// writer back 931 ms on this machine (docs/PERFORMANCE.md "Deleting files
+// in steps"), and Kafka's 60-second delay put each run's deletion into the
+// next target's measured window.
+func benchAwaitDeletes(b *testing.B, free0 uint64) {
+	if free0 == 0 {
+		return
+	}
+	const slack = 1 << 30
+	start := time.Now()
+	for benchDiskFree()+slack < free0 {
+		if time.Since(start) > 3*time.Minute {
+			fmt.Printf("disk: %.1f GB less free than before the first run after 3 minutes; going on\n", float64(free0-benchDiskFree())/1e9)
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		fmt.Printf("disk: waited %v for earlier runs' files to be deleted\n", waited.Round(100*time.Millisecond))
 	}
 }
 
@@ -286,11 +332,11 @@ func latencyTargets(b *testing.B) []benchTarget {
 		if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" {
 			overrides = append(overrides, "http.listeners=http://"+addr, "http.pprof.enable=true")
 		}
-		kb := startBroker(b, b.TempDir(), overrides...)
+		kb := startBroker(b, b.TempDir(), append(overrides, "file.delete.delay.ms="+benchDeleteDelayMs)...)
 		targets = append(targets, benchTarget{name: "kbroker", addr: kb.Addr(), pid: kb.Pid()})
 	}
 	if bin := os.Getenv("KBROKER_BENCH_BASELINE"); bin != "" && use("baseline") {
-		base := startBrokerBin(b, bin, b.TempDir())
+		base := startBrokerBin(b, bin, b.TempDir(), "file.delete.delay.ms="+benchDeleteDelayMs)
 		targets = append(targets, benchTarget{name: "baseline", addr: base.Addr(), pid: base.Pid()})
 	}
 	if use("kfake") {
@@ -302,7 +348,7 @@ func latencyTargets(b *testing.B) []benchTarget {
 		targets = append(targets, benchTarget{name: "kfake", addr: kf.ListenAddrs()[0]})
 	}
 	if os.Getenv("KBROKER_BENCH_KAFKA") != "0" && use("kafka") {
-		k := startKafka(b)
+		k := startKafka(b, "log.segment.delete.delay.ms="+benchDeleteDelayMs)
 		targets = append(targets, benchTarget{name: "kafka", addr: k.Addr()})
 	}
 	if len(targets) == 0 {
@@ -315,8 +361,14 @@ func latencyTargets(b *testing.B) []benchTarget {
 // min.insync.replicas=2 when replicated), then offers records at offered MB/s (as
 // fast as the producer goes when 0) for warmup+measure while a consumer
 // tails the topic, and returns the latencies of the records intended during
-// the measured window.
-func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offered float64, warmup, measure time.Duration, payload []byte) latRun {
+// the measured window. With deleteGB > 0 another topic holding that many GB
+// is deleted in the middle of the window.
+func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offered float64, warmup, measure time.Duration, payload []byte, deleteGB float64) latRun {
+	side := ""
+	if deleteGB > 0 {
+		side = "side-" + topic
+		fillTopic(b, t, side, partitions, deleteGB, payload)
+	}
 	runtime.GC()
 	benchSync()
 	out := latRun{target: t.name, offered: offered, publish: newLatHist(), e2e: newLatHist(), load: loadAvg()}
@@ -461,6 +513,24 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 		stop := latencyTrace(b, dir, t, topic, time.Duration(from-latNow()), measure)
 		defer stop()
 	}
+	if side != "" {
+		deleted := make(chan struct{})
+		mid := from + int64(measure/2)
+		timer := time.AfterFunc(time.Duration(mid-latNow()), func() {
+			defer close(deleted)
+			if _, err := kadm.NewClient(prod).DeleteTopic(ctx, side); err != nil {
+				b.Errorf("%s: DeleteTopic %s: %v", t.name, side, err)
+			}
+			fmt.Printf("%s: deleted %s (%.1f GB) in %v at second %d of the window\n", t.name, side, deleteGB,
+				time.Duration(latNow()-mid).Round(time.Millisecond), measure/2/time.Second)
+		})
+		defer func() {
+			if timer.Stop() {
+				close(deleted)
+			}
+			<-deleted
+		}()
+	}
 	if interval > 0 {
 		for i := int64(0); ; i++ {
 			intended := start + i*interval
@@ -509,6 +579,44 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 	out.consumed = float64(consumedBytes.Load()) / 1e6 / secs
 	out.load += " → " + loadAvg()
 	return out
+}
+
+// fillTopic creates topic on t and produces gb GB of payload into it as
+// fast as t acknowledges them (acks=all, idempotent).
+func fillTopic(b *testing.B, t benchTarget, topic string, partitions int, gb float64, payload []byte) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(t.seedList()...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	}, t.opts...)...)
+	if err != nil {
+		b.Fatalf("%s: filling %s: %v", t.name, topic, err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), max(t.rf, 1), nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatalf("%s: CreateTopic %s: %v", t.name, topic, err)
+	}
+	var failed atomic.Pointer[error]
+	for range int64(gb * 1e9 / float64(len(payload))) {
+		cl.Produce(ctx, &kgo.Record{Value: payload}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatalf("%s: filling %s: %v", t.name, topic, err)
+	}
+	if e := failed.Load(); e != nil {
+		b.Fatalf("%s: filling %s: %v", t.name, topic, *e)
+	}
 }
 
 // latencyTrace starts, after delay, an execution trace of this process for

@@ -79,11 +79,16 @@ func randomClusterID(t testing.TB) string {
 
 // startKafka formats a fresh data directory and starts Apache Kafka 4.4.0
 // through compat/java/bin/kafka-server-start.sh with a 512 MiB heap. It is
-// stopped (SIGTERM, then SIGKILL) at test cleanup.
-func startKafka(t testing.TB) *kafkaProc {
+// stopped (SIGTERM, then SIGKILL) at test cleanup. Each of extra is one
+// more line of server.properties ("key=value"; a later line wins).
+func startKafka(t testing.TB, extra ...string) *kafkaProc {
 	t.Helper()
 	k := &kafkaProc{port: freePort(t), controllerPort: freePort(t), dir: t.TempDir()}
-	k.launch(t, kafkaServerProperties(k.port, k.controllerPort, filepath.Join(k.dir, "data")), randomClusterID(t))
+	props := kafkaServerProperties(k.port, k.controllerPort, filepath.Join(k.dir, "data"))
+	for _, line := range extra {
+		props += line + "\n"
+	}
+	k.launch(t, props, randomClusterID(t))
 	k.await(t, kafkaStartTimeout)
 	return k
 }

@@ -46,8 +46,9 @@ type Config struct {
 	FetchSessionCacheSlots int32
 
 	// Log dir safety (storage.DirConfig). FileDeleteDelayMs is
-	// file.delete.delay.ms: a deleted partition's directory stays, renamed
-	// "-delete", this long. LogFlushOffsetCheckpointIntervalMs is
+	// log.segment.delete.delay.ms (Kafka's broker name; kbroker's older
+	// file.delete.delay.ms wins when set): a deleted partition's directory
+	// stays, renamed "-delete", this long, as in Kafka's LogManager. LogFlushOffsetCheckpointIntervalMs is
 	// log.flush.offset.checkpoint.interval.ms: how often recovery points are
 	// checkpointed, bounding what a crash re-scans. Kafka's 0 is kept as 1
 	// (storage reads 0 as "default").
@@ -338,7 +339,7 @@ var props = map[string]prop{
 	"transactional.id.expiration.ms":                              {"604800000", kmsg.ConfigTypeInt, "How long a transactional id is kept without a transaction status update.", intProp(func(c *Config, v int64) { c.TransactionalIDExpirationMs = v }, 1, math.MaxInt32)},
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms": {"10000", kmsg.ConfigTypeInt, "How often timed-out transactions are aborted.", intProp(func(c *Config, v int64) { c.TransactionAbortTimedOutCleanupIntervalMs = v }, 1, math.MaxInt32)},
 	// Log dir safety: the delay of deletions, the recovery-point checkpoints.
-	"file.delete.delay.ms":                    {"60000", kmsg.ConfigTypeLong, "The time to wait before deleting a file from the file system.", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
+	"file.delete.delay.ms":                    {"", kmsg.ConfigTypeLong, "kbroker's older name of log.segment.delete.delay.ms; wins when set.", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
 	"log.flush.offset.checkpoint.interval.ms": {"60000", kmsg.ConfigTypeInt, "How often the recovery points of the logs are checkpointed.", intProp(func(c *Config, v int64) { c.LogFlushOffsetCheckpointIntervalMs = max(v, 1) }, 0, math.MaxInt32)},
 	"log.segment.writeback.bytes":             {"8388608", kmsg.ConfigTypeLong, "Start writing back each this many bytes a partition appends to its segment, behind the writer, so dirty pages stay few and the fsync before a roll is short; -1 leaves it to the kernel (kbroker's own property).", intProp(func(c *Config, v int64) { c.LogSegmentWritebackBytes = v }, -1, math.MaxInt64)},
 	"log.segment.open.files.max":              {"1000", kmsg.ConfigTypeInt, "The most segment files kbroker keeps open at once (kbroker's own property).", intProp(func(c *Config, v int64) { c.LogSegmentOpenFilesMax = int32(v) }, 1, math.MaxInt32)},
@@ -377,7 +378,8 @@ func (c Config) BrokerConfigValue(key string) (string, bool) {
 
 // order makes later, more specific properties win: log.roll.ms over
 // log.roll.hours, log.retention.ms over minutes over hours, broker.id over node.id.
-var order = []string{"log.roll.hours", "log.roll.ms", "log.retention.hours", "log.retention.minutes", "log.retention.ms", "node.id", "broker.id", "log.dirs", "log.dir"}
+var order = []string{"log.roll.hours", "log.roll.ms", "log.retention.hours", "log.retention.minutes", "log.retention.ms", "node.id", "broker.id", "log.dirs", "log.dir",
+	"log.segment.delete.delay.ms", "file.delete.delay.ms"}
 
 // ParseConfig builds a Config from Kafka properties. Keys the broker does not
 // know are returned in unknown (the caller logs and ignores them); a malformed

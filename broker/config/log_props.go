@@ -48,7 +48,7 @@ var logProps = map[string]prop{
 		}
 		return nil
 	}},
-	"log.segment.delete.delay.ms": {"60000", kmsg.ConfigTypeLong, "The time to wait before deleting a file (default of file.delete.delay.ms).", keptInt(0, math.MaxInt64)},
+	"log.segment.delete.delay.ms": {"60000", kmsg.ConfigTypeLong, "The time to wait before deleting a file: a deleted topic's logs, and the default of file.delete.delay.ms.", intProp(func(c *Config, v int64) { c.FileDeleteDelayMs = max(v, 1) }, 0, math.MaxInt64)},
 	"log.preallocate":             {"false", kmsg.ConfigTypeBoolean, "Preallocate segment files (default of preallocate; kbroker never preallocates).", boolProp(func(*Config, bool) {})},
 	"log.roll.jitter.ms":          {"", kmsg.ConfigTypeLong, "The jitter subtracted from the roll time (default of segment.jitter.ms).", keptInt(0, math.MaxInt64)},
 	"log.roll.jitter.hours":       {"0", kmsg.ConfigTypeInt, "The jitter subtracted from the roll time, in hours.", keptInt(0, math.MaxInt32)},
