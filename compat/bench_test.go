@@ -91,6 +91,9 @@ type benchTarget struct {
 	// get min.insync.replicas=2 (BenchmarkClusterLatency).
 	seeds []string
 	rf    int16
+	// inProcess is set for kfake, which keeps its data in this process's
+	// heap: BenchmarkFixedRate does not bound the heap for it.
+	inProcess bool
 }
 
 // seedList is the bootstrap list of t's clients.

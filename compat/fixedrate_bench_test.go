@@ -36,7 +36,16 @@ package compat
 //     KBROKER_BENCH_WARMUP_SECS (default 10) of the same load;
 //   - KBROKER_BENCH_LATENCY_PARTITIONS: partitions of each topic (default 16);
 //   - KBROKER_BENCH_CLIENT_GOGC: the GOGC of this process, which runs the
-//     producer, the consumer and kfake (default 400; Go's default is 100);
+//     producer, the consumer and kfake (default 400; Go's default is 100).
+//     For targets outside this process its heap is also bounded to what
+//     it holds after a GC at the start of the run plus
+//     KBROKER_BENCH_CLIENT_HEAP_MIB (default 512; Go's soft memory limit)
+//     and the producer buffers at most 64 MiB: a producer or consumer that
+//     fell behind grew the heap of this process by 1.7 GB in 7 s at
+//     GOGC 400, every new page a fault that on this virtual machine costs
+//     about 2 s of system CPU per GB, which left the brokers no CPU and was
+//     the multi-second tail of the 200 MB/s runs (docs/PERFORMANCE.md "The
+//     load generator's own tail");
 //   - KBROKER_BENCH_KAFKA=0 leaves Apache Kafka out (it needs the JDK and
 //     compat/java built, as the Java tests);
 //   - KBROKER_BENCH_BASELINE=/path/to/kbroker adds another kbroker build as
@@ -194,6 +203,12 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		}
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(clientGOGC))
+	clientHeapMiB := int64(512)
+	if s := os.Getenv("KBROKER_BENCH_CLIENT_HEAP_MIB"); s != "" {
+		if clientHeapMiB, err = strconv.ParseInt(s, 10, 64); err != nil || clientHeapMiB <= 0 {
+			b.Fatalf("KBROKER_BENCH_CLIENT_HEAP_MIB=%q: want a positive number of MiB", s)
+		}
+	}
 	partitions := 16
 	if s := os.Getenv("KBROKER_BENCH_LATENCY_PARTITIONS"); s != "" {
 		if partitions, err = strconv.Atoi(s); err != nil || partitions <= 0 {
@@ -238,7 +253,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		if slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 }) {
 			for _, t := range targets {
 				benchAwaitDeletes(b, free0)
-				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload, 0)
+				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload, 0, clientHeapMiB)
 				maxMBps[t.name] = r.acked
 				fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
 			}
@@ -251,7 +266,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 					offered = maxMBps[t.name] * rate.pct / 100
 				}
 				benchAwaitDeletes(b, free0)
-				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB)
+				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB, clientHeapMiB)
 				r.rate = rate
 				runs = append(runs, r)
 				fmt.Print(latencyRunLine(r))
@@ -345,7 +360,7 @@ func latencyTargets(b *testing.B) []benchTarget {
 			b.Fatalf("kfake: %v", err)
 		}
 		b.Cleanup(kf.Close)
-		targets = append(targets, benchTarget{name: "kfake", addr: kf.ListenAddrs()[0]})
+		targets = append(targets, benchTarget{name: "kfake", addr: kf.ListenAddrs()[0], inProcess: true})
 	}
 	if os.Getenv("KBROKER_BENCH_KAFKA") != "0" && use("kafka") {
 		k := startKafka(b, "log.segment.delete.delay.ms="+benchDeleteDelayMs)
@@ -362,14 +377,25 @@ func latencyTargets(b *testing.B) []benchTarget {
 // fast as the producer goes when 0) for warmup+measure while a consumer
 // tails the topic, and returns the latencies of the records intended during
 // the measured window. With deleteGB > 0 another topic holding that many GB
-// is deleted in the middle of the window.
-func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offered float64, warmup, measure time.Duration, payload []byte, deleteGB float64) latRun {
+// is deleted in the middle of the window. Unless t runs in this process,
+// the producer buffers at most 64 MiB and this process's heap is bounded to
+// heapMiB over what it holds at the start.
+func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offered float64, warmup, measure time.Duration, payload []byte, deleteGB float64, heapMiB int64) latRun {
 	side := ""
 	if deleteGB > 0 {
 		side = "side-" + topic
 		fillTopic(b, t, side, partitions, deleteGB, payload)
 	}
 	runtime.GC()
+	var limits []kgo.Opt
+	if !t.inProcess {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		// What the memory limit counts: all the runtime holds from the OS
+		// and has not released.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + heapMiB<<20))
+		limits = append(limits, kgo.MaxBufferedBytes(64<<20))
+	}
 	benchSync()
 	out := latRun{target: t.name, offered: offered, publish: newLatHist(), e2e: newLatHist(), load: loadAvg()}
 	ctx, cancel := context.WithTimeout(context.Background(), warmup+measure+5*time.Minute)
@@ -382,7 +408,7 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 		kgo.ProducerBatchMaxBytes(1 << 20),
 		kgo.MaxBufferedRecords(max(10_000, int(perSecRecords))),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-	}, t.opts...)...)
+	}, append(limits, t.opts...)...)...)
 	if err != nil {
 		b.Fatalf("producer: %v", err)
 	}
