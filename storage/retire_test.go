@@ -54,21 +54,8 @@ func TestDroppedSegmentsDeletedLater(t *testing.T) {
 		t.Fatalf("dropped segment not retired: %v", err)
 	}
 	// A topic's own file.delete.delay.ms (5 s here) rules its segments.
-	tp5 := TopicPartition{Topic: "t5", Partition: 0}
-	l5, err := d.Create(tp5, Config{SegmentBytes: 400, FileDeleteDelayMs: 5_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 6 {
-		mustAppend(t, l5, 0, batchOf(2, 1, 100))
-	}
-	if err := l5.SetLogStartOffset(l5.LogEndOffset() - 1); err != nil {
-		t.Fatal(err)
-	}
-	first5 := filepath.Join(l5.Dir(), fmt.Sprintf("%020d.log", 0)) + DeletedFileSuffix
-	if _, err := mem.Stat(first5); err != nil {
-		t.Fatalf("dropped segment not retired: %v", err)
-	}
+	_, first5 := createAndRetireFirst(t, d, mem, TopicPartition{Topic: "t5", Partition: 0},
+		Config{SegmentBytes: 400, FileDeleteDelayMs: 5_000})
 	clock.Advance(6 * time.Second)
 	passes.pass(t, d)
 	if _, err := mem.Stat(first5); !errors.Is(err, os.ErrNotExist) {
@@ -107,6 +94,29 @@ func TestDroppedSegmentsDeletedLater(t *testing.T) {
 	}
 }
 
+// createAndRetireFirst creates tp's log in d with cfg (segments of 400
+// bytes or so), appends past a few rolls, moves the log start into the last
+// segment, and returns the log and the retired path of its first segment,
+// which it checks exists in mem.
+func createAndRetireFirst(t *testing.T, d *Dir, mem *vfs.MemFS, tp TopicPartition, cfg Config) (*Log, string) {
+	t.Helper()
+	l, err := d.Create(tp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		mustAppend(t, l, 0, batchOf(2, 1, 100))
+	}
+	if err := l.SetLogStartOffset(l.LogEndOffset() - 1); err != nil {
+		t.Fatal(err)
+	}
+	retired := filepath.Join(l.Dir(), fmt.Sprintf("%020d.log", 0)) + DeletedFileSuffix
+	if _, err := mem.Stat(retired); err != nil {
+		t.Fatalf("dropped segment not retired: %v", err)
+	}
+	return l, retired
+}
+
 // TestDeletedInSteps checks that the dir's background goroutine frees at
 // most deleteStepBytes per call when it deletes a retired segment or a
 // removed log's directory: every file larger than that is truncated from
@@ -138,20 +148,10 @@ func TestDeletedInSteps(t *testing.T) {
 	}
 	defer d.Close()
 	tp := TopicPartition{Topic: "t", Partition: 0}
-	l, err := d.Create(tp, Config{SegmentBytes: 400})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 6 {
-		mustAppend(t, l, 0, batchOf(2, 1, 100))
-	}
-	if err := l.SetLogStartOffset(l.LogEndOffset() - 1); err != nil {
-		t.Fatal(err)
-	}
-	retired := filepath.Join(l.Dir(), fmt.Sprintf("%020d.log", 0)) + DeletedFileSuffix
+	l, retired := createAndRetireFirst(t, d, mem, tp, Config{SegmentBytes: 400})
 	info, err := mem.Stat(retired)
 	if err != nil {
-		t.Fatalf("dropped segment not retired: %v", err)
+		t.Fatal(err)
 	}
 	size := info.Size()
 	if size <= 2*deleteStepBytes {
