@@ -21,12 +21,14 @@ var deleteStepBytes int64 = 64 << 20
 
 // removeInSteps removes the file or directory tree at path, as RemoveAll,
 // after truncating every regular file larger than step from its end, step
-// bytes at a time, so that no single call frees more than step bytes. A
-// path already gone is not an error. For files no reader may still use: a
+// bytes at a time, so that no single call frees more than step bytes. As
+// RemoveAll it follows no symbolic link: a link (to a partition directory
+// on another disk, say) is removed, what it points to left alone. A path
+// already gone is not an error. For files no reader may still use: a
 // reader of a file being truncated sees it end early (the dir deletes only
 // after file.delete.delay.ms, as Kafka, which closes such files instead).
 func removeInSteps(fs vfs.FS, path string, step int64) error {
-	info, err := fs.Stat(path)
+	info, err := fs.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

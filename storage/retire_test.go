@@ -221,3 +221,55 @@ func TestDeletedInSteps(t *testing.T) {
 		t.Fatalf("removed log's directory kept: %v", err)
 	}
 }
+
+// TestRemoveInStepsFollowsNoLink checks, on the real file system, that
+// removeInSteps removes symbolic links as RemoveAll does, without
+// truncating or removing what they point to: a removed log whose directory
+// is a link to another disk, and a link inside a removed log's directory.
+func TestRemoveInStepsFollowsNoLink(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(root, "other-disk")
+	if err := os.MkdirAll(filepath.Join(outside, "t-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 300)
+	kept := []string{filepath.Join(outside, "t-0", "00000000000000000000.log"), filepath.Join(outside, "lone.log")}
+	for _, p := range kept {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A removed log that is a link to a directory elsewhere.
+	linkDir := filepath.Join(root, "logs", "t-0.abc-delete")
+	if err := os.MkdirAll(filepath.Dir(linkDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "t-0"), linkDir); err != nil {
+		t.Fatal(err)
+	}
+	// A removed log holding a file of its own and a link to a file elsewhere.
+	realDir := filepath.Join(root, "logs", "u-0.def-delete")
+	if err := os.MkdirAll(realDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(realDir, "00000000000000000000.log"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(kept[1], filepath.Join(realDir, "linked.log")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{linkDir, realDir} {
+		if err := removeInSteps(vfs.Default, p, 64); err != nil {
+			t.Fatalf("removeInSteps %s: %v", p, err)
+		}
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s kept: %v", p, err)
+		}
+	}
+	for _, p := range kept {
+		info, err := os.Stat(p)
+		if err != nil || info.Size() != int64(len(data)) {
+			t.Fatalf("%s, reached through a link, changed: %v (size %v)", p, err, info)
+		}
+	}
+}

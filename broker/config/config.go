@@ -48,7 +48,8 @@ type Config struct {
 	// Log dir safety (storage.DirConfig). FileDeleteDelayMs is
 	// log.segment.delete.delay.ms (Kafka's broker name; kbroker's older
 	// file.delete.delay.ms wins when set): a deleted partition's directory
-	// stays, renamed "-delete", this long, as in Kafka's LogManager. LogFlushOffsetCheckpointIntervalMs is
+	// stays, renamed "-delete", this long, as in Kafka's LogManager.
+	// LogFlushOffsetCheckpointIntervalMs is
 	// log.flush.offset.checkpoint.interval.ms: how often recovery points are
 	// checkpointed, bounding what a crash re-scans. Kafka's 0 is kept as 1
 	// (storage reads 0 as "default").

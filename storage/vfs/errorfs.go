@@ -185,6 +185,13 @@ func (e *errorFS) Stat(name string) (os.FileInfo, error) {
 	return e.fs.Stat(name)
 }
 
+func (e *errorFS) Lstat(name string) (os.FileInfo, error) {
+	if err := e.check(OpStat, name); err != nil {
+		return nil, err
+	}
+	return e.fs.Lstat(name)
+}
+
 func (e *errorFS) Lock(name string) (io.Closer, error) {
 	if err := e.check(OpLock, name); err != nil {
 		return nil, err

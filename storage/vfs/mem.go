@@ -300,6 +300,9 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	return n.infoLocked(filepath.Base(name)), nil
 }
 
+// Lstat is Stat: a MemFS has no symbolic links.
+func (m *MemFS) Lstat(name string) (os.FileInfo, error) { return m.Stat(name) }
+
 // Lock creates name and holds an in-process exclusive lock on it.
 func (m *MemFS) Lock(name string) (io.Closer, error) {
 	f, err := m.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)

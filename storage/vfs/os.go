@@ -35,6 +35,7 @@ func (osFS) RemoveAll(name string) error                  { return os.RemoveAll(
 func (osFS) MkdirAll(name string, perm os.FileMode) error { return os.MkdirAll(name, perm) }
 func (osFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
 func (osFS) Stat(name string) (os.FileInfo, error)        { return os.Stat(name) }
+func (osFS) Lstat(name string) (os.FileInfo, error)       { return os.Lstat(name) }
 
 // Lock takes a non-blocking exclusive flock(2) on name.
 func (osFS) Lock(name string) (io.Closer, error) {

@@ -74,6 +74,8 @@ type FS interface {
 	ReadDir(name string) ([]os.DirEntry, error)
 	// Stat describes name.
 	Stat(name string) (os.FileInfo, error)
+	// Lstat describes name without following a symbolic link.
+	Lstat(name string) (os.FileInfo, error)
 	// Lock takes an exclusive lock on the file name (creating it) that
 	// excludes other processes and other Lock calls until the returned
 	// Closer is closed. It fails at once if the lock is held.
