@@ -421,13 +421,7 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 		two := "2"
 		configs = map[string]*string{"min.insync.replicas": &two}
 	}
-	resp, err := kadm.NewClient(prod).CreateTopic(ctx, int32(partitions), rf, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		b.Fatalf("%s: CreateTopic %s: %v", t.name, topic, err)
-	}
+	createBenchTopic(b, ctx, t, prod, topic, partitions, rf, configs)
 	// Each run's topic is deleted after it: every target lives for the
 	// whole benchmark, and 200 MB/s runs of three targets kept on disk
 	// filled this machine's 90 GB before the last rate.
@@ -610,6 +604,17 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 	return out
 }
 
+// createBenchTopic creates topic on t through cl, or fails the benchmark.
+func createBenchTopic(b *testing.B, ctx context.Context, t benchTarget, cl *kgo.Client, topic string, partitions int, rf int16, configs map[string]*string) {
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), rf, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatalf("%s: CreateTopic %s: %v", t.name, topic, err)
+	}
+}
+
 // fillTopic creates topic on t and produces gb GB of payload into it as
 // fast as t acknowledges them (acks=all, idempotent).
 func fillTopic(b *testing.B, t benchTarget, topic string, partitions int, gb float64, payload []byte) {
@@ -625,13 +630,7 @@ func fillTopic(b *testing.B, t benchTarget, topic string, partitions int, gb flo
 	}
 	defer cl.Close()
 	ctx := context.Background()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), max(t.rf, 1), nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		b.Fatalf("%s: CreateTopic %s: %v", t.name, topic, err)
-	}
+	createBenchTopic(b, ctx, t, cl, topic, partitions, max(t.rf, 1), nil)
 	var failed atomic.Pointer[error]
 	for range int64(gb * 1e9 / float64(len(payload))) {
 		cl.Produce(ctx, &kgo.Record{Value: payload}, func(_ *kgo.Record, err error) {

@@ -82,8 +82,8 @@ func takeDue(list *[]pendingDelete, now time.Time) []pendingDelete {
 }
 
 // deleteRetired deletes the retired segment files whose delay has passed,
-// in steps (removeInSteps).
-// One that cannot be deleted is logged and retried after another delay.
+// in steps (removeInSteps). One that cannot be deleted is logged and
+// retried after another delay.
 func (d *Dir) deleteRetired() {
 	d.retired.Lock()
 	due := takeDue(&d.retired.files, d.cfg.Now())
@@ -200,8 +200,8 @@ func (d *Dir) renameOut(tp TopicPartition, suffix string, keep bool) (string, er
 }
 
 // deleteDue deletes the "-delete" directories whose delay has passed, their
-// files in steps (removeInSteps). One
-// that cannot be deleted is logged and retried after another delay.
+// files in steps (removeInSteps). One that cannot be deleted is logged and
+// retried after another delay.
 func (d *Dir) deleteDue() {
 	d.mu.Lock()
 	due := takeDue(&d.mu.deletes, d.cfg.Now())
