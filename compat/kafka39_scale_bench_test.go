@@ -31,7 +31,13 @@ package compat
 //   - the killed broker's restart until it is back in every ISR;
 //   - controlled shutdown: SIGTERM to exit of the non-controller that leads
 //     the most partitions, then until a survivor names a live leader for
-//     every partition, and its restart until it is back in every ISR.
+//     every partition, and its restart until it is back in every ISR;
+//   - a rolling restart (each broker in turn: SIGTERM, start, until every
+//     broker's Metadata shows every ISR full, as an operator would wait)
+//     under an acks=all idempotent producer (integration.AckWatch): its
+//     duration, the producer's longest gap between acknowledgements and its
+//     failed records (none may fail on kbroker; Kafka's are reported).
+//     KBROKER_BENCH_CLUSTER_ROLLING=0 skips it.
 //
 //	go test ./compat/ -run '^$' -bench BenchmarkKafkaClusterScale -benchtime 1x -timeout 60m
 //
@@ -133,6 +139,8 @@ type scaleResult struct {
 	victimLed              int
 	shutdown, leadersMoved time.Duration
 	victimRejoin           time.Duration
+	rolling, ackGap        time.Duration // zero: skipped
+	acked, failed          int64
 	openFiles              []int // per broker, once every ISR is full
 	loadBefore, loadAfter  string
 }
@@ -268,12 +276,32 @@ func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResul
 	})
 	r.leadersMoved = timed(func() { integration.WaitScale(b, c.addrs(r.victim), r.victim, total, false) })
 	r.victimRejoin = timed(func() { victim.restart(); waitFull() })
+
+	if os.Getenv("KBROKER_BENCH_CLUSTER_ROLLING") != "0" {
+		w := integration.StartAckWatch(b, c.addrs(-1), integration.ScaleTopicNames(1)[0])
+		r.rolling = timed(func() {
+			for _, sb := range c.brokers {
+				if err := sb.term(10 * time.Minute); err != nil {
+					b.Fatalf("%s: %v", c.name, err)
+				}
+				sb.restart()
+				waitFull()
+			}
+		})
+		r.acked, r.failed, r.ackGap = w.Stop(b)
+		if r.failed > 0 && c.name == "kbroker" {
+			b.Fatalf("kbroker: %d acks=all records failed during the rolling restart", r.failed)
+		}
+	}
 	r.loadAfter = loadAvg()
 
 	s := func(d time.Duration) float64 { return d.Seconds() }
 	b.ReportMetric(s(r.create), "create-s")
 	b.ReportMetric(s(r.failover), "failover-s")
 	b.ReportMetric(s(r.shutdown), "shutdown-s")
+	if r.rolling > 0 {
+		b.ReportMetric(s(r.rolling), "rolling-s")
+	}
 	return r
 }
 
@@ -297,8 +325,8 @@ func scaleReport(names []string, results map[string]scaleResult, topics, perTopi
 		for _, n := range names {
 			fmt.Fprintf(&sb, " %10.2f", f(results[n]).Seconds())
 		}
-		if ratio {
-			fmt.Fprintf(&sb, " %15.2fx", f(results["kbroker"]).Seconds()/f(results["kafka39"]).Seconds())
+		if kb, k := f(results["kbroker"]), f(results["kafka39"]); ratio && kb > 0 && k > 0 {
+			fmt.Fprintf(&sb, " %15.2fx", kb.Seconds()/k.Seconds())
 		}
 		sb.WriteString("\n")
 	}
@@ -311,10 +339,17 @@ func scaleReport(names []string, results map[string]scaleResult, topics, perTopi
 	row("controlled shutdown (SIGTERM to exit)", func(r scaleResult) time.Duration { return r.shutdown })
 	row("  then every partition led by a live broker", func(r scaleResult) time.Duration { return r.leadersMoved })
 	row("  its restart until it is back in every ISR", func(r scaleResult) time.Duration { return r.victimRejoin })
+	row("rolling restart under acks=all (each: stop, start, ISRs)", func(r scaleResult) time.Duration { return r.rolling })
+	row("  the producer's longest gap between acks", func(r scaleResult) time.Duration { return r.ackGap })
 	for _, n := range names {
 		r := results[n]
 		fmt.Fprintf(&sb, "%s: killed controller %d; shut down broker %d, which led %d partitions; open files per broker %v; load average %s before, %s after\n",
 			n, r.dead, r.victim, r.victimLed, r.openFiles, r.loadBefore, r.loadAfter)
+		if r.rolling > 0 {
+			fmt.Fprintf(&sb, "%s: rolling restart: %d records acked, %d failed\n", n, r.acked, r.failed)
+		} else {
+			fmt.Fprintf(&sb, "%s: rolling restart skipped (KBROKER_BENCH_CLUSTER_ROLLING=0)\n", n)
+		}
 	}
 	return sb.String()
 }

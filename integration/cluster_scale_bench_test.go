@@ -6,8 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,45 +128,7 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	}
 
 	// Rolling restart under an acks=all idempotent producer.
-	prod, err := kgo.NewClient(kgo.SeedBrokers(bs[0].Addr(), bs[1].Addr(), bs[2].Addr()),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(names[0]),
-		kgo.RecordDeliveryTimeout(5*time.Minute))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer prod.Close()
-	var (
-		acked, failed atomic.Int64
-		mu            sync.Mutex
-		lastAck       time.Time
-		maxGap        time.Duration
-		stop          = make(chan struct{})
-		done          = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			prod.Produce(ctx, &kgo.Record{Value: make([]byte, 1024)}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.Add(1)
-					return
-				}
-				acked.Add(1)
-				mu.Lock()
-				now := time.Now()
-				if gap := now.Sub(lastAck); !lastAck.IsZero() && gap > maxGap {
-					maxGap = gap
-				}
-				lastAck = now
-				mu.Unlock()
-			})
-		}
-	}()
+	w := StartAckWatch(b, []string{bs[0].Addr(), bs[1].Addr(), bs[2].Addr()}, names[0])
 	t0 = time.Now()
 	for _, bp := range bs {
 		if err := bp.Term(5 * time.Minute); err != nil {
@@ -178,13 +138,9 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 		waitScaleState(b, bs, nil, total, true)
 	}
 	rolling := time.Since(t0)
-	close(stop)
-	<-done
-	if err := prod.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d acks=all records failed during the rolling restart", n)
+	acked, failed, maxGap := w.Stop(b)
+	if failed > 0 {
+		b.Fatalf("%d acks=all records failed during the rolling restart", failed)
 	}
 
 	b.ReportMetric(s(createTook), "create-s")
@@ -192,7 +148,7 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	b.ReportMetric(s(shutdown), "shutdown-s")
 	b.ReportMetric(s(rolling), "rolling-s")
 	report(fmt.Sprintf("rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %.2f s",
-		s(rolling), acked.Load(), s(maxGap)))
+		s(rolling), acked, s(maxGap)))
 }
 
 // controllerTimings returns the brokers' log lines of each controller

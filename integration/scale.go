@@ -13,12 +13,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kbroker/kbroker/protocol/kconn"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -163,4 +166,78 @@ func (b *BrokerProc) Pid() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.cmd.Process.Pid
+}
+
+// AckWatch is the load of a scale benchmark's rolling restart: an acks=all
+// idempotent producer sending 1 KiB records to one topic as fast as they
+// are acknowledged (up to the client's 10,000 buffered records), counting
+// acknowledgements, failures and the longest gap between two
+// acknowledgements, which is what a producer feels of the restart.
+type AckWatch struct {
+	cl     *kgo.Client
+	stop   chan struct{}
+	done   chan struct{}
+	acked  atomic.Int64
+	failed atomic.Int64
+
+	mu      sync.Mutex
+	lastAck time.Time
+	maxGap  time.Duration
+}
+
+// StartAckWatch starts producing to topic through seeds; Stop ends it. A
+// record is given five minutes before it fails (delivery.timeout.ms).
+func StartAckWatch(t testing.TB, seeds []string, topic string) *AckWatch {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &AckWatch{cl: cl, stop: make(chan struct{}), done: make(chan struct{})}
+	ctx := context.Background()
+	value := make([]byte, 1024)
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			cl.Produce(ctx, &kgo.Record{Value: value}, w.ack)
+		}
+	}()
+	return w
+}
+
+func (w *AckWatch) ack(_ *kgo.Record, err error) {
+	if err != nil {
+		w.failed.Add(1)
+		return
+	}
+	w.acked.Add(1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	if gap := now.Sub(w.lastAck); !w.lastAck.IsZero() && gap > w.maxGap {
+		w.maxGap = gap
+	}
+	w.lastAck = now
+}
+
+// Stop stops producing, waits for every record sent to be acknowledged or
+// to fail, closes the client and returns the counts and the longest gap.
+func (w *AckWatch) Stop(t testing.TB) (acked, failed int64, maxGap time.Duration) {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	err := w.cl.Flush(context.Background())
+	w.cl.Close()
+	if err != nil {
+		t.Fatalf("flushing the rolling restart's producer: %v", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked.Load(), w.failed.Load(), w.maxGap
 }
