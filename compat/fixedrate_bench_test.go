@@ -159,6 +159,7 @@ func envSeconds(b *testing.B, env string, def float64) time.Duration {
 type latRun struct {
 	target  string
 	rate    fixedRate
+	round   int     // the rate's place in KBROKER_BENCH_RATES, which may repeat a rate
 	offered float64 // MB/s asked for; 0 for a closed-loop run
 	// acked and consumed are MB/s over the measured window (records
 	// whose intended send time fell in it).
@@ -270,13 +271,13 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 				}
 				benchAwaitDeletes(b, free0)
 				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB, clientHeapMiB)
-				r.rate = rate
+				r.rate, r.round = rate, i
 				runs = append(runs, r)
 				fmt.Print(latencyRunLine(r))
 			}
-			fmt.Print(latencyReport(targets, runs, rate))
+			fmt.Print(latencyReport(targets, runsAt(runs, i), rate))
 			path := filepath.Join(plotDir, fmt.Sprintf("fixedrate-%d.svg", i))
-			if err := writeLatencyPlot(path, rate, runsAt(runs, rate)); err != nil {
+			if err := writeLatencyPlot(path, rate, runsAt(runs, i)); err != nil {
 				b.Errorf("plot: %v", err)
 			} else {
 				fmt.Printf("plot: %s\n", path)
@@ -286,8 +287,8 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 	if len(runs) > 0 {
 		fmt.Printf("\n== all rates (%s, %d partitions, %v measured after %v warm-up per run; shared machine: compare within this run)\n",
 			runtime.Version(), partitions, measure, warmup)
-		for _, rate := range rates {
-			fmt.Print(latencyReport(targets, runs, rate))
+		for i, rate := range rates {
+			fmt.Print(latencyReport(targets, runsAt(runs, i), rate))
 		}
 	}
 }
@@ -707,11 +708,11 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// runsAt are the runs of one rate.
-func runsAt(runs []latRun, rate fixedRate) []latRun {
+// runsAt are the runs of the round-th rate.
+func runsAt(runs []latRun, round int) []latRun {
 	var out []latRun
 	for _, r := range runs {
-		if r.rate == rate {
+		if r.round == round {
 			out = append(out, r)
 		}
 	}
@@ -750,12 +751,12 @@ func latencyRunLine(r latRun) string {
 		r.from.UTC().Format("15:04:05.000"), r.load)
 }
 
-// latencyReport is the table of one rate: per target the rates and both
-// latencies' percentiles, then the reference's ratio to every peer. The
-// reference is the first target whose name starts with "kbroker" ("kbroker",
-// "kbroker x3"); without one there are no ratios.
-func latencyReport(targets []benchTarget, runs []latRun, rate fixedRate) string {
-	at := runsAt(runs, rate)
+// latencyReport is the table of the runs of one round (runsAt), at rate:
+// per target the rates and both latencies' percentiles, then the
+// reference's ratio to every peer. The reference is the first target whose
+// name starts with "kbroker" ("kbroker", "kbroker x3"); without one there
+// are no ratios.
+func latencyReport(targets []benchTarget, at []latRun, rate fixedRate) string {
 	if len(at) == 0 {
 		return ""
 	}

@@ -66,6 +66,20 @@ func TestLatencyReport(t *testing.T) {
 	if strings.Contains(got, "kafka x3 / ") || strings.Contains(got, "kbroker x3 / kbroker x3") {
 		t.Errorf("cluster report has a ratio of the wrong reference:\n%s", got)
 	}
+	// A rate given twice (KBROKER_BENCH_RATES=200,200) is two rounds, each
+	// reported with its own runs.
+	second := run("kbroker", 7)
+	second.round = 1
+	runs = []latRun{run("kbroker", 1), second}
+	if at := runsAt(runs, 1); len(at) != 1 || at[0].round != 1 {
+		t.Fatalf("runsAt(runs, 1) = %d runs, want round 1's only", len(at))
+	}
+	targets = []benchTarget{{name: "kbroker"}}
+	for round, want := range []string{"      1.50 ", "      7.50 "} {
+		if got := latencyReport(targets, runsAt(runs, round), rate); !strings.Contains(got, want) {
+			t.Errorf("round %d: report lacks pub p50 %q:\n%s", round, want, got)
+		}
+	}
 	var series []plotSeries
 	for _, r := range runs {
 		series = append(series, plotSeries{label: r.target + " <p99>", color: "#000", ys: []float64{latMs(r.perSec[0], 99), 0, latMs(r.perSec[1], 99)}})
