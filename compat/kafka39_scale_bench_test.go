@@ -139,7 +139,8 @@ type scaleResult struct {
 	victimLed              int
 	shutdown, leadersMoved time.Duration
 	victimRejoin           time.Duration
-	rolling, ackGap        time.Duration // zero: skipped
+	rolling                time.Duration // zero: skipped
+	ackGap                 integration.AckGap
 	acked, failed          int64
 	openFiles              []int // per broker, once every ISR is full
 	loadBefore, loadAfter  string
@@ -340,13 +341,13 @@ func scaleReport(names []string, results map[string]scaleResult, topics, perTopi
 	row("  then every partition led by a live broker", func(r scaleResult) time.Duration { return r.leadersMoved })
 	row("  its restart until it is back in every ISR", func(r scaleResult) time.Duration { return r.victimRejoin })
 	row("rolling restart under acks=all (each: stop, start, ISRs)", func(r scaleResult) time.Duration { return r.rolling })
-	row("  the producer's longest gap between acks", func(r scaleResult) time.Duration { return r.ackGap })
+	row("  the producer's longest gap between acks", func(r scaleResult) time.Duration { return r.ackGap.Len })
 	for _, n := range names {
 		r := results[n]
 		fmt.Fprintf(&sb, "%s: killed controller %d; shut down broker %d, which led %d partitions; open files per broker %v; load average %s before, %s after\n",
 			n, r.dead, r.victim, r.victimLed, r.openFiles, r.loadBefore, r.loadAfter)
 		if r.rolling > 0 {
-			fmt.Fprintf(&sb, "%s: rolling restart: %d records acked, %d failed\n", n, r.acked, r.failed)
+			fmt.Fprintf(&sb, "%s: rolling restart: %d records acked, %d failed, longest gap between acks %v\n", n, r.acked, r.failed, r.ackGap)
 		} else {
 			fmt.Fprintf(&sb, "%s: rolling restart skipped (KBROKER_BENCH_CLUSTER_ROLLING=0)\n", n)
 		}

@@ -130,12 +130,16 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	// Rolling restart under an acks=all idempotent producer.
 	w := StartAckWatch(b, []string{bs[0].Addr(), bs[1].Addr(), bs[2].Addr()}, names[0])
 	t0 = time.Now()
+	stamp := func() string { return time.Now().UTC().Format("15:04:05.000") }
 	for _, bp := range bs {
+		fmt.Fprintf(os.Stderr, "BenchmarkClusterScale: rolling restart: SIGTERM to broker %d at %s\n", bp.ID, stamp())
 		if err := bp.Term(5 * time.Minute); err != nil {
 			b.Fatal(err)
 		}
+		fmt.Fprintf(os.Stderr, "BenchmarkClusterScale: rolling restart: broker %d exited at %s\n", bp.ID, stamp())
 		bp.Restart()
 		waitScaleState(b, bs, nil, total, true)
+		fmt.Fprintf(os.Stderr, "BenchmarkClusterScale: rolling restart: broker %d back in every ISR at %s\n", bp.ID, stamp())
 	}
 	rolling := time.Since(t0)
 	acked, failed, maxGap := w.Stop(b)
@@ -147,8 +151,8 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	b.ReportMetric(s(failover), "failover-s")
 	b.ReportMetric(s(shutdown), "shutdown-s")
 	b.ReportMetric(s(rolling), "rolling-s")
-	report(fmt.Sprintf("rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %.2f s",
-		s(rolling), acked, s(maxGap)))
+	report(fmt.Sprintf("rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %v",
+		s(rolling), acked, maxGap))
 }
 
 // controllerTimings returns the brokers' log lines of each controller
@@ -160,7 +164,8 @@ func controllerTimings(bs []*BrokerProc) string {
 	for _, bp := range bs {
 		for _, line := range strings.Split(bp.Log(), "\n") {
 			if strings.Contains(line, "controller failover") || strings.Contains(line, "became controller") ||
-				strings.Contains(line, "shutting down") || strings.Contains(line, "controlled shutdown") || strings.Contains(line, "broker stopped") {
+				strings.Contains(line, "shutting down") || strings.Contains(line, "controlled shutdown") || strings.Contains(line, "broker stopped") ||
+				strings.Contains(line, "kbroker started") {
 				fmt.Fprintf(&out, "  broker %d: %s\n", bp.ID, line)
 			}
 		}

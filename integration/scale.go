@@ -182,7 +182,18 @@ type AckWatch struct {
 
 	mu      sync.Mutex
 	lastAck time.Time
-	maxGap  time.Duration
+	gap     AckGap
+}
+
+// AckGap is the longest time an AckWatch's producer went without an
+// acknowledgement, and when it ended (to find it in the brokers' logs).
+type AckGap struct {
+	Len time.Duration
+	End time.Time
+}
+
+func (g AckGap) String() string {
+	return fmt.Sprintf("%.2f s, ending at %s UTC", g.Len.Seconds(), g.End.UTC().Format("15:04:05.000"))
 }
 
 // StartAckWatch starts producing to topic through seeds; Stop ends it. A
@@ -220,15 +231,15 @@ func (w *AckWatch) ack(_ *kgo.Record, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()
-	if gap := now.Sub(w.lastAck); !w.lastAck.IsZero() && gap > w.maxGap {
-		w.maxGap = gap
+	if gap := now.Sub(w.lastAck); !w.lastAck.IsZero() && gap > w.gap.Len {
+		w.gap = AckGap{Len: gap, End: now}
 	}
 	w.lastAck = now
 }
 
 // Stop stops producing, waits for every record sent to be acknowledged or
 // to fail, closes the client and returns the counts and the longest gap.
-func (w *AckWatch) Stop(t testing.TB) (acked, failed int64, maxGap time.Duration) {
+func (w *AckWatch) Stop(t testing.TB) (acked, failed int64, maxGap AckGap) {
 	t.Helper()
 	close(w.stop)
 	<-w.done
@@ -239,5 +250,5 @@ func (w *AckWatch) Stop(t testing.TB) (acked, failed int64, maxGap time.Duration
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.acked.Load(), w.failed.Load(), w.maxGap
+	return w.acked.Load(), w.failed.Load(), w.gap
 }
