@@ -64,6 +64,7 @@ func newRecorder() *recorder { return &recorder{addrs: map[int32]string{}} }
 func (r *recorder) AddBroker(id int32, addr string) { r.mu.Lock(); r.addrs[id] = addr; r.mu.Unlock() }
 func (r *recorder) RemoveBroker(id int32)           { r.mu.Lock(); delete(r.addrs, id); r.mu.Unlock() }
 func (r *recorder) Close()                          {}
+func (r *recorder) Drain(context.Context)           {}
 func (r *recorder) Send(id int32, req kmsg.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -31,7 +31,10 @@ type Channel interface {
 	// answered (or their queues are dropped), or GateTimeout after it was
 	// queued: the controller updates its own broker's metadata last.
 	SendAfter(id int32, req kmsg.Request, others []int32)
-	// Close stops every queue.
+	// Drain waits until every request queued so far is answered, or its
+	// broker's queue is dropped, or ctx ends.
+	Drain(ctx context.Context)
+	// Close stops every queue; what is still queued is dropped.
 	Close()
 }
 
@@ -197,6 +200,25 @@ func (t *TCPChannel) SendAfter(id int32, req kmsg.Request, others []int32) {
 	select {
 	case q.wake <- struct{}{}:
 	default:
+	}
+}
+
+// Drain implements Channel.
+func (t *TCPChannel) Drain(ctx context.Context) {
+	t.mu.Lock()
+	var drained []<-chan struct{}
+	for _, q := range t.queues {
+		q.mu.Lock()
+		drained = append(drained, q.drainedLocked())
+		q.mu.Unlock()
+	}
+	t.mu.Unlock()
+	for _, ch := range drained {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package zkcontroller
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -267,5 +268,49 @@ func TestResponseErrors(t *testing.T) {
 	}
 	if errs := ResponseErrors(kmsg.NewPtrUpdateMetadataResponse()); len(errs) != 0 {
 		t.Fatalf("%v", errs)
+	}
+}
+
+// Drain returns once what was queued is answered, though the broker lost
+// the first request (a resend after the backoff), so a Close after it
+// drops nothing; for a broker that cannot be reached it returns when its
+// context ends.
+func TestTCPChannelDrain(t *testing.T) {
+	f := startFakeBroker(t)
+	ch := NewTCPChannel(kconn.Options{ClientID: "controller-3"}, nil, nil)
+	ch.backoff = 200 * time.Millisecond
+	ch.AddBroker(1, f.ln.Addr().String())
+	for range 3 {
+		um := kmsg.NewPtrUpdateMetadataRequest()
+		um.Version = 8
+		ch.Send(1, um)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ch.Drain(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("Drain waited until its context ended")
+	}
+	ch.Close()
+	if got := f.received(); len(got) != 3 {
+		t.Fatalf("the broker received %d of 3 requests before Close", len(got))
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ch = NewTCPChannel(kconn.Options{ClientID: "controller-3"}, nil, nil)
+	ch.backoff = 5 * time.Millisecond
+	defer ch.Close()
+	ch.AddBroker(2, dead)
+	ch.Send(2, kmsg.NewPtrUpdateMetadataRequest())
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ch.Drain(ctx)
+	if ctx.Err() == nil {
+		t.Fatal("Drain returned before the unreachable broker answered or its context ended")
 	}
 }
