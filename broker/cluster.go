@@ -287,7 +287,9 @@ var ErrControlledShutdown = errors.New("controlled shutdown did not complete")
 // at most 1 + controlled.shutdown.max.retries times,
 // controlled.shutdown.retry.backoff.ms apart, or until no partition left
 // here has another live in-sync replica to take it over (the last brokers
-// of a cluster being stopped). A single node, or
+// of a cluster being stopped). Once it is done the broker copies no
+// partition any more (replica.Manager.StopFollowing), so that no leader
+// takes it back into an ISR before it exits. A single node, or
 // controlled.shutdown.enable=false, returns nil at once.
 func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	if b.cluster == nil || !b.cfg.Cluster.ControlledShutdown {
@@ -317,11 +319,13 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 			// move these leaderships, so stop now instead of after every
 			// retry's backoff (Kafka would wait them out).
 			b.log.Info("controlled shutdown: no other live in-sync replica can lead the remaining partitions; stopping", "partitions", remaining, "attempts", attempt+1)
+			b.rm.StopFollowing()
 			return nil
 		case remaining > 0:
 			last = fmt.Errorf("%d partitions still led here", remaining)
 		default:
 			b.log.Info("controlled shutdown complete", "attempts", attempt+1)
+			b.rm.StopFollowing()
 			return nil
 		}
 		b.log.Warn("controlled shutdown attempt failed", "attempt", attempt+1, "err", last)

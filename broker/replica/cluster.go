@@ -78,6 +78,8 @@ type replication struct {
 		cfg      ReplicationConfig
 		fetchers map[fetcherKey]*fetcher
 		stopped  bool
+		// noFollow: StopFollowing ran; no fetcher starts again.
+		noFollow bool
 	}
 	// manualFetch (tests only) creates fetchers without their goroutine:
 	// the test drives their truncate and fetch steps.
@@ -182,6 +184,30 @@ func (m *Manager) stopReplication() {
 	close(m.repl.stop)
 	m.repl.wg.Wait()
 	m.repl.internal.Wait()
+}
+
+// StopFollowing stops every replica fetcher and starts none from now on,
+// whatever LeaderAndIsr follows; leaders keep leading. The broker calls it
+// once its controlled shutdown has moved its leaderships away and taken it
+// out of the ISRs, as Kafka keeps a broker in controlled shutdown out of
+// them (KIP-841): one that went on fetching until its process exited
+// caught up, its leaders wrote it back into their ISRs, and every acks=all
+// produce to those partitions then waited replica.lag.time.max.ms after
+// the exit for the ISR to shrink again (a 10-s gap in a producer's
+// acknowledgements in a rolling restart of 30,000 partitions).
+func (m *Manager) StopFollowing() {
+	m.repl.mu.Lock()
+	if m.repl.mu.noFollow || m.cluster() == nil {
+		m.repl.mu.Unlock()
+		return
+	}
+	m.repl.mu.noFollow = true
+	fs := m.repl.mu.fetchers
+	m.repl.mu.fetchers = map[fetcherKey]*fetcher{}
+	m.repl.mu.Unlock()
+	for _, f := range fs {
+		f.shutdown()
+	}
 }
 
 // withDefaults fills every unset (zero or negative) field with Kafka's default.

@@ -105,7 +105,7 @@ func (m *Manager) addFollower(p *Partition, topicID [16]byte, leader, epoch int3
 	c := m.cluster()
 	tp := tpOf(p)
 	m.repl.mu.Lock()
-	if m.repl.mu.stopped {
+	if m.repl.mu.stopped || m.repl.mu.noFollow {
 		m.repl.mu.Unlock()
 		return
 	}

@@ -201,6 +201,36 @@ func TestISRShrinkAndExpand(t *testing.T) {
 	}
 }
 
+// A broker that stopped following (its controlled shutdown done) stops
+// copying at once and does not start again on a LeaderAndIsr, so its
+// leader's ISR, which no longer holds it, does not take it back while it
+// shuts down.
+func TestStopFollowingKeepsBrokerOutOfISR(t *testing.T) {
+	c := newTestCluster(t, 3, fastRC(10*time.Second), false, 2)
+	all := []int32{1, 2, 3}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, -1, "a")
+	c.waitReplicated(1, 2, 3)
+	c.broker(3).m.StopFollowing()
+	// The controller's controlled shutdown of broker 3: out of the ISR,
+	// and a LeaderAndIsr that makes it a follower again.
+	c.elect(0, 1, []int32{1, 2}, all, all...)
+	c.mustProduce(1, -1, "b")
+	c.waitReplicated(1, 2)
+	// Broker 2 got "b" in more fetches than broker 3 needed to catch up
+	// and rejoin, had it been fetching.
+	for range 3 {
+		c.mustProduce(1, -1, "c")
+		c.waitReplicated(1, 2)
+	}
+	if got, want := c.part(3, 0).Log.LogEndOffset(), int64(1); got != want {
+		t.Fatalf("broker 3 copied up to offset %d after StopFollowing, want %d", got, want)
+	}
+	if isr := c.state(0).ISR; slices.Contains(isr, 3) {
+		t.Fatalf("broker 3 back in the ISR %v after StopFollowing", isr)
+	}
+}
+
 // An ISR write with a stale version is not retried: the leader follows the
 // state read back.
 func TestISRWriteConflictFollowsStoredState(t *testing.T) {
