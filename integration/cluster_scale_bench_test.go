@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,7 +39,9 @@ import (
 //     go test ./integration/ -run '^$' -bench BenchmarkClusterScale -benchtime 1x -timeout 60m
 //
 // KBROKER_BENCH_CLUSTER_ROLLING=0 skips the rolling restart (to iterate on
-// the other figures).
+// the other figures); KBROKER_BENCH_LOG_DIR=dir keeps each broker's whole
+// log there as broker-<id>.log, KBROKER_BENCH_ACK_LOG=1 logs the rolling
+// restart's producer (integration.StartAckWatch).
 func BenchmarkClusterScale(b *testing.B) {
 	topics := EnvInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
 	perTopic := EnvInt(b, "KBROKER_BENCH_PARTITIONS", 100)
@@ -52,6 +55,16 @@ func BenchmarkClusterScale(b *testing.B) {
 		"default.replication.factor":   "3",
 		"http.pprof.enable":            "true", // for profiling a run by hand
 	})
+	if dir := os.Getenv("KBROKER_BENCH_LOG_DIR"); dir != "" {
+		defer func() {
+			for _, bp := range bs {
+				path := filepath.Join(dir, fmt.Sprintf("broker-%d.log", bp.ID))
+				if err := os.WriteFile(path, []byte(bp.Log()), 0o644); err != nil {
+					b.Errorf("keeping broker %d's log: %v", bp.ID, err)
+				}
+			}
+		}()
+	}
 	ctrl := waitClusterFormed(b, bs, 3)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bs[0].Addr(), bs[1].Addr(), bs[2].Addr()))
 	if err != nil {

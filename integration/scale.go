@@ -197,11 +197,19 @@ func (g AckGap) String() string {
 }
 
 // StartAckWatch starts producing to topic through seeds; Stop ends it. A
-// record is given five minutes before it fails (delivery.timeout.ms).
+// record is given five minutes before it fails (delivery.timeout.ms). With
+// KBROKER_BENCH_ACK_LOG=1 the client logs at info level to stderr (what it
+// saw of each restart: errors, metadata updates).
 func StartAckWatch(t testing.TB, seeds []string, topic string) *AckWatch {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(5*time.Minute))
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(5 * time.Minute)}
+	if os.Getenv("KBROKER_BENCH_ACK_LOG") == "1" {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
+			return "ackwatch " + time.Now().UTC().Format("15:04:05.000") + " "
+		})))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
