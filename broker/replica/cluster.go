@@ -189,12 +189,14 @@ func (m *Manager) stopReplication() {
 // StopFollowing stops every replica fetcher and starts none from now on,
 // whatever LeaderAndIsr follows; leaders keep leading. The broker calls it
 // once its controlled shutdown has moved its leaderships away and taken it
-// out of the ISRs, as Kafka keeps a broker in controlled shutdown out of
-// them (KIP-841): one that went on fetching until its process exited
-// caught up, its leaders wrote it back into their ISRs, and every acks=all
-// produce to those partitions then waited replica.lag.time.max.ms after
-// the exit for the ISR to shrink again (a 10-s gap in a producer's
-// acknowledgements in a rolling restart of 30,000 partitions).
+// out of the ISRs, as Kafka's KRaft controller keeps a broker in
+// controlled shutdown out of them (KIP-841; here the leaders write ISRs to
+// ZooKeeper themselves, so the broker stops fetching instead). One that
+// went on fetching until its process exited caught up, its leaders wrote
+// it back into their ISRs, and every acks=all produce to those partitions
+// then waited replica.lag.time.max.ms after the exit for the ISR to shrink
+// again (a 10-s gap in a producer's acknowledgements in a rolling restart
+// of 30,000 partitions).
 func (m *Manager) StopFollowing() {
 	m.repl.mu.Lock()
 	if m.repl.mu.noFollow || m.cluster() == nil {
