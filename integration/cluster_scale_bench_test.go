@@ -3,10 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,6 +147,13 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	// Rolling restart under an acks=all idempotent producer.
 	w := StartAckWatch(b, []string{bs[0].Addr(), bs[1].Addr(), bs[2].Addr()}, names[0])
 	t0 = time.Now()
+	if dir := os.Getenv("KBROKER_BENCH_LOG_DIR"); dir != "" {
+		stop := make(chan struct{})
+		var dumps sync.WaitGroup
+		dumps.Go(func() { dumpOnAckGap(b, dir, bs, w, stop) })
+		defer dumps.Wait()
+		defer close(stop)
+	}
 	stamp := func() string { return time.Now().UTC().Format("15:04:05.000") }
 	for _, bp := range bs {
 		fmt.Fprintf(os.Stderr, "BenchmarkClusterScale: rolling restart: SIGTERM to broker %d at %s\n", bp.ID, stamp())
@@ -166,6 +177,62 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	b.ReportMetric(s(rolling), "rolling-s")
 	report(fmt.Sprintf("rolling restart of all three brokers     %8.1f s under acks=all: %d acked, 0 failed, longest gap between acks %v",
 		s(rolling), acked, maxGap))
+}
+
+// dumpOnAckGap writes every running broker's goroutines
+// (/debug/pprof/goroutine?debug=2) and a 3-s CPU profile to dir each time
+// w's producer has gone 3 s without an acknowledgement (once per gap),
+// until stop: what the brokers were doing while the rolling restart held
+// the producer up.
+func dumpOnAckGap(b *testing.B, dir string, bs []*BrokerProc, w *AckWatch, stop <-chan struct{}) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	dumped := false
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if w.SinceAck() < 3*time.Second {
+			dumped = false
+			continue
+		}
+		if dumped {
+			continue
+		}
+		dumped = true
+		at := time.Now().UTC().Format("150405.000")
+		var profiles sync.WaitGroup
+		for _, bp := range bs {
+			if !bp.Running() {
+				continue
+			}
+			base := fmt.Sprintf("http://%s/debug/pprof/", net.JoinHostPort(bp.Host, strconv.Itoa(bp.HTTPPort)))
+			save := func(query, name string) {
+				if err := httpToFile(base+query, filepath.Join(dir, fmt.Sprintf("gap-%s-broker-%d.%s", at, bp.ID, name))); err != nil {
+					b.Logf("broker %d: %s: %v", bp.ID, query, err)
+				}
+			}
+			save("goroutine?debug=2", "txt")
+			profiles.Go(func() { save("profile?seconds=3", "cpu") })
+		}
+		profiles.Wait()
+	}
+}
+
+// httpToFile saves the body of a GET of url to path.
+func httpToFile(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // controllerTimings returns the brokers' log lines of each controller

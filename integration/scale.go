@@ -245,6 +245,17 @@ func (w *AckWatch) ack(_ *kgo.Record, err error) {
 	w.lastAck = now
 }
 
+// SinceAck is how long the producer has gone without an acknowledgement
+// (0 before the first).
+func (w *AckWatch) SinceAck() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lastAck.IsZero() {
+		return 0
+	}
+	return time.Since(w.lastAck)
+}
+
 // Stop stops producing, waits for every record sent to be acknowledged or
 // to fail, closes the client and returns the counts and the longest gap.
 func (w *AckWatch) Stop(t testing.TB) (acked, failed int64, maxGap AckGap) {
