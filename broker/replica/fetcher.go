@@ -13,8 +13,10 @@ package replica
 //     differently is asked again);
 //   - then fetches with its replica id from its log end offset, all its
 //     partitions in one Fetch (replica.fetch.max.bytes each,
-//     replica.fetch.response.max.bytes in all, replica.fetch.wait.max.ms),
-//     appends what comes (Partition.appendAsFollower) and moves its HW to
+//     replica.fetch.response.max.bytes in all, replica.fetch.wait.max.ms)
+//     in an incremental fetch session (fetcher_session.go: after the first,
+//     a Fetch lists only the partitions whose fetch state changed), appends
+//     what comes (Partition.appendAsFollower) and moves its HW to
 //     min(leader HW, LEO);
 //   - on OFFSET_OUT_OF_RANGE below the leader's log start, empties the log
 //     and restarts it there; otherwise truncates again;
@@ -83,6 +85,10 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[storage.TopicPartition]*fetchPart
+
+	// sess is the incremental fetch session with the leader; only the run
+	// goroutine touches it.
+	sess followerSession
 
 	// fetchBuf holds the last Fetch answer's bytes, reused by the next
 	// (kconn.RoundTripReuse); only the run goroutine touches it, and
@@ -445,34 +451,28 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 	req.MaxWaitMillis = int32(f.cfg.FetchWaitMax / time.Millisecond)
 	req.MinBytes = f.cfg.FetchMinBytes
 	req.MaxBytes = f.cfg.FetchResponseMaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1
-	byTopic := map[string]int{}
-	offsets := map[storage.TopicPartition]int64{}
+	want := make(map[storage.TopicPartition]sentPartition, len(parts))
 	for tp, fp := range parts {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[tp.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = tp.Topic, fp.topicID
-			req.Topics = append(req.Topics, t)
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = tp.Partition
-		rp.CurrentLeaderEpoch = fp.epoch
-		rp.FetchOffset = fp.p.Log.LogEndOffset()
-		rp.LogStartOffset = fp.p.Log.LogStartOffset()
-		rp.PartitionMaxBytes = f.cfg.FetchMaxBytes
-		offsets[tp] = rp.FetchOffset
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		want[tp] = sentPartition{topicID: fp.topicID, epoch: fp.epoch, fetchOffset: fp.p.Log.LogEndOffset(),
+			logStart: fp.p.Log.LogStartOffset(), maxBytes: f.cfg.FetchMaxBytes}
 	}
+	f.sess.fill(req, want) // fetcher_session.go: only what changed, once a session is open
 	r, err := conn.RoundTripReuse(req, f.cfg.FetchWaitMax+requestTimeout, &f.fetchBuf)
 	if err != nil {
+		f.sess.answered(nil, err)
 		return err
 	}
 	resp := r.(*kmsg.FetchResponse)
+	f.sess.answered(resp, nil)
 	if resp.ErrorCode != 0 {
-		return kerr.ErrorForCode(resp.ErrorCode)
+		err := kerr.ErrorForCode(resp.ErrorCode)
+		if errors.Is(err, kerr.FetchSessionIDNotFound) || errors.Is(err, kerr.InvalidFetchSessionEpoch) || errors.Is(err, kerr.FetchSessionTopicIDError) {
+			// The leader lost or refused the session (restart, eviction):
+			// the next round sends a full request and opens another.
+			f.m.log.Debug("replica fetch session reset", "leader", f.key.leader, "err", err)
+			return nil
+		}
+		return err
 	}
 	names := map[[16]byte]string{}
 	for tp, fp := range parts {
@@ -489,7 +489,7 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 			if !ok {
 				continue
 			}
-			f.applyFetched(tp, fp, offsets[tp], &rp)
+			f.applyFetched(tp, fp, want[tp].fetchOffset, &rp)
 		}
 	}
 	return nil

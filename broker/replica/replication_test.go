@@ -201,6 +201,32 @@ func TestISRShrinkAndExpand(t *testing.T) {
 	}
 }
 
+// Followers fetch in incremental fetch sessions (KIP-227): the leader
+// keeps one session per follower, and records still replicate and the
+// followers stay in the ISR across idle rounds, in which an incremental
+// request lists no partition and the leader reads them from the session.
+func TestFollowersFetchInSessions(t *testing.T) {
+	c := newTestCluster(t, 3, fastRC(time.Second), false, 2)
+	all := []int32{1, 2, 3}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, -1, "a")
+	c.waitReplicated(1, 2, 3)
+	waitFor(t, "a fetch session per follower on the leader", func() bool { return c.broker(1).m.FetchSessionCount() == 2 })
+	time.Sleep(3 * time.Second) // idle rounds, past replica.lag.time.max.ms
+	if isr := c.state(0).ISR; len(isr) != 3 {
+		t.Fatalf("ISR %v after idle rounds in sessions, want all three", isr)
+	}
+	for _, v := range []string{"b", "c", "d"} {
+		c.mustProduce(1, -1, v)
+	}
+	c.waitReplicated(1, 2, 3)
+	c.wantIdentical(1, 2)
+	c.wantIdentical(1, 3)
+	if n := c.broker(1).m.FetchSessionCount(); n != 2 {
+		t.Fatalf("%d fetch sessions on the leader, want 2 (one per follower, kept)", n)
+	}
+}
+
 // A broker that stopped following (its controlled shutdown done) stops
 // copying at once and does not start again on a LeaderAndIsr, so its
 // leader's ISR, which no longer holds it, does not take it back while it
