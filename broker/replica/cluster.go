@@ -168,22 +168,32 @@ func (m *Manager) isrConfig(p *Partition) isr.Config {
 // stopReplication stops every replica fetcher and the leader loop, and
 // waits for them.
 func (m *Manager) stopReplication() {
-	m.repl.mu.Lock()
-	if m.repl.mu.stopped || m.cluster() == nil {
-		m.repl.mu.stopped = true
-		m.repl.mu.Unlock()
+	if !m.stopFetchers(&m.repl.mu.stopped) {
 		return
 	}
-	m.repl.mu.stopped = true
+	close(m.repl.stop)
+	m.repl.wg.Wait()
+	m.repl.internal.Wait()
+}
+
+// stopFetchers sets *flag (a field of m.repl.mu, which keeps addFollower
+// from starting fetchers) and stops every fetcher. It reports false, and
+// stops nothing, when *flag was set already or m is not in cluster mode.
+func (m *Manager) stopFetchers(flag *bool) bool {
+	m.repl.mu.Lock()
+	was := *flag
+	*flag = true
+	if was || m.cluster() == nil {
+		m.repl.mu.Unlock()
+		return false
+	}
 	fs := m.repl.mu.fetchers
 	m.repl.mu.fetchers = map[fetcherKey]*fetcher{}
 	m.repl.mu.Unlock()
 	for _, f := range fs {
 		f.shutdown()
 	}
-	close(m.repl.stop)
-	m.repl.wg.Wait()
-	m.repl.internal.Wait()
+	return true
 }
 
 // StopFollowing stops every replica fetcher and starts none from now on,
@@ -197,20 +207,7 @@ func (m *Manager) stopReplication() {
 // then waited replica.lag.time.max.ms after the exit for the ISR to shrink
 // again (a 10-s gap in a producer's acknowledgements in a rolling restart
 // of 30,000 partitions).
-func (m *Manager) StopFollowing() {
-	m.repl.mu.Lock()
-	if m.repl.mu.noFollow || m.cluster() == nil {
-		m.repl.mu.Unlock()
-		return
-	}
-	m.repl.mu.noFollow = true
-	fs := m.repl.mu.fetchers
-	m.repl.mu.fetchers = map[fetcherKey]*fetcher{}
-	m.repl.mu.Unlock()
-	for _, f := range fs {
-		f.shutdown()
-	}
-}
+func (m *Manager) StopFollowing() { m.stopFetchers(&m.repl.mu.noFollow) }
 
 // withDefaults fills every unset (zero or negative) field with Kafka's default.
 func withDefaults(rc ReplicationConfig) ReplicationConfig {
