@@ -3,9 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,10 +56,11 @@ func BenchmarkClusterScale(b *testing.B) {
 		"default.replication.factor":   "3",
 		"http.pprof.enable":            "true", // for profiling a run by hand
 	})
-	if dir := os.Getenv("KBROKER_BENCH_LOG_DIR"); dir != "" {
+	logDir := os.Getenv("KBROKER_BENCH_LOG_DIR")
+	if logDir != "" {
 		defer func() {
 			for _, bp := range bs {
-				path := filepath.Join(dir, fmt.Sprintf("broker-%d.log", bp.ID))
+				path := filepath.Join(logDir, fmt.Sprintf("broker-%d.log", bp.ID))
 				if err := os.WriteFile(path, []byte(bp.Log()), 0o644); err != nil {
 					b.Errorf("keeping broker %d's log: %v", bp.ID, err)
 				}
@@ -147,10 +145,10 @@ BenchmarkClusterScale: 3 brokers, %d topics x %d partitions = %d partitions at R
 	// Rolling restart under an acks=all idempotent producer.
 	w := StartAckWatch(b, []string{bs[0].Addr(), bs[1].Addr(), bs[2].Addr()}, names[0])
 	t0 = time.Now()
-	if dir := os.Getenv("KBROKER_BENCH_LOG_DIR"); dir != "" {
+	if logDir != "" {
 		stop := make(chan struct{})
 		var dumps sync.WaitGroup
-		dumps.Go(func() { dumpOnAckGap(b, dir, bs, w, stop) })
+		dumps.Go(func() { dumpOnAckGap(b, logDir, bs, w, stop) })
 		defer dumps.Wait()
 		defer close(stop)
 	}
@@ -208,9 +206,8 @@ func dumpOnAckGap(b *testing.B, dir string, bs []*BrokerProc, w *AckWatch, stop 
 			if !bp.Running() {
 				continue
 			}
-			base := fmt.Sprintf("http://%s/debug/pprof/", net.JoinHostPort(bp.Host, strconv.Itoa(bp.HTTPPort)))
 			save := func(query, name string) {
-				if err := httpToFile(base+query, filepath.Join(dir, fmt.Sprintf("gap-%s-broker-%d.%s", at, bp.ID, name))); err != nil {
+				if err := saveProfile(bp, query, filepath.Join(dir, fmt.Sprintf("gap-%s-broker-%d.%s", at, bp.ID, name))); err != nil {
 					b.Logf("broker %d: %s: %v", bp.ID, query, err)
 				}
 			}
@@ -219,20 +216,6 @@ func dumpOnAckGap(b *testing.B, dir string, bs []*BrokerProc, w *AckWatch, stop 
 		}
 		profiles.Wait()
 	}
-}
-
-// httpToFile saves the body of a GET of url to path.
-func httpToFile(url, path string) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o644)
 }
 
 // controllerTimings returns the brokers' log lines of each controller

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -152,7 +153,7 @@ func startSingleHTTP(b testing.TB) *BrokerProc {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := &BrokerProc{ID: 0, Port: port, HTTPPort: hport, Dir: b.TempDir(), t: b, Props: map[string]string{
+	p := &BrokerProc{ID: 0, Host: "127.0.0.1", Port: port, HTTPPort: hport, Dir: b.TempDir(), t: b, Props: map[string]string{
 		"listeners":                 "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
 		"http.listeners":            fmt.Sprintf("http://127.0.0.1:%d", hport),
 		"schema.registry.listeners": "",
@@ -346,7 +347,7 @@ func procStats(b testing.TB, p *BrokerProc) (rssKiB, fds int) {
 
 // saveProfile writes the broker's /debug/pprof/<name> to path.
 func saveProfile(p *BrokerProc, name, path string) error {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", p.HTTPPort, name))
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s", net.JoinHostPort(p.Host, strconv.Itoa(p.HTTPPort)), name))
 	if err != nil {
 		return err
 	}
