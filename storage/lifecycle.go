@@ -222,7 +222,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if err := l.truncateTxnIndexLocked(s, offset); err != nil {
 		return fmt.Errorf("truncate log %s to %d: %w", l.dir, offset, err)
 	}
-	l.mu.leo = offset
+	l.setLEOLocked(offset)
 	return l.afterTruncateLocked()
 }
 
@@ -285,7 +285,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	s.dirty = true
 	l.mu.dirDirty = true
 	l.mu.segments = []*segment{s}
-	l.mu.logStart, l.mu.leo = offset, offset
+	l.setLogStartLocked(offset)
+	l.setLEOLocked(offset)
 	l.mu.epochs.entries = nil
 	if err := l.mu.epochs.persist(); err != nil {
 		return err
@@ -329,7 +330,7 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if offset <= l.mu.logStart {
 		return nil
 	}
-	l.mu.logStart = offset
+	l.setLogStartLocked(offset)
 	segs := l.mu.segments
 	drop := 0
 	for drop < len(segs)-1 && segs[drop+1].base <= offset {

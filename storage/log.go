@@ -42,6 +42,14 @@ type Log struct {
 	// BytesAppended).
 	appended atomic.Int64
 
+	// leo and logStart mirror mu.leo and mu.logStart for readers that
+	// must not wait for a writer (LogEndOffset, LogStartOffset: a leader
+	// reads them for every partition of every follower fetch). Invariant:
+	// each equals its mu field whenever mu is not held for writing; they
+	// are stored only with mu held for writing (setLEOLocked,
+	// setLogStartLocked).
+	leo, logStart atomic.Int64
+
 	mu struct {
 		sync.RWMutex
 		// segments are sorted by base offset; the last is active.
@@ -361,8 +369,8 @@ func (l *Log) load(recoveryPoint int64, clean bool) error {
 	if err := active.pin(); err != nil {
 		return err
 	}
-	l.mu.leo = active.next
-	l.mu.logStart = segs[0].base
+	l.setLEOLocked(active.next)
+	l.setLogStartLocked(segs[0].base)
 	if clean {
 		l.mu.recoveryPoint = l.mu.leo
 	} else {
@@ -628,7 +636,7 @@ func (l *Log) appendLocked(b []byte, parsed []appendBatch, leaderEpoch int32, fo
 	if s.rollStart.IsZero() {
 		s.rollStart = now
 	}
-	l.mu.leo = next
+	l.setLEOLocked(next)
 	if l.mu.writeback != nil {
 		if j, ok := writebackDue(s, l.mu.writebackEvery); ok {
 			l.mu.writeback(j)
@@ -760,17 +768,21 @@ func (l *Log) Roll() error {
 }
 
 // LogStartOffset is the first offset that may be read.
-func (l *Log) LogStartOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.logStart
-}
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
 
 // LogEndOffset is the offset the next appended record will get (LEO).
-func (l *Log) LogEndOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.leo
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// setLEOLocked sets the log end offset. l.mu must be held for writing.
+func (l *Log) setLEOLocked(leo int64) {
+	l.mu.leo = leo
+	l.leo.Store(leo)
+}
+
+// setLogStartLocked sets the log start offset. l.mu must be held for writing.
+func (l *Log) setLogStartLocked(start int64) {
+	l.mu.logStart = start
+	l.logStart.Store(start)
 }
 
 // RecoveryPoint is the offset below which every batch is fsynced.

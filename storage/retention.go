@@ -137,7 +137,7 @@ func (l *Log) dropLeadingLocked(n int, why string) error {
 	newStart := l.mu.segments[0].base
 	l.logger.Info("deleted segments", "reason", why, "segments", removed,
 		"log_start_offset", max(l.mu.logStart, newStart))
-	l.mu.logStart = max(l.mu.logStart, newStart)
+	l.setLogStartLocked(max(l.mu.logStart, newStart))
 	l.mu.recoveryPoint = max(l.mu.recoveryPoint, min(l.mu.logStart, l.mu.leo))
 	if l.mu.epochs.truncateFromStart(l.mu.logStart) {
 		if err := l.mu.epochs.persist(); err != nil {

@@ -54,9 +54,15 @@ type testCluster struct {
 }
 
 func newTestCluster(t testing.TB, n int, rc ReplicationConfig, manual bool, minISR int) *testCluster {
+	return newTestClusterParts(t, n, 1, rc, manual, minISR)
+}
+
+// newTestClusterParts is newTestCluster with a topic of partitions
+// partitions (none elected yet).
+func newTestClusterParts(t testing.TB, n int, partitions int32, rc ReplicationConfig, manual bool, minISR int) *testCluster {
 	c := &testCluster{
 		t:      t,
-		topic:  controller.Topic{Name: "t", ID: controller.NewTopicID(), Partitions: 1, ReplicationFactor: int16(n)},
+		topic:  controller.Topic{Name: "t", ID: controller.NewTopicID(), Partitions: partitions, ReplicationFactor: int16(n)},
 		rc:     rc,
 		manual: manual,
 		minISR: strconv.Itoa(minISR),

@@ -29,26 +29,28 @@ func (m *Manager) FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse,
 		return
 	}
 	if id := fetchReplicaID(req); id >= 0 && m.cluster() != nil {
-		m.replicaFetch(fc.req, resp, spl, id) // fetch_replica.go
+		m.replicaFetch(fc, resp, spl, id) // fetch_replica.go
 	} else {
-		m.pollFetch(fc.req, resp, spl)
+		m.pollFetch(fc, resp, spl)
 	}
 	m.fetchSessions.finish(m.now(), fc, resp)
 }
 
 // pollFetch fills resp from req, parking until MinBytes, MaxWaitMs or
 // shutdown (a delayed fetch, delayed.go).
-func (m *Manager) pollFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced) {
-	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	(&delayedFetch{m: m, req: req, resp: resp, spl: spl}).run(deadline)
+func (m *Manager) pollFetch(fc fetchCtx, resp *kmsg.FetchResponse, spl *protocol.Spliced) {
+	deadline := m.now().Add(time.Duration(fc.req.MaxWaitMillis) * time.Millisecond)
+	(&delayedFetch{m: m, req: fc.req, unique: fc.incremental, resp: resp, spl: spl}).run(deadline)
 }
 
 // delayedFetch is a fetch waiting for MinBytes, Kafka's DelayedFetch
 // (fetch_wait.go).
 type delayedFetch struct {
-	m    *Manager
-	req  *kmsg.FetchRequest
-	resp *kmsg.FetchResponse
+	m   *Manager
+	req *kmsg.FetchRequest
+	// unique: req lists each partition once (a session's expansion).
+	unique bool
+	resp   *kmsg.FetchResponse
 	// spl, when not nil, takes the records as file ranges.
 	spl *protocol.Spliced
 	// have is what the last read found, base the partitions' appended

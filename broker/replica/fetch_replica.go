@@ -28,10 +28,10 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 }
 
 // replicaFetch answers a follower's Fetch.
-func (m *Manager) replicaFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced, replicaID int32) {
-	m.recordFollowerFetches(req, replicaID)
-	deadline := m.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	(&delayedFetch{m: m, req: req, resp: resp, spl: spl}).run(deadline)
+func (m *Manager) replicaFetch(fc fetchCtx, resp *kmsg.FetchResponse, spl *protocol.Spliced, replicaID int32) {
+	m.recordFollowerFetches(fc.req, replicaID)
+	deadline := m.now().Add(time.Duration(fc.req.MaxWaitMillis) * time.Millisecond)
+	(&delayedFetch{m: m, req: fc.req, unique: fc.incremental, resp: resp, spl: spl}).run(deadline)
 }
 
 // recordFollowerFetches applies FollowerFetch for every requested partition

@@ -60,6 +60,9 @@ type fsPartition struct {
 	req   kmsg.FetchRequestTopicPartition
 
 	hw, lso, logStart int64
+	// moved marks, during filterIncremental, a partition that returned
+	// records.
+	moved bool
 }
 
 type fetchSession struct {
@@ -67,9 +70,20 @@ type fetchSession struct {
 	epoch   int32 // the epoch the next incremental request must carry
 	usesIDs bool
 	parts   map[fsKey]*fsPartition
-	order   []fsKey
+	// order is every partition of parts once, in the order they are read.
+	order   []*fsPartition
 	created time.Time
 	used    time.Time
+
+	// busy is set (under the cache's mu) while a request reads from
+	// reqTopics; reqTopics and reqAt are the expanded request's lists,
+	// kept for the session's next request so that a follower's session
+	// of thousands of partitions does not allocate them every round. A
+	// second request of the same session while one is served (a client
+	// racing itself) gets lists of its own.
+	busy      bool
+	reqTopics []kmsg.FetchRequestTopic
+	reqAt     map[fsKey]int
 }
 
 // fetchSessionCache is the broker's session cache. Its methods take the time
@@ -96,6 +110,8 @@ type fetchCtx struct {
 	create      bool
 	sess        *fetchSession
 	incremental bool
+	// reused: req's lists are sess's own; finish hands them back.
+	reused bool
 }
 
 func nextFetchEpoch(e int32) int32 {
@@ -145,8 +161,9 @@ func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest) (fetchC
 				p.req = rp
 				continue
 			}
-			s.parts[k] = &fsPartition{key: k, topic: rt.Topic, id: rt.TopicID, req: rp, hw: -1, lso: -1, logStart: -1}
-			s.order = append(s.order, k)
+			p := &fsPartition{key: k, topic: rt.Topic, id: rt.TopicID, req: rp, hw: -1, lso: -1, logStart: -1}
+			s.parts[k] = p
+			s.order = append(s.order, p)
 		}
 	}
 	for _, ft := range req.ForgottenTopics {
@@ -156,11 +173,12 @@ func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest) (fetchC
 	}
 	if len(s.parts) < len(s.order) {
 		kept := s.order[:0]
-		for _, k := range s.order {
-			if s.parts[k] != nil {
-				kept = append(kept, k)
+		for _, p := range s.order {
+			if s.parts[p.key] == p {
+				kept = append(kept, p)
 			}
 		}
+		clear(s.order[len(kept):])
 		s.order = kept
 	}
 	if len(s.parts) == 0 {
@@ -172,28 +190,43 @@ func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest) (fetchC
 	}
 	s.used = now
 	s.epoch = nextFetchEpoch(s.epoch)
-	return fetchCtx{req: sessionRequest(req, s), sess: s, incremental: true}, 0
+	reuse := !s.busy
+	s.busy = true
+	return fetchCtx{req: sessionRequest(req, s, reuse), sess: s, incremental: true, reused: reuse}, 0
 }
 
 // sessionRequest is req with its topics replaced by every session partition,
-// in session order, each topic's partitions kept together.
-func sessionRequest(req *kmsg.FetchRequest, s *fetchSession) *kmsg.FetchRequest {
+// in session order, each topic's partitions kept together. With reuse the
+// lists are built in the session's own from the last request (the caller
+// holds busy for them until finish).
+func sessionRequest(req *kmsg.FetchRequest, s *fetchSession, reuse bool) *kmsg.FetchRequest {
 	out := *req
-	out.Topics = nil
-	at := map[fsKey]int{} // topic key (partition 0) -> index in out.Topics
-	for _, k := range s.order {
-		p := s.parts[k]
-		tk := fsKey{topic: k.topic, id: k.id}
+	var topics []kmsg.FetchRequestTopic
+	var at map[fsKey]int // topic key (partition 0) -> index in topics
+	if reuse {
+		topics, at = s.reqTopics[:0], reuseMap(&s.reqAt)
+	} else {
+		at = map[fsKey]int{}
+	}
+	for _, p := range s.order {
+		tk := fsKey{topic: p.key.topic, id: p.key.id}
 		i, ok := at[tk]
 		if !ok {
-			i = len(out.Topics)
+			i = len(topics)
 			at[tk] = i
 			rt := kmsg.NewFetchRequestTopic()
 			rt.Topic, rt.TopicID = p.topic, p.id
-			out.Topics = append(out.Topics, rt)
+			if i < cap(topics) {
+				rt.Partitions = topics[:i+1][i].Partitions[:0] // the last request's list
+			}
+			topics = append(topics, rt)
 		}
-		out.Topics[i].Partitions = append(out.Topics[i].Partitions, p.req)
+		topics[i].Partitions = append(topics[i].Partitions, p.req)
 	}
+	if reuse {
+		s.reqTopics = topics
+	}
+	out.Topics = topics
 	return &out
 }
 
@@ -207,6 +240,9 @@ func (c *fetchSessionCache) finish(now time.Time, fc fetchCtx, resp *kmsg.FetchR
 	case fc.incremental:
 		c.mu.Lock()
 		filterIncremental(fc.sess, resp)
+		if fc.reused {
+			fc.sess.busy = false
+		}
 		c.mu.Unlock()
 		resp.SessionID = fc.sess.id
 	}
@@ -219,10 +255,13 @@ func (c *fetchSessionCache) create(now time.Time, req *kmsg.FetchRequest, resp *
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			k := fsKeyOf(usesIDs, rt.Topic, rt.TopicID, rp.Partition)
-			if s.parts[k] == nil {
-				s.order = append(s.order, k)
+			if p := s.parts[k]; p != nil {
+				p.req = rp // listed twice: the last one counts
+				continue
 			}
-			s.parts[k] = &fsPartition{key: k, topic: rt.Topic, id: rt.TopicID, req: rp, hw: -1, lso: -1, logStart: -1}
+			p := &fsPartition{key: k, topic: rt.Topic, id: rt.TopicID, req: rp, hw: -1, lso: -1, logStart: -1}
+			s.parts[k] = p
+			s.order = append(s.order, p)
 		}
 	}
 	if len(s.parts) == 0 {
@@ -337,7 +376,7 @@ func eachResponsePartition(s *fetchSession, resp *kmsg.FetchResponse, fn func(*f
 // changed HW / LSO / log start offset), records what they carried, and
 // moves those that returned records to the end of the session order.
 func filterIncremental(s *fetchSession, resp *kmsg.FetchResponse) {
-	var moved []fsKey
+	var moved []*fsPartition
 	eachResponsePartition(s, resp, func(p *fsPartition, rp *kmsg.FetchResponseTopicPartition) bool {
 		news := rp.ErrorCode != 0 || len(rp.RecordBatches) > 0 ||
 			rp.HighWatermark != p.hw || rp.LastStableOffset != p.lso || rp.LogStartOffset != p.logStart
@@ -345,23 +384,26 @@ func filterIncremental(s *fetchSession, resp *kmsg.FetchResponse) {
 			return false
 		}
 		p.record(rp)
-		if len(rp.RecordBatches) > 0 {
-			moved = append(moved, p.key)
+		if len(rp.RecordBatches) > 0 && !p.moved {
+			p.moved = true
+			moved = append(moved, p)
 		}
 		return true
 	})
 	if len(moved) == 0 {
 		return
 	}
-	isMoved := make(map[fsKey]bool, len(moved))
-	for _, k := range moved {
-		isMoved[k] = true
-	}
-	order := make([]fsKey, 0, len(s.order))
-	for _, k := range s.order {
-		if !isMoved[k] {
-			order = append(order, k)
+	// In place: the partitions that did not move keep their order, the
+	// moved ones follow in the order they were answered.
+	kept := 0
+	for _, p := range s.order {
+		if !p.moved {
+			s.order[kept] = p
+			kept++
 		}
 	}
-	s.order = append(order, moved...)
+	copy(s.order[kept:], moved)
+	for _, p := range moved {
+		p.moved = false
+	}
 }

@@ -90,7 +90,7 @@ func (p *Partition) signalWatchersLocked(state bool) {
 func (d *delayedFetch) run(deadline time.Time) {
 	m := d.m
 	w := newFetchWatch()
-	parts := m.fetchPartitions(d.req)
+	parts := m.fetchPartitions(d.req, d.unique)
 	// Watch before reading, so an append between the read and the wait
 	// is not missed.
 	for _, p := range parts {
@@ -187,10 +187,18 @@ func appendedTotal(parts []*Partition) int64 {
 	return n
 }
 
-// fetchPartitions are the partitions req reads that exist, each once.
-func (m *Manager) fetchPartitions(req *kmsg.FetchRequest) []*Partition {
-	var out []*Partition
-	seen := map[*Partition]bool{}
+// fetchPartitions are the partitions req reads that exist, each once
+// (unique: req lists none twice, nothing to check).
+func (m *Manager) fetchPartitions(req *kmsg.FetchRequest, unique bool) []*Partition {
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	out := make([]*Partition, 0, n)
+	var seen map[*Partition]bool
+	if !unique {
+		seen = make(map[*Partition]bool, n)
+	}
 	for _, rt := range req.Topics {
 		t := m.fetchTopic(req.Version, rt)
 		if t == nil {
@@ -199,7 +207,9 @@ func (m *Manager) fetchPartitions(req *kmsg.FetchRequest) []*Partition {
 		for _, rp := range rt.Partitions {
 			if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
 				if p := t.Partitions[rp.Partition]; p.Hosted() && !seen[p] {
-					seen[p] = true
+					if seen != nil {
+						seen[p] = true
+					}
 					out = append(out, p)
 				}
 			}

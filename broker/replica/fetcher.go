@@ -90,6 +90,16 @@ type fetcher struct {
 	// goroutine touches it.
 	sess followerSession
 
+	// round holds what one round of run builds, cleared and refilled by
+	// the next: a fetcher copying thousands of partitions would otherwise
+	// allocate maps of all of them several times a round, round after
+	// round under a producer. Only the run goroutine touches it.
+	round struct {
+		snap, trunc, fetch map[storage.TopicPartition]fetchPart
+		want               map[storage.TopicPartition]sentPartition
+		names              map[[16]byte]string
+	}
+
 	// fetchBuf holds the last Fetch answer's bytes, reused by the next
 	// (kconn.RoundTripReuse); only the run goroutine touches it, and
 	// fetch is done with an answer (its batches are in the logs) before
@@ -199,15 +209,27 @@ func (f *fetcher) shutdown() {
 	<-f.done
 }
 
-// snapshot copies the partition states.
+// snapshot copies the partition states into the run goroutine's
+// f.round.snap, valid until the next call.
 func (f *fetcher) snapshot() map[storage.TopicPartition]fetchPart {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[storage.TopicPartition]fetchPart, len(f.parts))
+	out := reuseMap(&f.round.snap)
 	for tp, fp := range f.parts {
 		out[tp] = *fp
 	}
 	return out
+}
+
+// reuseMap empties *m, making it first, and returns it: the map keeps its
+// buckets, so refilling it to its former size allocates nothing.
+func reuseMap[K comparable, V any](m *map[K]V) map[K]V {
+	if *m == nil {
+		*m = map[K]V{}
+	} else {
+		clear(*m)
+	}
+	return *m
 }
 
 // update changes a partition's state if it is still at epoch.
@@ -251,7 +273,7 @@ func (f *fetcher) run() {
 	for f.ctx.Err() == nil {
 		parts := f.snapshot()
 		now := time.Now()
-		var trunc, fetch map[storage.TopicPartition]fetchPart
+		trunc, fetch := reuseMap(&f.round.trunc), reuseMap(&f.round.fetch)
 		next := time.Duration(-1)
 		for tp, fp := range parts {
 			if wait := fp.retryAt.Sub(now); wait > 0 {
@@ -261,12 +283,12 @@ func (f *fetcher) run() {
 				continue
 			}
 			if fp.truncating {
-				trunc = addPart(trunc, tp, fp)
+				trunc[tp] = fp
 			} else {
-				fetch = addPart(fetch, tp, fp)
+				fetch[tp] = fp
 			}
 		}
-		if trunc == nil && fetch == nil {
+		if len(trunc) == 0 && len(fetch) == 0 {
 			if next < 0 {
 				next = time.Hour // idle until a partition arrives
 			}
@@ -304,7 +326,7 @@ func (f *fetcher) run() {
 			}
 		}
 		var err error
-		if trunc != nil {
+		if len(trunc) > 0 {
 			err = f.truncate(conn, trunc)
 		} else {
 			err = f.fetch(conn, fetch)
@@ -321,14 +343,6 @@ func (f *fetcher) run() {
 			}
 		}
 	}
-}
-
-func addPart(m map[storage.TopicPartition]fetchPart, tp storage.TopicPartition, fp fetchPart) map[storage.TopicPartition]fetchPart {
-	if m == nil {
-		m = map[storage.TopicPartition]fetchPart{}
-	}
-	m[tp] = fp
-	return m
 }
 
 // requestTimeout bounds one request to the leader beyond its own wait.
@@ -451,7 +465,7 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 	req.MaxWaitMillis = int32(f.cfg.FetchWaitMax / time.Millisecond)
 	req.MinBytes = f.cfg.FetchMinBytes
 	req.MaxBytes = f.cfg.FetchResponseMaxBytes
-	want := make(map[storage.TopicPartition]sentPartition, len(parts))
+	want := reuseMap(&f.round.want)
 	for tp, fp := range parts {
 		want[tp] = sentPartition{topicID: fp.topicID, epoch: fp.epoch, fetchOffset: fp.p.Log.LogEndOffset(),
 			logStart: fp.p.Log.LogStartOffset(), maxBytes: f.cfg.FetchMaxBytes}
@@ -474,9 +488,12 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 		}
 		return err
 	}
-	names := map[[16]byte]string{}
-	for tp, fp := range parts {
-		names[fp.topicID] = tp.Topic
+	var names map[[16]byte]string
+	if req.Version >= 13 && len(resp.Topics) > 0 {
+		names = reuseMap(&f.round.names)
+		for tp, fp := range parts {
+			names[fp.topicID] = tp.Topic
+		}
 	}
 	for _, rt := range resp.Topics {
 		topic := rt.Topic

@@ -43,12 +43,14 @@ func (sp sentPartition) request(partition int32) kmsg.FetchRequestTopicPartition
 
 // reset makes the next request full.
 func (s *followerSession) reset() {
-	s.epoch, s.sent = 0, nil
+	s.epoch = 0
+	clear(s.sent)
 }
 
 // fill sets req's session fields and topics for want, every partition the
 // fetcher copies this round with its fetch state. req.Version must be set;
-// below v7 (no sessions) every partition goes, session-less.
+// below v7 (no sessions) every partition goes, session-less. want stays
+// the caller's: sent is a copy kept up to date in place.
 func (s *followerSession) fill(req *kmsg.FetchRequest, want map[storage.TopicPartition]sentPartition) {
 	if req.Version < 7 {
 		req.SessionID, req.SessionEpoch = 0, -1
@@ -63,15 +65,19 @@ func (s *followerSession) fill(req *kmsg.FetchRequest, want map[storage.TopicPar
 	s.version = req.Version
 	req.SessionID, req.SessionEpoch = s.id, s.epoch
 	if s.epoch == 0 {
-		addFetchPartitions(req, want, nil)
-		s.sent = want
+		reuseMap(&s.sent)
+		addFetchPartitions(req, want, s.sent)
 		return
 	}
 	addFetchPartitions(req, want, s.sent)
-	forgotten := map[string]int{}
+	var forgotten map[string]int
 	for tp, old := range s.sent {
 		if _, ok := want[tp]; ok {
 			continue
+		}
+		delete(s.sent, tp)
+		if forgotten == nil {
+			forgotten = map[string]int{}
 		}
 		i, ok := forgotten[tp.Topic]
 		if !ok {
@@ -83,16 +89,19 @@ func (s *followerSession) fill(req *kmsg.FetchRequest, want map[storage.TopicPar
 		}
 		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
 	}
-	s.sent = want
 }
 
 // addFetchPartitions adds to req every partition of want whose state
-// differs from sent (all of them when sent is nil).
+// differs from sent (all of them when sent is nil or empty), and records
+// in sent (when not nil) the state sent.
 func addFetchPartitions(req *kmsg.FetchRequest, want, sent map[storage.TopicPartition]sentPartition) {
 	byTopic := map[string]int{}
 	for tp, sp := range want {
 		if old, ok := sent[tp]; ok && old == sp {
 			continue
+		}
+		if sent != nil {
+			sent[tp] = sp
 		}
 		i, ok := byTopic[tp.Topic]
 		if !ok {

@@ -127,14 +127,16 @@ func (l *Leader) FollowerLEO(id int32) int64 {
 	return -1
 }
 
-// maximalISR is isr ∪ pending.ISR.
+// maximalISR is isr ∪ pending.ISR; the caller must not modify it (it is
+// l.isr itself while no change is pending: every follower fetch asks).
 func (l *Leader) maximalISR() []int32 {
+	if l.pending == nil {
+		return l.isr
+	}
 	out := slices.Clone(l.isr)
-	if l.pending != nil {
-		for _, r := range l.pending.ISR {
-			if !slices.Contains(out, r) {
-				out = append(out, r)
-			}
+	for _, r := range l.pending.ISR {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
 		}
 	}
 	return out
