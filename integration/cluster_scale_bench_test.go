@@ -41,8 +41,9 @@ import (
 //
 // KBROKER_BENCH_CLUSTER_ROLLING=0 skips the rolling restart (to iterate on
 // the other figures); KBROKER_BENCH_LOG_DIR=dir keeps each broker's whole
-// log there as broker-<id>.log, KBROKER_BENCH_ACK_LOG=1 logs the rolling
-// restart's producer (integration.StartAckWatch).
+// log there as broker-<id>.log, KBROKER_BENCH_ACK_LOG=1 (or debug) logs the
+// rolling restart's producer (integration.StartAckWatch),
+// KBROKER_BENCH_BROKER_LOG_LEVEL sets the brokers' log.level.
 func BenchmarkClusterScale(b *testing.B) {
 	topics := EnvInt(b, "KBROKER_BENCH_CLUSTER_TOPICS", 300)
 	perTopic := EnvInt(b, "KBROKER_BENCH_PARTITIONS", 100)
@@ -50,12 +51,16 @@ func BenchmarkClusterScale(b *testing.B) {
 	total := topics * perTopic
 
 	z := StartZooKeeper(b)
-	bs := StartCluster(b, z, 3, map[string]string{
+	props := map[string]string{
 		"zookeeper.session.timeout.ms": strconv.Itoa(session),
 		"min.insync.replicas":          "2",
 		"default.replication.factor":   "3",
 		"http.pprof.enable":            "true", // for profiling a run by hand
-	})
+	}
+	if level := os.Getenv("KBROKER_BENCH_BROKER_LOG_LEVEL"); level != "" {
+		props["log.level"] = level
+	}
+	bs := StartCluster(b, z, 3, props)
 	logDir := os.Getenv("KBROKER_BENCH_LOG_DIR")
 	if logDir != "" {
 		defer func() {

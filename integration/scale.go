@@ -199,13 +199,18 @@ func (g AckGap) String() string {
 // StartAckWatch starts producing to topic through seeds; Stop ends it. A
 // record is given five minutes before it fails (delivery.timeout.ms). With
 // KBROKER_BENCH_ACK_LOG=1 the client logs at info level to stderr (what it
-// saw of each restart: errors, metadata updates).
+// saw of each restart: errors, metadata updates), with =debug at debug
+// level (every request, every metadata answer's leaders).
 func StartAckWatch(t testing.TB, seeds []string, topic string) *AckWatch {
 	t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(5 * time.Minute)}
-	if os.Getenv("KBROKER_BENCH_ACK_LOG") == "1" {
-		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
+	if v := os.Getenv("KBROKER_BENCH_ACK_LOG"); v == "1" || v == "debug" {
+		level := kgo.LogLevelInfo
+		if v == "debug" {
+			level = kgo.LogLevelDebug
+		}
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, level, func() string {
 			return "ackwatch " + time.Now().UTC().Format("15:04:05.000") + " "
 		})))
 	}

@@ -152,6 +152,36 @@ func TestAcksAllWaitsForISR(t *testing.T) {
 	}
 }
 
+// A new leader epoch of the same leader (the controller dropped a follower
+// from the ISR, as a controlled shutdown does) keeps a parked acks=all
+// produce waiting, as Kafka's DelayedProduce does, and keeps what the other
+// followers fetched: the produce completes at once on the new ISR, without
+// another fetch. Before, it failed with NOT_LEADER_OR_FOLLOWER, and the HW
+// waited for every follower to fetch again in the new epoch.
+func TestAcksAllSurvivesReelection(t *testing.T) {
+	c := newTestCluster(t, 3, fastRC(10*time.Second), false, 2)
+	all := []int32{1, 2, 3}
+	c.elect(0, 1, all, all, 1, 2) // broker 3 is never told: it fetches nothing
+	done := make(chan AppendResult, 1)
+	go func() { done <- c.produce(1, 0, -1, "parked", 30*time.Second) }()
+	p := c.part(1, 0)
+	waitFor(t, "follower 2 to fetch the parked batch", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.mu.repl.waiters) == 1 && p.mu.repl.leader.FollowerLEO(2) == p.Log.LogEndOffset()
+	})
+	c.broker(2).m.StopFollowing() // no fetch after the re-election may complete it
+	c.elect(0, 1, []int32{1, 2}, all, 1)
+	select {
+	case res := <-done:
+		if res.Err != nil {
+			t.Fatalf("parked acks=all across a re-election: %v, want success", res.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("parked acks=all not answered after the re-election dropped the lagging follower")
+	}
+}
+
 // A follower that stops fetching leaves the ISR after
 // replica.lag.time.max.ms (written through the ISRWriter); it rejoins once
 // it has caught up. With the ISR below min.insync.replicas acks=all is

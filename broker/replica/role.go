@@ -184,11 +184,24 @@ func (p *Partition) becomeLeader(self int32, st PartitionState, cfg isr.Config) 
 		return false, fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, err)
 	}
 	leo := p.Log.LogEndOffset()
-	l, err := isr.NewLeader(cfg, self, st.LeaderEpoch, st.Replicas, st.ISR, leo, p.hw.Load(), p.env.now())
+	var l *isr.Leader
+	if wasLeader && st.LeaderEpoch == p.mu.repl.leader.Epoch()+1 {
+		// Leading on in the next epoch (the controller changed the ISR):
+		// no other broker led in between, so the followers' progress
+		// carries over. After a longer jump another leader may have made
+		// a follower truncate; its progress is asked again.
+		l, err = p.mu.repl.leader.Reelect(cfg, st.LeaderEpoch, st.Replicas, st.ISR, leo, p.env.now())
+	} else {
+		l, err = isr.NewLeader(cfg, self, st.LeaderEpoch, st.Replicas, st.ISR, leo, p.hw.Load(), p.env.now())
+	}
 	if err != nil {
 		return false, fmt.Errorf("%s-%d: %w", p.Topic.Meta.Name, p.Index, err)
 	}
-	p.failWaitersLocked(errNotLeader) // produces of an older epoch of ours
+	// Parked acks=all produces of a leadership that goes on keep waiting
+	// (their batches stay in this log), as Kafka's DelayedProduce does.
+	if !wasLeader {
+		p.failWaitersLocked(errNotLeader) // produces of an older leadership of ours
+	}
 	p.epoch.Store(st.LeaderEpoch)
 	p.mu.repl.state, p.mu.repl.leader, p.mu.repl.isrWriting = st.Clone(), l, false
 	p.setKindLocked(replLeader)

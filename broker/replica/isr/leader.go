@@ -103,6 +103,33 @@ func NewLeader(cfg Config, self, epoch int32, replicas, isr []int32, leo, hw int
 	return l, nil
 }
 
+// Reelect is the state of the next leader epoch of this same leader (the
+// controller changed the ISR or the assignment: a controlled shutdown of a
+// follower bumps the epoch of every partition it follows); the caller
+// checks that no other leader came between. As Kafka's
+// resetReplicaState for a re-elected leader, a follower keeps the log end
+// offset it last reported: its log still holds what it fetched from this
+// leader, which truncated nothing, so the HW need not wait for every
+// follower to fetch again in the new epoch. An ISR member counts as caught
+// up now, a follower outside the ISR as never. leo is the log end offset at
+// the new epoch's start.
+func (l *Leader) Reelect(cfg Config, epoch int32, replicas, isr []int32, leo int64, now time.Time) (*Leader, error) {
+	n, err := NewLeader(cfg, l.self, epoch, replicas, isr, leo, l.hw, now)
+	if err != nil {
+		return nil, err
+	}
+	for id, f := range n.followers {
+		if old, ok := l.followers[id]; ok && old.leo <= leo {
+			f.leo, f.lastFetchLeaderLEO = old.leo, leo
+			if slices.Contains(isr, id) {
+				f.lastFetchTime = now
+			}
+		}
+	}
+	n.advanceHW()
+	return n, nil
+}
+
 // SetMinInsyncReplicas applies a changed min.insync.replicas (a topic
 // config change while leading); the next CheckAppend and Acked use it.
 func (l *Leader) SetMinInsyncReplicas(n int) { l.cfg.MinInsyncReplicas = n }

@@ -197,3 +197,42 @@ func TestSetMinInsyncReplicas(t *testing.T) {
 		t.Fatal("CheckAppend with ISR [1] and min.insync.replicas=2 passed")
 	}
 }
+
+// TestReelectKeepsFollowerProgress: a new epoch of the same leader (the
+// controller dropped follower 3 from the ISR) keeps what follower 2 had
+// fetched, so the HW moves to it at once; a fresh leader state waits for
+// every follower to fetch again.
+func TestReelectKeepsFollowerProgress(t *testing.T) {
+	l := newLeader(t, []int32{1, 2, 3}, 10, 10)
+	l.Appended(20)
+	fetch(t, l, 2, 20, t0) // 2 holds everything, 3 nothing new
+	fetch(t, l, 3, 10, t0)
+	if l.HW() != 10 {
+		t.Fatalf("HW %d, want 10 (follower 3 is at 10)", l.HW())
+	}
+	cfg := Config{LagTimeMax: 30 * time.Second, MinInsyncReplicas: 2}
+	n, err := l.Reelect(cfg, 6, []int32{1, 2, 3}, []int32{1, 2}, 20, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Epoch() != 6 || n.HW() != 20 {
+		t.Fatalf("re-elected: epoch %d HW %d, want 6 and 20", n.Epoch(), n.HW())
+	}
+	if got := n.FollowerLEO(3); got != 10 {
+		t.Fatalf("follower 3 LEO %d, want 10 kept", got)
+	}
+	if ok, err := n.Acked(20); !ok || err != nil {
+		t.Fatalf("Acked(20) = %v, %v", ok, err)
+	}
+	// Follower 3 is outside the ISR: it rejoins only from the new epoch's start.
+	if u := fetch(t, n, 3, 20, t0.Add(2*time.Second)); u.Propose == nil || !slices.Equal(u.Propose.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("follower 3 caught up: proposal %+v", u.Propose)
+	}
+	fresh, err := NewLeader(cfg, 1, 6, []int32{1, 2, 3}, []int32{1, 2}, 20, 10, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.HW() != 10 {
+		t.Fatalf("fresh leader HW %d, want 10 until followers fetch", fresh.HW())
+	}
+}
