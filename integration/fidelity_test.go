@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/controller/zkdata"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,6 +37,8 @@ import (
 //     answers from the cluster's metadata on every broker;
 //   - manual replica assignments in any order, for new topics and new
 //     partitions, with Kafka 3.9's checks;
+//   - a controlled shutdown is answered once every broker's metadata
+//     shows the moved leaderships;
 //   - the cluster stops broker by broker, each exiting cleanly.
 func TestFiveBrokersReplicasElsewhere(t *testing.T) {
 	z := StartZooKeeper(t)
@@ -288,6 +291,53 @@ func TestFiveBrokersReplicasElsewhere(t *testing.T) {
 		}
 		if c := m.Topics[0].ErrorCode; c != kerr.UnknownTopicOrPartition.Code {
 			t.Fatalf("right after DeleteTopics the broker's metadata answers ready-0 with error %d, want UNKNOWN_TOPIC_OR_PARTITION", c)
+		}
+	})
+
+	t.Run("ControlledShutdownAnswersWhenEveryBrokerShowsTheMoves", func(t *testing.T) {
+		// The controller answers a ControlledShutdown once the moved
+		// leaderships reached every live broker, the stopping one
+		// included: a client asking any broker for metadata right after
+		// is told the new leaders. The stopping broker is the first that
+		// CleanStopOfWholeCluster stops (a broker asked to shut down is
+		// elected leader nowhere until it dies, as in Kafka).
+		const topic = "moves"
+		var ctrlProc *BrokerProc
+		for _, b := range bs {
+			if b.ID == ctrl {
+				ctrlProc = b
+			}
+		}
+		x := bs[0]
+		if x == ctrlProc {
+			x = bs[1]
+		}
+		createAndCheckReady(t, ctrlProc, topic, 600, 3)
+		waitFor(t, 30*time.Second, fmt.Sprintf("broker %d to lead partitions of %s", x.ID, topic), func() (bool, error) {
+			ps, err := partitionsOf(x.Addr(), topic) // UNKNOWN_TOPIC_OR_PARTITION until x learns the topic
+			return err == nil && slices.Contains(partitionLeaders(ps), x.ID), err
+		})
+		zc := dial(t, z.Addr+ClusterChroot)
+		_, st, err := zc.Get(zkdata.BrokerPath(x.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := kmsg.NewPtrControlledShutdownRequest()
+		cs.Version, cs.BrokerID, cs.BrokerEpoch = 3, x.ID, st.Czxid
+		r, err := send(ctrlProc.Addr(), cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cr := r.(*kmsg.ControlledShutdownResponse); cr.ErrorCode != 0 || len(cr.PartitionsRemaining) != 0 {
+			t.Fatalf("ControlledShutdown of broker %d: error %d, %d partitions remaining", x.ID, cr.ErrorCode, len(cr.PartitionsRemaining))
+		}
+		for _, b := range bs {
+			for p, l := range leadersOf(t, b, topic) {
+				if l == x.ID {
+					t.Errorf("right after broker %d's controlled shutdown, broker %d's metadata still names it leader of %s-%d", x.ID, b.ID, topic, p)
+					break
+				}
+			}
 		}
 	})
 

@@ -8,7 +8,9 @@ package api
 // (controller.AdmitPartitionState: an older one is STALE_CONTROLLER_EPOCH
 // for it), then this broker becomes its leader or a follower of its leader
 // (ClusterReplicas); errors are per partition. A partition hosted in an
-// offline log dir is KAFKA_STORAGE_ERROR before any epoch check.
+// offline log dir is KAFKA_STORAGE_ERROR before any epoch check. The
+// metadata cache takes the new leaders and ISRs before any role changes,
+// ahead of the UpdateMetadata that follows.
 
 import (
 	"github.com/kbroker/kbroker/broker/network"
@@ -36,6 +38,10 @@ func (b *API) handleLeaderAndISR(ctx *network.RequestContext, req *kmsg.LeaderAn
 		return resp
 	}
 	c.Cache.NoteLiveLeaders(c.Listener, req.LiveLeaders)
+	// Leaders first in the cache, then the roles: a client this broker
+	// answers NOT_LEADER_OR_FOLLOWER must find the new leader in its
+	// Metadata answer (metacache.Cache.ApplyLeaderAndISR).
+	c.Cache.ApplyLeaderAndISR(topics)
 	for _, t := range topics {
 		rt := kmsg.NewLeaderAndISRResponseTopic()
 		rt.TopicID = t.TopicID

@@ -187,6 +187,75 @@ func (c *Cache) Apply(req *kmsg.UpdateMetadataRequest) (topicsChanged bool) {
 	return topicsChanged
 }
 
+// ApplyLeaderAndISR takes the partition states of a LeaderAndIsr request
+// (grouped by topic, as v2+ sends them; v0–v1 callers group them first)
+// into the cache, before this broker changes any role for them. Only a
+// partition the cache already holds, of a topic with the same id, and
+// only with a newer leader epoch than the cache's, is changed: its leader,
+// leader epoch, ISR and replicas (offline replicas are kept: LeaderAndIsr
+// does not carry them). The controller sends the same state to every
+// broker's UpdateMetadata right after, but a replica changes its roles
+// first — 0.1–0.3 s earlier at 10,000 partitions — and a client that gets
+// NOT_LEADER_OR_FOLLOWER from it and asks it for metadata in between must
+// not be told the old leader (franz-go waits its metadata min age, 5 s,
+// before asking again). Invariant kept: a partition's leader epoch in the
+// cache never goes back through this path. It reports how many partitions
+// changed.
+func (c *Cache) ApplyLeaderAndISR(topics []kmsg.LeaderAndISRRequestTopicState) (changed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.cur.Load()
+	var next *Snapshot
+	for _, ts := range topics {
+		o := old.Topics[ts.Topic]
+		if o == nil || (ts.TopicID != ([16]byte{}) && o.ID != ts.TopicID) {
+			continue
+		}
+		var t *Topic // o's copy in next, once made
+		if next != nil && next.Topics[ts.Topic] != o {
+			t = next.Topics[ts.Topic] // the topic twice in one request
+		}
+		for _, p := range ts.PartitionStates {
+			cur, ok := o.Partitions[p.Partition]
+			if t != nil {
+				cur, ok = t.Partitions[p.Partition]
+			}
+			if !ok || p.LeaderEpoch <= cur.LeaderEpoch || p.Leader == LeaderDuringDelete {
+				continue
+			}
+			if next == nil {
+				next = &Snapshot{ControllerID: old.ControllerID, Brokers: old.Brokers, Topics: make(map[string]*Topic, len(old.Topics)), byID: make(map[[16]byte]*Topic, len(old.byID)), replaced: make(chan struct{})}
+				for name, ot := range old.Topics {
+					next.Topics[name] = ot
+				}
+			}
+			if t == nil {
+				t = &Topic{Name: o.Name, ID: o.ID, Partitions: make(map[int32]Partition, len(o.Partitions))}
+				for id, st := range o.Partitions {
+					t.Partitions[id] = st
+				}
+				next.Topics[ts.Topic] = t
+			}
+			t.Partitions[p.Partition] = Partition{
+				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				ISR: clone(p.ISR), Replicas: clone(p.Replicas), OfflineReplicas: cur.OfflineReplicas,
+			}
+			changed++
+		}
+	}
+	if next == nil {
+		return 0
+	}
+	for _, t := range next.Topics {
+		if t.ID != ([16]byte{}) {
+			next.byID[t.ID] = t
+		}
+	}
+	c.cur.Store(next)
+	close(old.replaced)
+	return changed
+}
+
 var protocolNames = map[int16]string{0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 
 func clone(s []int32) []int32 {

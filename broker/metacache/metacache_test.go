@@ -84,3 +84,59 @@ func TestApplyOldVersions(t *testing.T) {
 		t.Fatalf("v2 endpoint named after its protocol: %+v %v", e, ok)
 	}
 }
+
+func TestApplyLeaderAndISR(t *testing.T) {
+	c := New()
+	p0 := part(0, 1, 3, 1, 2, 3)
+	p0.OfflineReplicas = []int32{3}
+	c.Apply(update(8, []int32{1, 2, 3}, "t", 7, p0, part(1, 2, 5, 2, 3, 1)))
+	before := c.Snapshot()
+	lai := func(topic string, id byte, ps ...kmsg.LeaderAndISRRequestTopicPartition) kmsg.LeaderAndISRRequestTopicState {
+		ts := kmsg.NewLeaderAndISRRequestTopicState()
+		ts.Topic, ts.TopicID[0], ts.PartitionStates = topic, id, ps
+		return ts
+	}
+	lp := func(p, leader, epoch int32, isr ...int32) kmsg.LeaderAndISRRequestTopicPartition {
+		return kmsg.LeaderAndISRRequestTopicPartition{Partition: p, Leader: leader, LeaderEpoch: epoch, ISR: isr, Replicas: []int32{1, 2, 3}}
+	}
+	n := c.ApplyLeaderAndISR([]kmsg.LeaderAndISRRequestTopicState{
+		lai("t", 7, lp(0, 2, 4, 2, 3), lp(1, 3, 5, 3), lp(9, 1, 9, 1)), // newer, same epoch, unknown partition
+		lai("other", 1, lp(0, 1, 1, 1)),                                // a topic the cache does not hold
+		lai("t", 8, lp(1, 3, 6, 3)),                                    // another topic id: a recreated topic
+	})
+	if n != 1 {
+		t.Fatalf("changed %d partitions, want 1", n)
+	}
+	s := c.Snapshot()
+	if s == before {
+		t.Fatal("no new snapshot")
+	}
+	select {
+	case <-before.Replaced():
+	default:
+		t.Fatal("the old snapshot's waiters were not woken")
+	}
+	if p, _ := s.Partition("t", 0); p.Leader != 2 || p.LeaderEpoch != 4 || !reflect.DeepEqual(p.ISR, []int32{2, 3}) || !reflect.DeepEqual(p.OfflineReplicas, []int32{3}) {
+		t.Fatalf("t-0 = %+v, want leader 2 epoch 4 ISR [2 3], offline replicas kept", p)
+	}
+	if p, _ := s.Partition("t", 1); p.Leader != 2 || p.LeaderEpoch != 5 {
+		t.Fatalf("t-1 = %+v: a state of the same epoch must not change it", p)
+	}
+	if _, ok := s.Partition("t", 9); ok || s.Topics["other"] != nil {
+		t.Fatal("LeaderAndIsr added a partition or topic the cache did not hold")
+	}
+	if p, _ := before.Partition("t", 0); p.Leader != 1 {
+		t.Fatalf("an older snapshot changed: %+v", p)
+	}
+	if tp := s.TopicByID([16]byte{7}); tp == nil || tp.Partitions[0].Leader != 2 {
+		t.Fatalf("by id: %+v", tp)
+	}
+	// An older epoch, then the UpdateMetadata of the same state.
+	if n := c.ApplyLeaderAndISR([]kmsg.LeaderAndISRRequestTopicState{lai("t", 7, lp(0, 1, 3, 1))}); n != 0 || c.Snapshot() != s {
+		t.Fatalf("an older epoch changed the cache (%d)", n)
+	}
+	c.Apply(update(8, []int32{1, 2, 3}, "t", 7, part(0, 2, 4, 2, 3)))
+	if p, _ := c.Snapshot().Partition("t", 0); p.Leader != 2 || p.LeaderEpoch != 4 {
+		t.Fatalf("after UpdateMetadata t-0 = %+v", p)
+	}
+}
