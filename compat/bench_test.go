@@ -91,8 +91,9 @@ type benchTarget struct {
 	// get min.insync.replicas=2 (BenchmarkClusterLatency).
 	seeds []string
 	rf    int16
-	// inProcess is set for kfake, which keeps its data in this process's
-	// heap: BenchmarkFixedRate does not bound the heap for it.
+	// inProcess is set for kfake, which runs in this process:
+	// BenchmarkFixedRate's KBROKER_BENCH_TRACE traces this process as
+	// its broker.
 	inProcess bool
 }
 

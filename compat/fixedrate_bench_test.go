@@ -18,6 +18,16 @@ package compat
 //     to 10 min, 3 significant digits) after a warm-up, and into one
 //     histogram per second for the latency-over-time plot.
 //
+// The producer and the consumer run in a process of their own, this test
+// binary started again as a load generator (loadgen_bench_test.go) for each
+// run, the closed-loop ones included: their collections and the page faults
+// of their growing heap no longer land in the process that hosts kfake, and
+// they run alike against every target. kfake stays in the test process, now
+// alone there (at the test process's GOGC: Go's default unless GOGC is
+// set). The test process creates and deletes the topics (the side topic of
+// KBROKER_BENCH_DELETE_GB too) and calls sync(2); the child reports its
+// histograms back as JSON on its stdout.
+//
 // Rates come from KBROKER_BENCH_RATES (default "50,200,70%"): MB/s, or a
 // percentage of each target's own maximum, which a closed-loop run of the
 // same producer and consumer measures first, over KBROKER_BENCH_MAX_SECS
@@ -26,11 +36,11 @@ package compat
 // absorbs: kbroker's was 546 MB/s where it kept 299 over 60 s). For each
 // rate the targets run one after another in an order that rotates from
 // rate to rate, each on a new topic, after a sync(2) and a GC of this
-// process (which hosts kfake and the clients). Every run prints the
-// percentiles of both latencies, the rate reached and the ratios of kbroker
-// to every peer; an SVG plot per rate of the p99 and max end-to-end latency
-// of each second is written to KBROKER_BENCH_PLOT_DIR (default a new
-// directory under $TMPDIR; its path is printed).
+// process. Every run prints the percentiles of both latencies, the rate
+// reached and the ratios of kbroker to every peer; an SVG plot per rate of
+// the p99 and max end-to-end latency of each second is written to
+// KBROKER_BENCH_PLOT_DIR (default a new directory under $TMPDIR; its path
+// is printed).
 //
 //	go test ./compat/ -run '^$' -bench BenchmarkFixedRate -benchtime 1x -timeout 2h
 //
@@ -38,17 +48,17 @@ package compat
 //   - KBROKER_BENCH_SECS: measured seconds per run (default 60), after
 //     KBROKER_BENCH_WARMUP_SECS (default 10) of the same load;
 //   - KBROKER_BENCH_LATENCY_PARTITIONS: partitions of each topic (default 16);
-//   - KBROKER_BENCH_CLIENT_GOGC: the GOGC of this process, which runs the
-//     producer, the consumer and kfake (default 400; Go's default is 100).
-//     For targets outside this process its heap is also bounded to what
-//     it holds after a GC at the start of the run plus
-//     KBROKER_BENCH_CLIENT_HEAP_MIB (default 512; Go's soft memory limit)
-//     and the producer buffers at most 64 MiB: a producer or consumer that
-//     fell behind grew the heap of this process by 1.7 GB in 7 s at
-//     GOGC 400, every new page a fault that on this virtual machine costs
-//     about 2 s of system CPU per GB, which left the brokers no CPU and was
-//     the multi-second tail of the 200 MB/s runs (docs/PERFORMANCE.md "The
-//     load generator's own tail");
+//   - KBROKER_BENCH_CLIENT_GOGC: the GOGC of the load generator process,
+//     for every target (default 400; Go's default is 100). Its heap is
+//     also bounded, for every target, to what it holds after a GC at its
+//     start plus KBROKER_BENCH_CLIENT_HEAP_MIB (default 512; Go's soft
+//     memory limit), and its producer buffers at most 64 MiB: a producer
+//     or consumer that fell behind grew the heap of the test process,
+//     which ran them then, by 1.7 GB in 7 s at GOGC 400, every new page a
+//     fault that on this virtual machine costs about 2 s of system CPU per
+//     GB, which left the brokers no CPU and was the multi-second tail of
+//     the 200 MB/s runs (docs/PERFORMANCE.md "The load generator's own
+//     tail");
 //   - KBROKER_BENCH_KAFKA=0 leaves Apache Kafka out (it needs the JDK and
 //     compat/java built, as the Java tests);
 //   - KBROKER_BENCH_BASELINE=/path/to/kbroker adds another kbroker build as
@@ -63,9 +73,10 @@ package compat
 //     deleted in the middle of the measured window (the targets' delete
 //     delay is 1 s): the cost of deleting data under load;
 //   - KBROKER_BENCH_TRACE=dir: during each fixed-rate run's measured window
-//     an execution trace of this process (clients, kfake) goes to
-//     dir/<topic>-client.trace and, with KBROKER_BENCH_PPROF, one of
-//     kbroker to dir/<topic>-broker.trace (keep KBROKER_BENCH_SECS short).
+//     an execution trace of the load generator goes to
+//     dir/<topic>-client.trace, and one of the broker to
+//     dir/<topic>-broker.trace: of this process for kfake, of kbroker with
+//     KBROKER_BENCH_PPROF (keep KBROKER_BENCH_SECS short).
 //
 // Figures from a shared machine: the load average is printed before and
 // after every run; compare targets within one run only.
@@ -74,15 +85,12 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
-	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,12 +186,6 @@ type latRun struct {
 	from time.Time
 }
 
-// latClock is the monotonic clock of the intended send times written into
-// values: nanoseconds since latEpoch.
-var latEpoch = time.Now()
-
-func latNow() int64 { return int64(time.Since(latEpoch)) }
-
 func BenchmarkFixedRate(b *testing.B) { benchFixedRate(b, "50,200,70%", latencyTargets) }
 
 // benchFixedRate runs the fixed-rate comparison on the targets start
@@ -199,14 +201,13 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 	maxSecs := envSeconds(b, "KBROKER_BENCH_MAX_SECS", (warmup + measure).Seconds())
 	// The load generator's own collections show in every target's tail
 	// (12 a second with a 15–20 MB live heap at 100 MB/s): a larger GOGC
-	// for this process, the same for every target.
+	// for its process, the same for every target.
 	clientGOGC := 400
 	if s := os.Getenv("KBROKER_BENCH_CLIENT_GOGC"); s != "" {
 		if clientGOGC, err = strconv.Atoi(s); err != nil {
 			b.Fatalf("KBROKER_BENCH_CLIENT_GOGC=%q: want an integer", s)
 		}
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(clientGOGC))
 	clientHeapMiB := int64(512)
 	if s := os.Getenv("KBROKER_BENCH_CLIENT_HEAP_MIB"); s != "" {
 		if clientHeapMiB, err = strconv.ParseInt(s, 10, 64); err != nil || clientHeapMiB <= 0 {
@@ -257,7 +258,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 		if slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 }) {
 			for _, t := range targets {
 				benchAwaitDeletes(b, free0)
-				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload, 0, clientHeapMiB)
+				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload, 0, clientGOGC, clientHeapMiB)
 				maxMBps[t.name] = r.acked
 				fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
 			}
@@ -270,7 +271,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 					offered = maxMBps[t.name] * rate.pct / 100
 				}
 				benchAwaitDeletes(b, free0)
-				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB, clientHeapMiB)
+				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB, clientGOGC, clientHeapMiB)
 				r.rate, r.round = rate, i
 				runs = append(runs, r)
 				fmt.Print(latencyRunLine(r))
@@ -377,231 +378,102 @@ func latencyTargets(b *testing.B) []benchTarget {
 }
 
 // latencyRun creates topic on t (replication factor t.rf, and
-// min.insync.replicas=2 when replicated), then offers records at offered MB/s (as
-// fast as the producer goes when 0) for warmup+measure while a consumer
-// tails the topic, and returns the latencies of the records intended during
-// the measured window. With deleteGB > 0 another topic holding that many GB
-// is deleted in the middle of the window. Unless t runs in this process,
-// the producer buffers at most 64 MiB and this process's heap is bounded to
-// heapMiB over what it holds at the start.
-func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offered float64, warmup, measure time.Duration, payload []byte, deleteGB float64, heapMiB int64) latRun {
+// min.insync.replicas=2 when replicated), then has a load generator process
+// (loadgen_bench_test.go, GOGC gogc, its heap bounded to heapMiB over what it
+// holds at its start) offer records at offered MB/s (as fast as its producer
+// goes when 0) for warmup+measure while a consumer tails the topic, and
+// returns the latencies of the records intended during the measured window.
+// With deleteGB > 0 another topic holding that many GB is deleted in the
+// middle of the window.
+func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offered float64, warmup, measure time.Duration, payload []byte, deleteGB float64, gogc int, heapMiB int64) latRun {
+	if len(t.opts) > 0 {
+		b.Fatalf("%s: the target has kgo options (benchTarget.opts), which cannot be passed to the load generator process", t.name)
+	}
 	side := ""
 	if deleteGB > 0 {
 		side = "side-" + topic
 		fillTopic(b, t, side, partitions, deleteGB, payload)
 	}
 	runtime.GC()
-	var limits []kgo.Opt
-	if !t.inProcess {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		// What the memory limit counts: all the runtime holds from the OS
-		// and has not released.
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + heapMiB<<20))
-		limits = append(limits, kgo.MaxBufferedBytes(64<<20))
-	}
 	benchSync()
-	out := latRun{target: t.name, offered: offered, publish: newLatHist(), e2e: newLatHist(), load: loadAvg()}
+	load := loadAvg()
 	ctx, cancel := context.WithTimeout(context.Background(), warmup+measure+5*time.Minute)
 	defer cancel()
-
-	perSecRecords := 1e6 / float64(benchValueSize) * max(offered, 1)
-	prod, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(t.seedList()...),
-		kgo.ProducerLinger(time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1 << 20),
-		kgo.MaxBufferedRecords(max(10_000, int(perSecRecords))),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-	}, append(limits, t.opts...)...)...)
+	adm, err := kgo.NewClient(kgo.SeedBrokers(t.seedList()...))
 	if err != nil {
-		b.Fatalf("producer: %v", err)
+		b.Fatalf("admin client: %v", err)
 	}
-	defer prod.Close()
+	defer adm.Close()
 	rf, configs := max(t.rf, 1), map[string]*string(nil)
 	if rf > 1 {
 		two := "2"
 		configs = map[string]*string{"min.insync.replicas": &two}
 	}
-	createBenchTopic(b, ctx, t, prod, topic, partitions, rf, configs)
+	createBenchTopic(b, ctx, t, adm, topic, partitions, rf, configs)
 	// Each run's topic is deleted after it: every target lives for the
 	// whole benchmark, and 200 MB/s runs of three targets kept on disk
 	// filled this machine's 90 GB before the last rate.
 	defer func() {
-		if _, err := kadm.NewClient(prod).DeleteTopic(context.Background(), topic); err != nil {
+		if _, err := kadm.NewClient(adm).DeleteTopic(context.Background(), topic); err != nil {
 			b.Logf("%s: DeleteTopic %s: %v", t.name, topic, err)
 		}
 	}()
-	offsets := map[int32]kgo.Offset{}
-	for p := range int32(partitions) {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
-	cons, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(t.seedList()...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxWait(500 * time.Millisecond),
-		kgo.FetchMaxBytes(64 << 20),
-		kgo.FetchMaxPartitionBytes(8 << 20),
-	}, t.opts...)...)
-	if err != nil {
-		b.Fatalf("consumer: %v", err)
-	}
-	defer cons.Close()
 
-	start := latNow() + int64(100*time.Millisecond)
-	from := start + int64(warmup)
-	until := from + int64(measure)
-	out.from = time.Now().Add(time.Duration(from - latNow()))
-	window := func(intended int64) int { return int((intended - from) / int64(time.Second)) }
-	nsec := int((measure + time.Second - 1) / time.Second)
-	out.perSec = make([]*hdrhistogram.Histogram, nsec)
-	for i := range out.perSec {
-		out.perSec[i] = newLatHist()
+	spec := loadgenSpec{
+		Target: t.name, Seeds: t.seedList(), Topic: topic, Partitions: partitions, OfferedMBps: offered,
+		Start: 100 * time.Millisecond, Warmup: warmup, Measure: measure,
+		PayloadSize: benchValueSize, GOGC: gogc, HeapMiB: heapMiB,
 	}
-
-	var (
-		mu                sync.Mutex // guards the histograms
-		sent, acked, seen atomic.Int64
-		measured          atomic.Int64 // records intended in the window
-		ackedBytes        atomic.Int64
-		failed            atomic.Pointer[error]
-	)
-	var pool sync.Pool
-	pool.New = func() any { v := slices.Clone(payload); return &v }
-
-	// Consumer: every record's end-to-end latency at the poll that
-	// returned it.
-	consDone := make(chan struct{})
-	var consumedBytes atomic.Int64
-	go func() {
-		defer close(consDone)
-		for ctx.Err() == nil {
-			fs := cons.PollFetches(ctx)
-			now := latNow()
-			if ctx.Err() != nil {
-				return
-			}
-			mu.Lock()
-			fs.EachRecord(func(r *kgo.Record) {
-				if len(r.Value) < 8 {
-					return
-				}
-				intended := int64(binary.BigEndian.Uint64(r.Value))
-				seen.Add(1)
-				if intended >= from && intended < until {
-					d := time.Duration(now - intended)
-					recordLat(out.e2e, d)
-					recordLat(out.perSec[window(intended)], d)
-					consumedBytes.Add(int64(len(r.Value)))
-				}
-			})
-			mu.Unlock()
+	traceDir := os.Getenv("KBROKER_BENCH_TRACE")
+	if traceDir != "" && offered > 0 {
+		if err := os.MkdirAll(traceDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		spec.TraceDir = traceDir
+	}
+	var from time.Time
+	// waits are what runs when the child reported its window: the broker's
+	// trace and the side topic's deletion, waited for as this run ends.
+	var waits []func()
+	defer func() {
+		for _, wait := range waits {
+			wait()
 		}
 	}()
-
-	// Producer: record i is intended at start + i*interval; records due
-	// are produced at once, and a producer that fell behind (Produce
-	// blocked on a full buffer) catches up in a burst, its lateness
-	// counted in every latency.
-	interval := int64(0)
-	if offered > 0 {
-		interval = int64(float64(benchValueSize) / (offered * 1e6) * 1e9)
-	}
-	produce := func(intended int64) {
-		vp := pool.Get().(*[]byte)
-		binary.BigEndian.PutUint64(*vp, uint64(intended))
-		sent.Add(1)
-		in := intended >= from && intended < until
-		if in {
-			measured.Add(1)
+	res := runLoadgenProc(b, spec, func(f time.Time) {
+		from = f
+		if spec.TraceDir != "" {
+			waits = append(waits, brokerTrace(b, traceDir, t, topic, time.Until(from), measure))
 		}
-		prod.Produce(ctx, &kgo.Record{Topic: topic, Value: *vp}, func(r *kgo.Record, err error) {
-			now := latNow()
-			pool.Put(vp)
-			if err != nil {
-				failed.CompareAndSwap(nil, &err)
-				return
-			}
-			acked.Add(1)
-			if in {
-				ackedBytes.Add(int64(len(r.Value)))
-				mu.Lock()
-				recordLat(out.publish, time.Duration(now-intended))
-				mu.Unlock()
-			}
-		})
-	}
-	for now := latNow(); now < start; now = latNow() {
-		time.Sleep(time.Duration(start - now))
-	}
-	if dir := os.Getenv("KBROKER_BENCH_TRACE"); dir != "" && offered > 0 {
-		stop := latencyTrace(b, dir, t, topic, time.Duration(from-latNow()), measure)
-		defer stop()
-	}
-	if side != "" {
+		if side == "" {
+			return
+		}
 		deleted := make(chan struct{})
-		mid := from + int64(measure/2)
-		timer := time.AfterFunc(time.Duration(mid-latNow()), func() {
+		mid := from.Add(measure / 2)
+		timer := time.AfterFunc(time.Until(mid), func() {
 			defer close(deleted)
-			if _, err := kadm.NewClient(prod).DeleteTopic(ctx, side); err != nil {
+			if _, err := kadm.NewClient(adm).DeleteTopic(ctx, side); err != nil {
 				b.Errorf("%s: DeleteTopic %s: %v", t.name, side, err)
 			}
 			fmt.Printf("%s: deleted %s (%.1f GB) in %v at second %d of the window\n", t.name, side, deleteGB,
-				time.Duration(latNow()-mid).Round(time.Millisecond), measure/2/time.Second)
+				time.Since(mid).Round(time.Millisecond), measure/2/time.Second)
 		})
-		defer func() {
+		waits = append(waits, func() {
 			if timer.Stop() {
 				close(deleted)
 			}
 			<-deleted
-		}()
+		})
+	})
+	if res.Failure != "" {
+		b.Fatalf("%s: produce: %v", t.name, res.Failure)
 	}
-	if interval > 0 {
-		for i := int64(0); ; i++ {
-			intended := start + i*interval
-			if intended >= until {
-				break
-			}
-			if d := intended - latNow(); d > 0 {
-				time.Sleep(time.Duration(d))
-			}
-			produce(intended)
-		}
-	} else {
-		// Closed loop: as fast as Produce returns (it blocks while the
-		// buffer is full); the intended time is the call's.
-		for now := latNow(); now < until; now = latNow() {
-			produce(now)
-		}
+	out, err := res.latRun(t.name, offered, measure)
+	if err != nil {
+		b.Fatalf("%s: load generator's result: %v", t.name, err)
 	}
-
-	// Drain: up to 30 s for the last acknowledgements and records.
-	drain, drainCancel := context.WithTimeout(ctx, 30*time.Second)
-	_ = prod.Flush(drain)
-	for drain.Err() == nil && seen.Load() < acked.Load() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	drainCancel()
-	end := latNow()
-	cancel()
-	<-consDone
-	if e := failed.Load(); e != nil {
-		b.Fatalf("%s: produce: %v", t.name, *e)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	m := measured.Load()
-	if missing := m - out.publish.TotalCount(); missing > 0 {
-		out.missing += missing
-		_ = out.publish.RecordValues(min(time.Duration(end-until).Microseconds(), latMaxMicros), missing)
-	}
-	if missing := m - out.e2e.TotalCount(); missing > 0 {
-		out.missing = max(out.missing, missing)
-		_ = out.e2e.RecordValues(min(time.Duration(end-until).Microseconds(), latMaxMicros), missing)
-	}
-	secs := measure.Seconds()
-	out.acked = float64(ackedBytes.Load()) / 1e6 / secs
-	out.consumed = float64(consumedBytes.Load()) / 1e6 / secs
-	out.load += " → " + loadAvg()
+	out.from = from
+	out.load = load + " → " + loadAvg()
 	return out
 }
 
@@ -648,29 +520,21 @@ func fillTopic(b *testing.B, t benchTarget, topic string, partitions int, gb flo
 	}
 }
 
-// latencyTrace starts, after delay, an execution trace of this process for
-// d into dir, and for kbroker with KBROKER_BENCH_PPROF one of the broker
-// through /debug/pprof/trace; the returned func waits for both to end.
-func latencyTrace(b *testing.B, dir string, t benchTarget, topic string, delay, d time.Duration) func() {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
+// brokerTrace starts, after delay, an execution trace of t's broker for d
+// into dir/<topic>-broker.trace: of kbroker through /debug/pprof/trace with
+// KBROKER_BENCH_PPROF, of this process for kfake, which runs in it (the
+// load generator traces itself). The returned func waits for it to end.
+func brokerTrace(b *testing.B, dir string, t benchTarget, topic string, delay, d time.Duration) func() {
+	path := filepath.Join(dir, topic+"-broker.trace")
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		time.Sleep(delay)
-		f, err := os.Create(filepath.Join(dir, topic+"-client.trace"))
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			b.Error(err)
-			return
-		}
-		time.Sleep(d)
-		trace.Stop()
-	})
+	if t.inProcess {
+		wg.Go(func() {
+			time.Sleep(delay)
+			if err := traceFor(path, d); err != nil {
+				b.Error(err)
+			}
+		})
+	}
 	if addr := os.Getenv("KBROKER_BENCH_PPROF"); addr != "" && t.pid != 0 {
 		wg.Go(func() {
 			time.Sleep(delay)
@@ -681,7 +545,7 @@ func latencyTrace(b *testing.B, dir string, t benchTarget, topic string, delay, 
 				return
 			}
 			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(dir, topic+"-broker.trace"))
+			f, err := os.Create(path)
 			if err != nil {
 				b.Error(err)
 				return

@@ -1,11 +1,15 @@
 package compat
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // TestParseRates: MB/s and percentages of the maximum, and what is refused.
@@ -93,5 +97,92 @@ func TestLatencyReport(t *testing.T) {
 		if err != nil {
 			t.Fatalf("SVG: %v", err)
 		}
+	}
+}
+
+// TestLoadgenJSON: the load generator's spec and result survive their trip
+// through JSON, the histograms with every count and percentile, and the
+// rebuilt latRun has the rates and missing records the child measured.
+func TestLoadgenJSON(t *testing.T) {
+	spec := loadgenSpec{
+		Target: "kbroker x3", Seeds: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}, Topic: "rate-0-kbroker-x3",
+		Partitions: 3, OfferedMBps: 12.5, Start: 100 * time.Millisecond, Warmup: 2 * time.Second, Measure: 3 * time.Second,
+		PayloadSize: benchValueSize, GOGC: 400, HeapMiB: 512, TraceDir: "/tmp/x",
+	}
+	var gotSpec loadgenSpec
+	jsonRoundTrip(t, spec, &gotSpec)
+	if !reflect.DeepEqual(gotSpec, spec) {
+		t.Errorf("spec: got %+v, want %+v", gotSpec, spec)
+	}
+	from := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	var gotStart loadgenStart
+	jsonRoundTrip(t, loadgenStart{From: from}, &gotStart)
+	if !gotStart.From.Equal(from) {
+		t.Errorf("start: got %v, want %v", gotStart.From, from)
+	}
+
+	publish, e2e := newLatHist(), newLatHist()
+	perSec := []*hdrhistogram.Histogram{newLatHist(), newLatHist(), newLatHist()} // the last stays empty
+	for i := range int64(10_000) {
+		d := time.Duration(i*i%90_000+1) * time.Microsecond
+		recordLat(publish, d)
+		recordLat(e2e, 3*d)
+		recordLat(perSec[i%2], 3*d)
+	}
+	recordLat(e2e, time.Hour) // clamped to latMaxMicros
+	sent := loadgenResult{Sent: 11_000, Acked: 10_999, Seen: 10_998, Measured: 10_001,
+		AckedBytes: 6_000_000, ConsumedBytes: 4_500_000, Missing: 1,
+		Publish: exportLatHist(publish), E2E: exportLatHist(e2e)}
+	for _, h := range perSec {
+		sent.PerSec = append(sent.PerSec, exportLatHist(h))
+	}
+	if n, all := len(sent.Publish.Counts), len(publish.Export().Counts); n >= all || n == 0 {
+		t.Errorf("exported publish histogram has %d of %d counts, want its trailing zeros left out", n, all)
+	}
+	var got loadgenResult
+	jsonRoundTrip(t, sent, &got)
+	r, err := got.latRun("kbroker x3", 12.5, spec.Measure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.target != "kbroker x3" || r.offered != 12.5 || r.acked != 2 || r.consumed != 1.5 || r.missing != 1 {
+		t.Errorf("latRun: got %+v", r)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want *hdrhistogram.Histogram
+	}{{"publish", r.publish, publish}, {"e2e", r.e2e, e2e}, {"second 0", r.perSec[0], perSec[0]}, {"second 1", r.perSec[1], perSec[1]}, {"second 2", r.perSec[2], perSec[2]}} {
+		if c.got.TotalCount() != c.want.TotalCount() || c.got.Min() != c.want.Min() {
+			t.Errorf("%s: %d values from %d, want %d from %d", c.name, c.got.TotalCount(), c.got.Min(), c.want.TotalCount(), c.want.Min())
+		}
+		for _, q := range latQuantiles {
+			if g, w := latMs(c.got, q.q), latMs(c.want, q.q); g != w {
+				t.Errorf("%s %s: got %v ms, want %v ms", c.name, q.name, g, w)
+			}
+		}
+	}
+	if r.e2e.Max() < latMaxMicros || r.perSec[2].TotalCount() != 0 {
+		t.Errorf("e2e max %d µs (want the clamped hour), second 2 has %d values (want none)", r.e2e.Max(), r.perSec[2].TotalCount())
+	}
+
+	// What does not fit the window or is not a histogram is refused.
+	if _, err := got.latRun("kbroker x3", 12.5, 5*time.Second); err == nil {
+		t.Error("3 seconds' histograms accepted for a 5-second window")
+	}
+	got.E2E.Counts[0] = -1
+	if _, err := got.latRun("kbroker x3", 12.5, spec.Measure); err == nil {
+		t.Error("a negative count accepted")
+	}
+}
+
+// jsonRoundTrip marshals v to JSON and unmarshals it into out.
+func jsonRoundTrip(t *testing.T, v, out any) {
+	t.Helper()
+	js, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, out); err != nil {
+		t.Fatalf("%s: %v", js, err)
 	}
 }

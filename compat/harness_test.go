@@ -37,12 +37,18 @@ var (
 	buildErr error
 )
 
-// TestMain builds kbroker once (or takes KBROKER_BIN) and runs the tests.
+// TestMain builds kbroker once (or takes KBROKER_BIN) and runs the tests,
+// or runs a benchmark's load generator (KBROKER_BENCH_LOADGEN).
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
 func runMain(m *testing.M) int {
+	// The fixed-rate benchmarks run their load generator as this binary
+	// started again (loadgen_bench_test.go): no build, no tests.
+	if spec := os.Getenv(loadgenEnv); spec != "" {
+		return loadgenMain(spec)
+	}
 	tmp, err := os.MkdirTemp("", "kbroker-compat-bin-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "compat: temp dir: %v\n", err)
