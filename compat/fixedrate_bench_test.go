@@ -22,11 +22,11 @@ package compat
 // binary started again as a load generator (loadgen_bench_test.go) for each
 // run, the closed-loop ones included: their collections and the page faults
 // of their growing heap no longer land in the process that hosts kfake, and
-// they run alike against every target. kfake stays in the test process, now
-// alone there (at the test process's GOGC: Go's default unless GOGC is
-// set). The test process creates and deletes the topics (the side topic of
-// KBROKER_BENCH_DELETE_GB too) and calls sync(2); the child reports its
-// histograms back as JSON on its stdout.
+// they run alike against every target. kfake stays in the test process,
+// now alone there (at KBROKER_BENCH_CLIENT_GOGC, as when it shared the
+// process with the clients). The test process creates and deletes the
+// topics (the side topic of KBROKER_BENCH_DELETE_GB too) and calls
+// sync(2); the child reports its histograms back as JSON on its stdout.
 //
 // Rates come from KBROKER_BENCH_RATES (default "50,200,70%"): MB/s, or a
 // percentage of each target's own maximum, which a closed-loop run of the
@@ -49,7 +49,8 @@ package compat
 //     KBROKER_BENCH_WARMUP_SECS (default 10) of the same load;
 //   - KBROKER_BENCH_LATENCY_PARTITIONS: partitions of each topic (default 16);
 //   - KBROKER_BENCH_CLIENT_GOGC: the GOGC of the load generator process,
-//     for every target (default 400; Go's default is 100). Its heap is
+//     for every target, and of this process, which hosts kfake (default
+//     400; Go's default is 100). The load generator's heap is
 //     also bounded, for every target, to what it holds after a GC at its
 //     start plus KBROKER_BENCH_CLIENT_HEAP_MIB (default 512; Go's soft
 //     memory limit), and its producer buffers at most 64 MiB: a producer
@@ -91,6 +92,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -208,6 +210,10 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 			b.Fatalf("KBROKER_BENCH_CLIENT_GOGC=%q: want an integer", s)
 		}
 	}
+	// kfake runs in this process: it keeps the GOGC it had when the
+	// clients shared the process (400 by default), so that its figures
+	// compare with the runs before the load generator moved out.
+	defer debug.SetGCPercent(debug.SetGCPercent(clientGOGC))
 	clientHeapMiB := int64(512)
 	if s := os.Getenv("KBROKER_BENCH_CLIENT_HEAP_MIB"); s != "" {
 		if clientHeapMiB, err = strconv.ParseInt(s, 10, 64); err != nil || clientHeapMiB <= 0 {
