@@ -478,6 +478,7 @@ func latencyRun(b *testing.B, t benchTarget, topic string, partitions int, offer
 	if err != nil {
 		b.Fatalf("%s: load generator's result: %v", t.name, err)
 	}
+	fmt.Printf("%s: load generator used %v\n", t.name, res.Usage)
 	out.from = from
 	out.load = load + " → " + loadAvg()
 	return out

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/trace"
 	"slices"
 	"sync"
@@ -95,6 +96,45 @@ type loadgenResult struct {
 	// The histograms of latRun, exported by exportLatHist.
 	Publish, E2E *hdrhistogram.Snapshot
 	PerSec       []*hdrhistogram.Snapshot
+	// Usage is what the load generator itself cost, over its whole run:
+	// a load generator short of CPU or memory shows in every target's
+	// tail.
+	Usage loadgenUsage
+}
+
+// loadgenUsage is the load generator's own cost.
+type loadgenUsage struct {
+	// CPUSeconds is its user and system CPU (0 where not measured),
+	// GCSeconds the runtime's estimate of the part its collector took.
+	CPUSeconds, GCSeconds float64
+	GCCycles              uint64
+	// SysMiB is what the runtime held from the OS at the end, LimitMiB
+	// its soft memory limit.
+	SysMiB, LimitMiB int64
+}
+
+func (u loadgenUsage) String() string {
+	return fmt.Sprintf("%.1f cpu-s (GC %.1f, %d cycles), %d MiB from the OS (limit %d MiB)", u.CPUSeconds, u.GCSeconds, u.GCCycles, u.SysMiB, u.LimitMiB)
+}
+
+// measure fills u from the runtime's metrics and the process's CPU
+// time since cpu0.
+func (u *loadgenUsage) measure(cpu0 time.Duration) {
+	if cpu, ok := selfCPU(); ok {
+		u.CPUSeconds = (cpu - cpu0).Seconds()
+	}
+	ms := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(ms)
+	if ms[0].Value.Kind() == metrics.KindFloat64 {
+		u.GCSeconds = ms[0].Value.Float64()
+	}
+	if ms[1].Value.Kind() == metrics.KindUint64 {
+		u.GCCycles = ms[1].Value.Uint64()
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	u.SysMiB = int64(m.Sys-m.HeapReleased) >> 20
+	u.LimitMiB = debug.SetMemoryLimit(-1) >> 20
 }
 
 // exportLatHist is h as a snapshot without its trailing zero counts (most
@@ -251,6 +291,7 @@ func runLoadgen(spec loadgenSpec, started func(from time.Time) error) (*loadgenR
 	if _, err := rand.Read(payload); err != nil {
 		return nil, err
 	}
+	cpu0, _ := selfCPU()
 	debug.SetGCPercent(spec.GOGC)
 	runtime.GC()
 	var ms runtime.MemStats
@@ -438,6 +479,7 @@ func runLoadgen(spec loadgenSpec, started func(from time.Time) error) (*loadgenR
 		res.Missing = max(res.Missing, missing)
 		_ = e2e.RecordValues(late, missing)
 	}
+	res.Usage.measure(cpu0)
 	res.Publish, res.E2E = exportLatHist(publish), exportLatHist(e2e)
 	for _, h := range perSec {
 		res.PerSec = append(res.PerSec, exportLatHist(h))
