@@ -287,9 +287,10 @@ var ErrControlledShutdown = errors.New("controlled shutdown did not complete")
 // at most 1 + controlled.shutdown.max.retries times,
 // controlled.shutdown.retry.backoff.ms apart, or until no partition left
 // here has another live in-sync replica to take it over (the last brokers
-// of a cluster being stopped). Once it is done the broker copies no
-// partition any more (replica.Manager.StopFollowing), so that no leader
-// takes it back into an ISR before it exits. A single node, or
+// of a cluster being stopped). A partition it leaves meanwhile is not
+// copied any more (replica.Manager.BeginControlledShutdown), and once it is
+// done the broker copies no partition at all (StopFollowing), so that no
+// leader takes it back into an ISR before it exits. A single node, or
 // controlled.shutdown.enable=false, returns nil at once.
 func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	if b.cluster == nil || !b.cfg.Cluster.ControlledShutdown {
@@ -299,6 +300,10 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	if reg == nil {
 		return nil
 	}
+	// From here on the partitions this broker leaves (moved leaderships,
+	// ISRs it is taken out of) are not copied: their leaders would take
+	// it back into the ISR before it exits.
+	b.rm.BeginControlledShutdown()
 	var last error
 	for attempt := int32(0); attempt <= b.cfg.Cluster.ControlledShutdownMaxRetries; attempt++ {
 		if attempt > 0 {

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -284,6 +285,39 @@ func TestStopFollowingKeepsBrokerOutOfISR(t *testing.T) {
 	}
 	if isr := c.state(0).ISR; slices.Contains(isr, 3) {
 		t.Fatalf("broker 3 back in the ISR %v after StopFollowing", isr)
+	}
+}
+
+// In its controlled shutdown a broker stops copying a partition as soon as
+// a LeaderAndIsr of a new epoch takes it out of the ISR (or moves a
+// leadership away from it), so that the leader does not take it back
+// before it exits; a partition whose state did not change is copied on.
+func TestControlledShutdownLeavesWhatChanged(t *testing.T) {
+	c := newTestClusterParts(t, 3, 2, fastRC(10*time.Second), false, 2)
+	all := []int32{1, 2, 3}
+	c.elect(0, 1, all, all, all...)
+	c.elect(1, 1, all, all, all...)
+	c.mustProduce(1, -1, "a")
+	c.waitReplicated(1, 2, 3)
+	c.broker(3).m.BeginControlledShutdown()
+	// The controller takes broker 3 out of partition 0's ISR, not yet out
+	// of partition 1's.
+	c.elect(0, 1, []int32{1, 2}, all, all...)
+	for i := range 3 {
+		c.mustProduce(1, -1, fmt.Sprint("b", i))
+		if res := c.produce(1, 1, -1, fmt.Sprint("c", i), 10*time.Second); res.Err != nil {
+			t.Fatalf("acks=all produce to partition 1, broker 3 still in its ISR: %v", res.Err)
+		}
+		c.waitReplicated(1, 2) // broker 2 had it in more fetches than broker 3 needed to rejoin
+	}
+	if got, want := c.part(3, 0).Log.LogEndOffset(), int64(1); got != want {
+		t.Fatalf("broker 3 copied partition 0 up to offset %d after leaving its ISR, want %d", got, want)
+	}
+	if isr := c.state(0).ISR; slices.Contains(isr, 3) {
+		t.Fatalf("broker 3 back in partition 0's ISR %v during its controlled shutdown", isr)
+	}
+	if got, want := c.part(3, 1).Log.LogEndOffset(), c.part(1, 1).Log.LogEndOffset(); got != want {
+		t.Fatalf("broker 3 has partition 1 up to offset %d, the leader %d: it must copy what did not change", got, want)
 	}
 }
 
