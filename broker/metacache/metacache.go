@@ -1,7 +1,8 @@
 // Package metacache is a cluster-mode broker's metadata cache, as Kafka's
 // ZkMetadataCache: the live brokers with every listener's endpoint and, per
 // partition, the leader, leader epoch, ISR, replicas and offline replicas,
-// exactly as the controller's last UpdateMetadata requests said. Metadata,
+// as the controller's last UpdateMetadata requests said, or a LeaderAndIsr
+// this broker applied with a newer leader epoch (ApplyLeaderAndISR). Metadata,
 // DescribeCluster and FindCoordinator answer from it, and Produce and Fetch
 // take the current-leader hints of NOT_LEADER_OR_FOLLOWER from it.
 //
