@@ -232,6 +232,14 @@ func (m *Manager) BeginControlledShutdown() {
 	m.repl.mu.Unlock()
 }
 
+// leavingOnNewEpoch reports whether BeginControlledShutdown ran: a
+// partition that becomes a follower in a new epoch is not copied.
+func (m *Manager) leavingOnNewEpoch() bool {
+	m.repl.mu.Lock()
+	defer m.repl.mu.Unlock()
+	return m.repl.mu.shuttingDown
+}
+
 // withDefaults fills every unset (zero or negative) field with Kafka's default.
 func withDefaults(rc ReplicationConfig) ReplicationConfig {
 	def := DefaultReplicationConfig()

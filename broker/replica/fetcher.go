@@ -116,8 +116,7 @@ func fetcherIndex(tp storage.TopicPartition, n int) int {
 
 // addFollower makes the fetcher of leader copy p at epoch (truncating
 // first when truncate is set, or when it was not copying p at that epoch),
-// taking p away from any other fetcher. In a controlled shutdown, a new
-// epoch takes p away from every fetcher instead.
+// taking p away from any other fetcher.
 func (m *Manager) addFollower(p *Partition, topicID [16]byte, leader, epoch int32, truncate bool) {
 	c := m.cluster()
 	tp := tpOf(p)
@@ -127,23 +126,12 @@ func (m *Manager) addFollower(p *Partition, topicID [16]byte, leader, epoch int3
 		return
 	}
 	key := fetcherKey{leader: leader, index: fetcherIndex(tp, c.cfg.NumFetchers)}
-	leave := m.repl.mu.shuttingDown && truncate // a new epoch in a controlled shutdown (BeginControlledShutdown)
-	if leave {
-		key = fetcherKey{leader: -1} // no fetcher has it: p is taken from every one
-	}
 	var idle []*fetcher
 	for k, f := range m.repl.mu.fetchers {
 		if k != key && f.remove(tp) {
 			delete(m.repl.mu.fetchers, k)
 			idle = append(idle, f)
 		}
-	}
-	if leave {
-		m.repl.mu.Unlock()
-		for _, f := range idle {
-			f.shutdown()
-		}
-		return
 	}
 	f := m.repl.mu.fetchers[key]
 	if f == nil {

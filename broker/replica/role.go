@@ -319,7 +319,9 @@ func (m *Manager) MakeFollower(topic string, partition int32, topicID [16]byte, 
 		m.log.Info("became follower", "topic", topic, "partition", partition, "leader", st.Leader, "leader_epoch", st.LeaderEpoch)
 		m.notifyLeadership(topic, partition, false)
 	}
-	if st.Leader < 0 {
+	// No leader, or a partition this broker leaves in its controlled
+	// shutdown (a new epoch: BeginControlledShutdown): copied by no one.
+	if st.Leader < 0 || (newEpoch && m.leavingOnNewEpoch()) {
 		m.removeFollower(p)
 		return nil
 	}
