@@ -112,7 +112,8 @@ func (c *Cache) Apply(req *kmsg.UpdateMetadataRequest) (topicsChanged bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.cur.Load()
-	next := &Snapshot{ControllerID: req.ControllerID, Brokers: map[int32]Broker{}, Topics: make(map[string]*Topic, len(old.Topics)), byID: map[[16]byte]*Topic{}, replaced: make(chan struct{})}
+	d := newDraft(old, req.ControllerID, map[int32]Broker{})
+	next := d.next
 	for _, lb := range req.LiveBrokers {
 		b := Broker{ID: lb.ID, Rack: lb.Rack}
 		if req.Version == 0 {
@@ -127,27 +128,6 @@ func (c *Cache) Apply(req *kmsg.UpdateMetadataRequest) (topicsChanged bool) {
 		}
 		next.Brokers[b.ID] = b
 	}
-	for name, t := range old.Topics {
-		next.Topics[name] = t
-	}
-	touched := map[string]*Topic{} // copied on first write
-	topicFor := func(name string, id [16]byte) *Topic {
-		if t := touched[name]; t != nil {
-			return t
-		}
-		t := &Topic{Name: name, ID: id, Partitions: map[int32]Partition{}}
-		if o := next.Topics[name]; o != nil {
-			if id == ([16]byte{}) {
-				t.ID = o.ID
-			}
-			for p, st := range o.Partitions {
-				t.Partitions[p] = st
-			}
-		}
-		touched[name] = t
-		next.Topics[name] = t
-		return t
-	}
 	apply := func(t *Topic, p kmsg.UpdateMetadataRequestTopicPartition) {
 		if p.Leader == LeaderDuringDelete {
 			delete(t.Partitions, p.Partition)
@@ -159,33 +139,76 @@ func (c *Cache) Apply(req *kmsg.UpdateMetadataRequest) (topicsChanged bool) {
 		}
 	}
 	for _, p := range req.PartitionStates { // v0–v4
-		apply(topicFor(p.Topic, [16]byte{}), p)
+		apply(d.topic(p.Topic, [16]byte{}), p)
 	}
 	for _, ts := range req.TopicStates { // v5+
-		t := topicFor(ts.Topic, ts.TopicID)
+		t := d.topic(ts.Topic, ts.TopicID)
 		for _, p := range ts.PartitionStates {
 			apply(t, p)
 		}
 	}
-	for name, t := range touched {
+	for name, t := range d.touched {
 		if len(t.Partitions) == 0 {
 			delete(next.Topics, name)
 		}
 	}
-	for _, t := range next.Topics {
-		if t.ID != ([16]byte{}) {
-			next.byID[t.ID] = t
-		}
-	}
-	for name, t := range touched {
+	for name, t := range d.touched {
 		o := old.Topics[name]
 		if _, kept := next.Topics[name]; !kept || o == nil || o.ID != t.ID || len(o.Partitions) != len(t.Partitions) {
 			topicsChanged = true
 		}
 	}
-	c.cur.Store(next)
-	close(old.replaced)
+	d.commit(c)
 	return topicsChanged
+}
+
+// draft builds the snapshot that replaces old: topics are shared with old
+// until written (topic copies one on first use). c.mu must be held from
+// newDraft to commit.
+type draft struct {
+	old, next *Snapshot
+	// touched are the topics copied (or created) for next, by name.
+	touched map[string]*Topic
+}
+
+func newDraft(old *Snapshot, controllerID int32, brokers map[int32]Broker) *draft {
+	next := &Snapshot{ControllerID: controllerID, Brokers: brokers, Topics: make(map[string]*Topic, len(old.Topics)), byID: map[[16]byte]*Topic{}, replaced: make(chan struct{})}
+	for name, t := range old.Topics {
+		next.Topics[name] = t
+	}
+	return &draft{old: old, next: next, touched: map[string]*Topic{}}
+}
+
+// topic is next's own copy of topic name (created empty when absent; a
+// zero id keeps the cached topic's).
+func (d *draft) topic(name string, id [16]byte) *Topic {
+	if t := d.touched[name]; t != nil {
+		return t
+	}
+	t := &Topic{Name: name, ID: id, Partitions: map[int32]Partition{}}
+	if o := d.next.Topics[name]; o != nil {
+		if id == ([16]byte{}) {
+			t.ID = o.ID
+		}
+		for p, st := range o.Partitions {
+			t.Partitions[p] = st
+		}
+	}
+	d.touched[name] = t
+	d.next.Topics[name] = t
+	return t
+}
+
+// commit indexes next's topics by id, makes next the cache's snapshot and
+// wakes the waiters of old.
+func (d *draft) commit(c *Cache) {
+	for _, t := range d.next.Topics {
+		if t.ID != ([16]byte{}) {
+			d.next.byID[t.ID] = t
+		}
+	}
+	c.cur.Store(d.next)
+	close(d.old.replaced)
 }
 
 // ApplyLeaderAndISR takes the partition states of a LeaderAndIsr request
@@ -206,54 +229,34 @@ func (c *Cache) ApplyLeaderAndISR(topics []kmsg.LeaderAndISRRequestTopicState) (
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.cur.Load()
-	var next *Snapshot
+	var d *draft // made on the first change
 	for _, ts := range topics {
-		o := old.Topics[ts.Topic]
-		if o == nil || (ts.TopicID != ([16]byte{}) && o.ID != ts.TopicID) {
-			continue
-		}
-		var t *Topic // o's copy in next, once made
-		if next != nil && next.Topics[ts.Topic] != o {
-			t = next.Topics[ts.Topic] // the topic twice in one request
-		}
 		for _, p := range ts.PartitionStates {
-			cur, ok := o.Partitions[p.Partition]
-			if t != nil {
-				cur, ok = t.Partitions[p.Partition]
+			cur := old
+			if d != nil {
+				cur = d.next
 			}
-			if !ok || p.LeaderEpoch <= cur.LeaderEpoch || p.Leader == LeaderDuringDelete {
+			t := cur.Topics[ts.Topic]
+			if t == nil || (ts.TopicID != ([16]byte{}) && t.ID != ts.TopicID) {
+				break
+			}
+			st, ok := t.Partitions[p.Partition]
+			if !ok || p.LeaderEpoch <= st.LeaderEpoch || p.Leader == LeaderDuringDelete {
 				continue
 			}
-			if next == nil {
-				next = &Snapshot{ControllerID: old.ControllerID, Brokers: old.Brokers, Topics: make(map[string]*Topic, len(old.Topics)), byID: make(map[[16]byte]*Topic, len(old.byID)), replaced: make(chan struct{})}
-				for name, ot := range old.Topics {
-					next.Topics[name] = ot
-				}
+			if d == nil {
+				d = newDraft(old, old.ControllerID, old.Brokers)
 			}
-			if t == nil {
-				t = &Topic{Name: o.Name, ID: o.ID, Partitions: make(map[int32]Partition, len(o.Partitions))}
-				for id, st := range o.Partitions {
-					t.Partitions[id] = st
-				}
-				next.Topics[ts.Topic] = t
-			}
-			t.Partitions[p.Partition] = Partition{
+			d.topic(ts.Topic, t.ID).Partitions[p.Partition] = Partition{
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				ISR: clone(p.ISR), Replicas: clone(p.Replicas), OfflineReplicas: cur.OfflineReplicas,
+				ISR: clone(p.ISR), Replicas: clone(p.Replicas), OfflineReplicas: st.OfflineReplicas,
 			}
 			changed++
 		}
 	}
-	if next == nil {
-		return 0
+	if d != nil {
+		d.commit(c)
 	}
-	for _, t := range next.Topics {
-		if t.ID != ([16]byte{}) {
-			next.byID[t.ID] = t
-		}
-	}
-	c.cur.Store(next)
-	close(old.replaced)
 	return changed
 }
 
