@@ -461,16 +461,14 @@ func (c *testCluster) stepTo(id, leader int32, fetch bool) {
 	}
 	defer conn.Close()
 	for i := 0; ; i++ {
-		trunc := map[storage.TopicPartition]fetchPart{}
 		all := f.snapshot()
-		for tp, fp := range all {
-			if fp.truncating {
-				trunc[tp] = fp
-			}
-		}
+		trunc := truncating(all)
 		if len(trunc) == 0 {
 			if !fetch {
 				return
+			}
+			for i := range all {
+				all[i].wanted = true
 			}
 			if err := f.fetch(conn, all); err != nil {
 				c.t.Fatal(err)

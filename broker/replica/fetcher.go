@@ -85,19 +85,23 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[storage.TopicPartition]*fetchPart
+	// gen changes with every change to parts or to a partition's state.
+	gen uint64
 
 	// sess is the incremental fetch session with the leader; only the run
 	// goroutine touches it.
 	sess followerSession
 
-	// round holds what one round of run builds, cleared and refilled by
-	// the next: a fetcher copying thousands of partitions would otherwise
-	// allocate maps of all of them several times a round, round after
-	// round under a producer. Only the run goroutine touches it.
+	// round is the run goroutine's copy of parts, taken again only when
+	// gen moved: a fetcher copying thousands of partitions rebuilt maps of
+	// all of them several times a round, round after round under a
+	// producer. idx finds a partition in parts, names a topic's name by
+	// its id. Only the run goroutine touches it.
 	round struct {
-		snap, trunc, fetch map[storage.TopicPartition]fetchPart
-		want               map[storage.TopicPartition]sentPartition
-		names              map[[16]byte]string
+		gen   uint64
+		parts []roundPart
+		idx   map[storage.TopicPartition]int
+		names map[[16]byte]string
 	}
 
 	// fetchBuf holds the last Fetch answer's bytes, reused by the next
@@ -184,6 +188,7 @@ func (f *fetcher) set(tp storage.TopicPartition, p *Partition, topicID [16]byte,
 	old := f.parts[tp]
 	if old == nil || old.p != p || old.epoch != epoch || truncate {
 		f.parts[tp] = &fetchPart{p: p, topicID: topicID, epoch: epoch, truncating: true, askEpoch: -1}
+		f.gen++
 	}
 	f.mu.Unlock()
 	select {
@@ -200,6 +205,7 @@ func (f *fetcher) remove(tp storage.TopicPartition) bool {
 		return false
 	}
 	delete(f.parts, tp)
+	f.gen++
 	return len(f.parts) == 0
 }
 
@@ -209,14 +215,37 @@ func (f *fetcher) shutdown() {
 	<-f.done
 }
 
-// snapshot copies the partition states into the run goroutine's
-// f.round.snap, valid until the next call.
-func (f *fetcher) snapshot() map[storage.TopicPartition]fetchPart {
+// snapshot returns the partitions and their states as of now, in the run
+// goroutine's f.round.parts (valid until the next call), with none wanted.
+func (f *fetcher) snapshot() []roundPart {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := reuseMap(&f.round.snap)
+	r := &f.round
+	if r.parts != nil && r.gen == f.gen {
+		return r.parts
+	}
+	r.gen = f.gen
+	clear(r.parts)
+	r.parts = r.parts[:0]
+	idx, names := reuseMap(&r.idx), reuseMap(&r.names)
 	for tp, fp := range f.parts {
-		out[tp] = *fp
+		idx[tp] = len(r.parts)
+		names[fp.topicID] = tp.Topic
+		r.parts = append(r.parts, roundPart{tp: tp, fp: *fp})
+	}
+	return r.parts
+}
+
+// truncating returns the partitions of parts that must truncate first.
+func truncating(parts []roundPart) map[storage.TopicPartition]fetchPart {
+	var out map[storage.TopicPartition]fetchPart
+	for i := range parts {
+		if parts[i].fp.truncating {
+			if out == nil {
+				out = map[storage.TopicPartition]fetchPart{}
+			}
+			out[parts[i].tp] = parts[i].fp
+		}
 	}
 	return out
 }
@@ -238,6 +267,7 @@ func (f *fetcher) update(tp storage.TopicPartition, epoch int32, fn func(*fetchP
 	defer f.mu.Unlock()
 	if fp := f.parts[tp]; fp != nil && fp.epoch == epoch {
 		fn(fp)
+		f.gen++
 	}
 }
 
@@ -273,22 +303,24 @@ func (f *fetcher) run() {
 	for f.ctx.Err() == nil {
 		parts := f.snapshot()
 		now := time.Now()
-		trunc, fetch := reuseMap(&f.round.trunc), reuseMap(&f.round.fetch)
 		next := time.Duration(-1)
-		for tp, fp := range parts {
-			if wait := fp.retryAt.Sub(now); wait > 0 {
+		trunc, fetch := false, false
+		for i := range parts {
+			rp := &parts[i]
+			rp.wanted = false
+			if wait := rp.fp.retryAt.Sub(now); wait > 0 {
 				if next < 0 || wait < next {
 					next = wait
 				}
 				continue
 			}
-			if fp.truncating {
-				trunc[tp] = fp
+			if rp.fp.truncating {
+				trunc = true
 			} else {
-				fetch[tp] = fp
+				rp.wanted, fetch = true, true
 			}
 		}
-		if len(trunc) == 0 && len(fetch) == 0 {
+		if !trunc && !fetch {
 			if next < 0 {
 				next = time.Hour // idle until a partition arrives
 			}
@@ -326,10 +358,10 @@ func (f *fetcher) run() {
 			}
 		}
 		var err error
-		if len(trunc) > 0 {
-			err = f.truncate(conn, trunc)
+		if trunc {
+			err = f.truncate(conn, truncating(parts))
 		} else {
-			err = f.fetch(conn, fetch)
+			err = f.fetch(conn, parts)
 		}
 		if err != nil {
 			if f.ctx.Err() != nil {
@@ -444,18 +476,25 @@ func (f *fetcher) applyTruncation(tp storage.TopicPartition, fp fetchPart, leade
 	})
 }
 
-// fetch runs one Fetch for parts and applies the answer.
-func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetchPart) error {
+// fetch runs one Fetch for the wanted partitions of parts and applies the
+// answer; parts are f.round.parts.
+func (f *fetcher) fetch(conn *kconn.Conn, parts []roundPart) error {
 	// The version inter.broker.protocol.version gives, as a Kafka
 	// follower sends: a Kafka leader of a mixed cluster gets what its own
 	// followers send. v15 moved the replica id into ReplicaState, with
 	// the follower's registration epoch.
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = f.m.cfg.Cluster.IBP.FetchVersion()
-	for _, fp := range parts {
-		if fp.topicID == ([16]byte{}) {
+	for i := range parts {
+		rp := &parts[i]
+		if !rp.wanted {
+			continue
+		}
+		if rp.fp.topicID == ([16]byte{}) {
 			req.Version = min(req.Version, 12) // names, not topic ids
 		}
+		rp.want = sentPartition{topicID: rp.fp.topicID, epoch: rp.fp.epoch, fetchOffset: rp.fp.p.Log.LogEndOffset(),
+			logStart: rp.fp.p.Log.LogStartOffset(), maxBytes: f.cfg.FetchMaxBytes}
 	}
 	req.ReplicaID = f.self
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.self, -1
@@ -465,12 +504,7 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 	req.MaxWaitMillis = int32(f.cfg.FetchWaitMax / time.Millisecond)
 	req.MinBytes = f.cfg.FetchMinBytes
 	req.MaxBytes = f.cfg.FetchResponseMaxBytes
-	want := reuseMap(&f.round.want)
-	for tp, fp := range parts {
-		want[tp] = sentPartition{topicID: fp.topicID, epoch: fp.epoch, fetchOffset: fp.p.Log.LogEndOffset(),
-			logStart: fp.p.Log.LogStartOffset(), maxBytes: f.cfg.FetchMaxBytes}
-	}
-	f.sess.fill(req, want) // fetcher_session.go: only what changed, once a session is open
+	f.sess.fill(req, parts) // fetcher_session.go: only what changed, once a session is open
 	r, err := conn.RoundTripReuse(req, f.cfg.FetchWaitMax+requestTimeout, &f.fetchBuf)
 	if err != nil {
 		f.sess.answered(nil, err)
@@ -488,25 +522,18 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts map[storage.TopicPartition]fetch
 		}
 		return err
 	}
-	var names map[[16]byte]string
-	if req.Version >= 13 && len(resp.Topics) > 0 {
-		names = reuseMap(&f.round.names)
-		for tp, fp := range parts {
-			names[fp.topicID] = tp.Topic
-		}
-	}
 	for _, rt := range resp.Topics {
 		topic := rt.Topic
 		if req.Version >= 13 {
-			topic = names[rt.TopicID]
+			topic = f.round.names[rt.TopicID]
 		}
-		for _, rp := range rt.Partitions {
-			tp := storage.TopicPartition{Topic: topic, Partition: rp.Partition}
-			fp, ok := parts[tp]
-			if !ok {
+		for _, p := range rt.Partitions {
+			tp := storage.TopicPartition{Topic: topic, Partition: p.Partition}
+			i, ok := f.round.idx[tp]
+			if !ok || !parts[i].wanted {
 				continue
 			}
-			f.applyFetched(tp, fp, want[tp].fetchOffset, &rp)
+			f.applyFetched(tp, parts[i].fp, parts[i].want.fetchOffset, &p)
 		}
 	}
 	return nil

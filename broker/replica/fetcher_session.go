@@ -20,10 +20,16 @@ import (
 // leader's session id, each with the fetch state the leader last received
 // for it. Epoch 0 means the next request is full (and closes session id,
 // if any, as it creates the next).
+//
+// A round's partitions (roundPart) cache their entry of sent, tagged with
+// gen, which changes whenever sent is emptied: a round in which no
+// partition's state changed reads no map (rounds of thousands of
+// partitions, several a second, spent most of their time in map lookups).
 type followerSession struct {
 	id, epoch int32
 	version   int16
 	sent      map[storage.TopicPartition]sentPartition
+	gen       uint64
 }
 
 // sentPartition is a partition's fetch state as a Fetch carries it.
@@ -41,20 +47,47 @@ func (sp sentPartition) request(partition int32) kmsg.FetchRequestTopicPartition
 	return rp
 }
 
+// roundPart is one partition of a fetcher's round: wanted when it is
+// fetched this round, with its fetch state want. sent and inSent mirror
+// its entry in the session's sent map as of the session's sentGen.
+type roundPart struct {
+	tp     storage.TopicPartition
+	fp     fetchPart
+	wanted bool
+	want   sentPartition
+
+	sentGen uint64
+	inSent  bool
+	sent    sentPartition
+}
+
 // reset makes the next request full.
 func (s *followerSession) reset() {
 	s.epoch = 0
 	clear(s.sent)
+	s.gen++
 }
 
-// fill sets req's session fields and topics for want, every partition the
-// fetcher copies this round with its fetch state. req.Version must be set;
-// below v7 (no sessions) every partition goes, session-less. want stays
-// the caller's: sent is a copy kept up to date in place.
-func (s *followerSession) fill(req *kmsg.FetchRequest, want map[storage.TopicPartition]sentPartition) {
+// cached brings rp's copy of its sent entry up to date.
+func (s *followerSession) cached(rp *roundPart) {
+	if rp.sentGen != s.gen {
+		rp.sent, rp.inSent = s.sent[rp.tp]
+		rp.sentGen = s.gen
+	}
+}
+
+// fill sets req's session fields and topics for the wanted partitions of
+// parts, each partition at most once. req.Version must be set; below v7
+// (no sessions) every wanted partition goes, session-less.
+func (s *followerSession) fill(req *kmsg.FetchRequest, parts []roundPart) {
+	var b fetchRequestBuilder
 	if req.Version < 7 {
 		req.SessionID, req.SessionEpoch = 0, -1
-		addFetchPartitions(req, want, nil)
+		for i := range parts {
+			if parts[i].wanted {
+				b.add(req, parts[i].tp, parts[i].want)
+			}
+		}
 		s.id = 0
 		s.reset()
 		return
@@ -65,54 +98,80 @@ func (s *followerSession) fill(req *kmsg.FetchRequest, want map[storage.TopicPar
 	s.version = req.Version
 	req.SessionID, req.SessionEpoch = s.id, s.epoch
 	if s.epoch == 0 {
-		reuseMap(&s.sent)
-		addFetchPartitions(req, want, s.sent)
+		s.reset()
+	}
+	if s.sent == nil {
+		s.sent = map[storage.TopicPartition]sentPartition{}
+	}
+	inSent := 0
+	for i := range parts {
+		rp := &parts[i]
+		s.cached(rp)
+		switch {
+		case !rp.wanted:
+			if rp.inSent {
+				b.forget(req, rp.tp, rp.sent.topicID)
+				delete(s.sent, rp.tp)
+				rp.inSent = false
+			}
+			continue
+		case !rp.inSent || rp.sent != rp.want:
+			b.add(req, rp.tp, rp.want)
+			s.sent[rp.tp] = rp.want
+			rp.sent, rp.inSent = rp.want, true
+		}
+		inSent++
+	}
+	if len(s.sent) == inSent {
 		return
 	}
-	addFetchPartitions(req, want, s.sent)
-	var forgotten map[string]int
+	// sent holds partitions no longer in parts at all.
+	in := make(map[storage.TopicPartition]bool, len(parts))
+	for i := range parts {
+		in[parts[i].tp] = true
+	}
 	for tp, old := range s.sent {
-		if _, ok := want[tp]; ok {
-			continue
+		if !in[tp] {
+			b.forget(req, tp, old.topicID)
+			delete(s.sent, tp)
 		}
-		delete(s.sent, tp)
-		if forgotten == nil {
-			forgotten = map[string]int{}
-		}
-		i, ok := forgotten[tp.Topic]
-		if !ok {
-			i = len(req.ForgottenTopics)
-			forgotten[tp.Topic] = i
-			ft := kmsg.NewFetchRequestForgottenTopic()
-			ft.Topic, ft.TopicID = tp.Topic, old.topicID
-			req.ForgottenTopics = append(req.ForgottenTopics, ft)
-		}
-		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
 	}
 }
 
-// addFetchPartitions adds to req every partition of want whose state
-// differs from sent (all of them when sent is nil or empty), and records
-// in sent (when not nil) the state sent.
-func addFetchPartitions(req *kmsg.FetchRequest, want, sent map[storage.TopicPartition]sentPartition) {
-	byTopic := map[string]int{}
-	for tp, sp := range want {
-		if old, ok := sent[tp]; ok && old == sp {
-			continue
-		}
-		if sent != nil {
-			sent[tp] = sp
-		}
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[tp.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = tp.Topic, sp.topicID
-			req.Topics = append(req.Topics, t)
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, sp.request(tp.Partition))
+// fetchRequestBuilder adds partitions and forgotten partitions to a Fetch,
+// each topic's together.
+type fetchRequestBuilder struct {
+	topics, forgotten map[string]int
+}
+
+func (b *fetchRequestBuilder) add(req *kmsg.FetchRequest, tp storage.TopicPartition, sp sentPartition) {
+	if b.topics == nil {
+		b.topics = map[string]int{}
 	}
+	i, ok := b.topics[tp.Topic]
+	if !ok {
+		i = len(req.Topics)
+		b.topics[tp.Topic] = i
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic, t.TopicID = tp.Topic, sp.topicID
+		req.Topics = append(req.Topics, t)
+	}
+	req.Topics[i].Partitions = append(req.Topics[i].Partitions, sp.request(tp.Partition))
+}
+
+func (b *fetchRequestBuilder) forget(req *kmsg.FetchRequest, tp storage.TopicPartition, topicID [16]byte) {
+	if b.forgotten == nil {
+		b.forgotten = map[string]int{}
+	}
+	i, ok := b.forgotten[tp.Topic]
+	if !ok {
+		i = len(req.ForgottenTopics)
+		b.forgotten[tp.Topic] = i
+		ft := kmsg.NewFetchRequestForgottenTopic()
+		ft.Topic, ft.TopicID = tp.Topic, topicID
+		req.ForgottenTopics = append(req.ForgottenTopics, ft)
+	}
+	req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
 }
 
 // answered moves the session on by the leader's answer to the request fill

@@ -39,15 +39,36 @@ func TestFollowerSessionFill(t *testing.T) {
 	}
 	at := func(off int64) sentPartition { return sentPartition{epoch: 1, fetchOffset: off, maxBytes: 1 << 20} }
 	var s followerSession
+	// parts keeps its entries from round to round, as a fetcher's
+	// f.round.parts does while no partition is added or removed.
+	var parts []roundPart
+	use := func(want map[storage.TopicPartition]sentPartition) {
+		keep := parts[:0]
+		for _, rp := range parts {
+			if _, ok := want[rp.tp]; ok {
+				keep = append(keep, rp)
+			}
+		}
+		parts = keep
+		for tp, sp := range want {
+			i := slices.IndexFunc(parts, func(rp roundPart) bool { return rp.tp == tp })
+			if i < 0 {
+				parts = append(parts, roundPart{tp: tp})
+				i = len(parts) - 1
+			}
+			parts[i].wanted, parts[i].want = true, sp
+		}
+	}
 	round := func(want map[storage.TopicPartition]sentPartition, id, epoch int32, wantParts, wantForgotten []string, resp *kmsg.FetchResponse, err error) {
 		t.Helper()
+		use(want)
 		req := kmsg.NewPtrFetchRequest()
 		req.Version = 12
-		s.fill(req, want)
-		parts, forgotten := listed(req)
-		if req.SessionID != id || req.SessionEpoch != epoch || !slices.Equal(parts, wantParts) || !slices.Equal(forgotten, wantForgotten) {
+		s.fill(req, parts)
+		got, forgotten := listed(req)
+		if req.SessionID != id || req.SessionEpoch != epoch || !slices.Equal(got, wantParts) || !slices.Equal(forgotten, wantForgotten) {
 			t.Fatalf("request: session %d epoch %d, partitions %v, forgotten %v; want session %d epoch %d, %v, %v",
-				req.SessionID, req.SessionEpoch, parts, forgotten, id, epoch, wantParts, wantForgotten)
+				req.SessionID, req.SessionEpoch, got, forgotten, id, epoch, wantParts, wantForgotten)
 		}
 		s.answered(resp, err)
 	}
@@ -67,10 +88,27 @@ func TestFollowerSessionFill(t *testing.T) {
 	round(moved, 0, 0, []string{"a-0@6", "b-0@1"}, nil, ok(44), nil)
 	round(moved, 44, 1, nil, nil, ok(44), nil)
 
+	// A partition kept in the round but not wanted (backing off) is
+	// forgotten, and sent in full again when it is wanted again.
+	use(moved)
+	parts[slices.IndexFunc(parts, func(rp roundPart) bool { return rp.tp == tp("b", 0) })].wanted = false
 	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	s.fill(req, parts)
+	if got, forgotten := listed(req); len(got) != 0 || !slices.Equal(forgotten, []string{"b-0"}) {
+		t.Fatalf("b-0 backing off: partitions %v, forgotten %v; want none and [b-0]", got, forgotten)
+	}
+	s.answered(ok(44), nil)
+	round(moved, 44, 3, []string{"b-0@1"}, nil, ok(44), nil)
+
+	// A new round list (partitions added or removed) forgets what left it.
+	parts = nil
+	round(two, 44, 4, []string{"a-0@5", "a-1@7"}, []string{"b-0"}, ok(44), nil)
+
+	req = kmsg.NewPtrFetchRequest()
 	req.Version = 6
-	s.fill(req, moved)
-	if parts, _ := listed(req); req.SessionID != 0 || req.SessionEpoch != -1 || len(parts) != 2 {
-		t.Fatalf("v6: session %d epoch %d with %v, want session-less with both partitions", req.SessionID, req.SessionEpoch, parts)
+	s.fill(req, parts)
+	if got, _ := listed(req); req.SessionID != 0 || req.SessionEpoch != -1 || len(got) != 2 {
+		t.Fatalf("v6: session %d epoch %d with %v, want session-less with both partitions", req.SessionID, req.SessionEpoch, got)
 	}
 }
