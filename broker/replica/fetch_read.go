@@ -23,12 +23,18 @@ func (m *Manager) Fetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 // stands in RecordBatches, so the connection can send them with sendfile.
 // spl (when not nil) wraps resp; its writer releases the ranges.
 func (m *Manager) FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, spl *protocol.Spliced) {
-	fc, code := m.fetchSessions.begin(m.now(), req)
+	id := fetchReplicaID(req)
+	c := m.cluster()
+	var visit func(*fsPartition, time.Time) bool
+	if id >= 0 && c != nil {
+		visit = m.followerVisit(req.Version, min(time.Second, c.cfg.LagTimeMax/8)) // fetch_replica.go
+	}
+	fc, code := m.fetchSessions.begin(m.now(), req, visit)
 	if code != 0 {
 		resp.ErrorCode = code
 		return
 	}
-	if id := fetchReplicaID(req); id >= 0 && m.cluster() != nil {
+	if id >= 0 && c != nil {
 		m.replicaFetch(fc, resp, spl, id) // fetch_replica.go
 	} else {
 		m.pollFetch(fc, resp, spl)

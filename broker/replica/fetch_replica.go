@@ -31,7 +31,102 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 func (m *Manager) replicaFetch(fc fetchCtx, resp *kmsg.FetchResponse, spl *protocol.Spliced, replicaID int32) {
 	m.recordFollowerFetches(fc.req, replicaID)
 	deadline := m.now().Add(time.Duration(fc.req.MaxWaitMillis) * time.Millisecond)
+	if fc.visit != nil {
+		m.narrowedFetch(fc, resp, spl, deadline)
+		return
+	}
 	(&delayedFetch{m: m, req: fc.req, unique: fc.incremental, resp: resp, spl: spl}).run(deadline)
+}
+
+// A follower's incremental Fetch in a session is narrowed (fetch_session.go
+// begin with followerVisit): it reads the partitions it lists (their fetch
+// state changed) and, of the others, only those whose answer would carry
+// news, which followerVisit tells from the partition's atomics (log end,
+// HW, LSO, log start, role, leader epoch) without reading it. A round of
+// a session of thousands of partitions in which a few were written reads
+// those few: reading, recording and filtering every session partition
+// each round was most of a cluster's CPU under acks=all produce to many
+// partitions (BenchmarkAcksAllPartitions). Kafka reads every partition of
+// the session each round.
+//
+// What a partition not read misses is its follower's FollowerFetch: the
+// leader's view of that follower (isr.Leader: caught-up time) is of its
+// last read. followerVisit reads every partition at least every refresh
+// (replica.lag.time.max.ms / 8, at most 1 s), so a follower that keeps
+// fetching is never seen as lagging; one that stopped leaves the ISR at
+// most refresh earlier than Kafka would drop it.
+//
+// Parked, a narrowed fetch is woken by a change of any partition of the
+// broker (Manager.parkedFollowers: one signal per change, to the few
+// follower fetches parked), adds what followerVisit picks now and reads
+// again, until MinBytes, the deadline or shutdown.
+
+// followerVisit is the visit of a follower's session (see above); version
+// is the request's, refresh the longest a partition goes unread.
+func (m *Manager) followerVisit(version int16, refresh time.Duration) func(*fsPartition, time.Time) bool {
+	return func(fp *fsPartition, now time.Time) bool {
+		p := fp.part
+		if p == nil || p.role.Load() != uint32(replLeader) {
+			fp.part = m.sessionPartition(version, fp)
+			return true // an error to answer, or a new partition
+		}
+		return fp.hw < 0 || now.Sub(fp.visited) >= refresh ||
+			p.Log.LogEndOffset() != fp.req.FetchOffset ||
+			p.HighWatermark() != fp.hw || p.LastStableOffset() != fp.lso || p.Log.LogStartOffset() != fp.logStart ||
+			fp.req.CurrentLeaderEpoch >= 0 && fp.req.CurrentLeaderEpoch != p.LeaderEpoch()
+	}
+}
+
+// sessionPartition resolves a session partition; nil if there is none.
+func (m *Manager) sessionPartition(version int16, fp *fsPartition) *Partition {
+	var t *Topic
+	if version >= 13 {
+		t = m.TopicByID(fp.id)
+	} else {
+		t = m.TopicByName(fp.topic)
+	}
+	if t == nil || fp.key.partition < 0 || int(fp.key.partition) >= len(t.Partitions) {
+		return nil
+	}
+	return t.Partitions[fp.key.partition]
+}
+
+// narrowedFetch answers a narrowed follower fetch: now if the first read
+// has MinBytes or an error, else at the first wake-up whose read has, at
+// the deadline or at shutdown.
+func (m *Manager) narrowedFetch(fc fetchCtx, resp *kmsg.FetchResponse, spl *protocol.Spliced, deadline time.Time) {
+	w := newFetchWatch()
+	m.parkedFollowers.add(w)
+	defer m.parkedFollowers.remove(w)
+	minBytes := int64(fc.req.MinBytes)
+	read := func() bool {
+		n, stop := m.fillFetch(fc.req, resp, spl)
+		return stop || int64(n) >= minBytes
+	}
+	if read() {
+		return
+	}
+	left := deadline.Sub(m.now())
+	if left <= 0 {
+		return
+	}
+	timer := time.NewTimer(left)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.ch:
+		case <-timer.C:
+			read()
+			return
+		case <-m.closing:
+			read()
+			return
+		}
+		m.fetchSessions.narrow(m.now(), &fc)
+		if read() {
+			return
+		}
+	}
 }
 
 // recordFollowerFetches applies FollowerFetch for every requested partition

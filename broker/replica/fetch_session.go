@@ -63,6 +63,14 @@ type fsPartition struct {
 	// moved marks, during filterIncremental, a partition that returned
 	// records.
 	moved bool
+
+	// A follower's session is read narrowed (fetch_replica.go): part is
+	// the partition as last resolved (nil: not yet, or unknown), visited
+	// when it was last read, and inRound marks, while a request of the
+	// session is served, a partition that request reads.
+	part    *Partition
+	visited time.Time
+	inRound bool
 }
 
 type fetchSession struct {
@@ -84,6 +92,9 @@ type fetchSession struct {
 	busy      bool
 	reqTopics []kmsg.FetchRequestTopic
 	reqAt     map[fsKey]int
+	// round lists the partitions marked inRound by the request served
+	// (narrowed requests only).
+	round []*fsPartition
 }
 
 // fetchSessionCache is the broker's session cache. Its methods take the time
@@ -112,6 +123,9 @@ type fetchCtx struct {
 	incremental bool
 	// reused: req's lists are sess's own; finish hands them back.
 	reused bool
+	// visit, when not nil, narrows req to the session partitions the
+	// request lists and those visit picks (fetchSessionCache.narrow).
+	visit func(*fsPartition, time.Time) bool
 }
 
 func nextFetchEpoch(e int32) int32 {
@@ -129,8 +143,10 @@ func fsKeyOf(usesIDs bool, topic string, id [16]byte, p int32) fsKey {
 }
 
 // begin resolves a request's session fields. A non-zero error code is the
-// top-level answer (with SessionID 0 and no topics).
-func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest) (fetchCtx, int16) {
+// top-level answer (with SessionID 0 and no topics). With visit (not nil)
+// an incremental request reads only the partitions it lists and those
+// visit picks, unless another request of the session is being served.
+func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest, visit func(*fsPartition, time.Time) bool) (fetchCtx, int16) {
 	if req.Version < 7 {
 		return fetchCtx{req: req}, 0
 	}
@@ -154,16 +170,25 @@ func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest) (fetchC
 	if s.usesIDs != (req.Version >= 13) {
 		return fetchCtx{}, kerr.FetchSessionTopicIDError.Code
 	}
+	reuse := !s.busy
+	if !reuse {
+		visit = nil
+	}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			k := fsKeyOf(s.usesIDs, rt.Topic, rt.TopicID, rp.Partition)
-			if p := s.parts[k]; p != nil {
+			p := s.parts[k]
+			if p != nil {
 				p.req = rp
-				continue
+			} else {
+				p = &fsPartition{key: k, topic: rt.Topic, id: rt.TopicID, req: rp, hw: -1, lso: -1, logStart: -1}
+				s.parts[k] = p
+				s.order = append(s.order, p)
 			}
-			p := &fsPartition{key: k, topic: rt.Topic, id: rt.TopicID, req: rp, hw: -1, lso: -1, logStart: -1}
-			s.parts[k] = p
-			s.order = append(s.order, p)
+			if visit != nil && !p.inRound {
+				p.inRound = true
+				s.round = append(s.round, p)
+			}
 		}
 	}
 	for _, ft := range req.ForgottenTopics {
@@ -183,6 +208,7 @@ func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest) (fetchC
 	}
 	if len(s.parts) == 0 {
 		// Nothing left to fetch: close the session, answer session-less.
+		s.endRound()
 		c.removeLocked(s.id)
 		empty := *req
 		empty.Topics = nil
@@ -190,16 +216,55 @@ func (c *fetchSessionCache) begin(now time.Time, req *kmsg.FetchRequest) (fetchC
 	}
 	s.used = now
 	s.epoch = nextFetchEpoch(s.epoch)
-	reuse := !s.busy
 	s.busy = true
-	return fetchCtx{req: sessionRequest(req, s, reuse), sess: s, incremental: true, reused: reuse}, 0
+	fc := fetchCtx{sess: s, incremental: true, reused: reuse, visit: visit}
+	if visit != nil {
+		fc.req = s.narrowLocked(now, req, visit)
+	} else {
+		fc.req = sessionRequest(req, s, reuse, false)
+	}
+	return fc, 0
 }
 
-// sessionRequest is req with its topics replaced by every session partition,
-// in session order, each topic's partitions kept together. With reuse the
-// lists are built in the session's own from the last request (the caller
-// holds busy for them until finish).
-func sessionRequest(req *kmsg.FetchRequest, s *fetchSession, reuse bool) *kmsg.FetchRequest {
+// narrow rebuilds fc's request of a narrowed session with the partitions
+// visit picks now added (a parked fetch woken by a change).
+func (c *fetchSessionCache) narrow(now time.Time, fc *fetchCtx) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fc.req = fc.sess.narrowLocked(now, fc.req, fc.visit)
+}
+
+// narrowLocked marks inRound every partition of s that visit picks and
+// returns req with the marked partitions as its topics, in session order
+// (in the session's own lists: the caller holds busy).
+func (s *fetchSession) narrowLocked(now time.Time, req *kmsg.FetchRequest, visit func(*fsPartition, time.Time) bool) *kmsg.FetchRequest {
+	for _, p := range s.order {
+		if !p.inRound && visit(p, now) {
+			p.inRound = true
+			s.round = append(s.round, p)
+		}
+	}
+	for _, p := range s.round {
+		p.visited = now
+	}
+	return sessionRequest(req, s, true, true)
+}
+
+// endRound clears the marks of the request served.
+func (s *fetchSession) endRound() {
+	for _, p := range s.round {
+		p.inRound = false
+	}
+	clear(s.round)
+	s.round = s.round[:0]
+}
+
+// sessionRequest is req with its topics replaced by every session partition
+// (narrowed: every one marked inRound), in session order, each topic's
+// partitions kept together. With reuse the lists are built in the
+// session's own from the last request (the caller holds busy for them
+// until finish).
+func sessionRequest(req *kmsg.FetchRequest, s *fetchSession, reuse, narrowed bool) *kmsg.FetchRequest {
 	out := *req
 	var topics []kmsg.FetchRequestTopic
 	var at map[fsKey]int // topic key (partition 0) -> index in topics
@@ -209,6 +274,9 @@ func sessionRequest(req *kmsg.FetchRequest, s *fetchSession, reuse bool) *kmsg.F
 		at = map[fsKey]int{}
 	}
 	for _, p := range s.order {
+		if narrowed && !p.inRound {
+			continue
+		}
 		tk := fsKey{topic: p.key.topic, id: p.key.id}
 		i, ok := at[tk]
 		if !ok {
@@ -242,6 +310,7 @@ func (c *fetchSessionCache) finish(now time.Time, fc fetchCtx, resp *kmsg.FetchR
 		filterIncremental(fc.sess, resp)
 		if fc.reused {
 			fc.sess.busy = false
+			fc.sess.endRound()
 		}
 		c.mu.Unlock()
 		resp.SessionID = fc.sess.id

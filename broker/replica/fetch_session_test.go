@@ -57,7 +57,7 @@ func fsFill(req *kmsg.FetchRequest, state map[int32]fsState) *kmsg.FetchResponse
 
 // fsRun serves req against the cache as Manager.fetch does.
 func fsRun(c *fetchSessionCache, now time.Time, req *kmsg.FetchRequest, state map[int32]fsState) (*kmsg.FetchResponse, []int32) {
-	fc, code := c.begin(now, req)
+	fc, code := c.begin(now, req, nil)
 	if code != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = code
@@ -115,7 +115,7 @@ func TestFetchSessionIncrementalRules(t *testing.T) {
 	if _, got = fsRun(c, now, fsReq(id, 6), state); fmt.Sprint(got) != "[0 1]" {
 		t.Fatalf("order: got %v", got)
 	}
-	fc, _ := c.begin(now, fsReq(id, 7))
+	fc, _ := c.begin(now, fsReq(id, 7), nil)
 	if ps := fc.req.Topics[0].Partitions; len(ps) != 3 || ps[0].Partition != 2 || ps[2].Partition != 1 {
 		t.Fatalf("session order after records: %+v", ps)
 	}
@@ -127,7 +127,7 @@ func TestFetchSessionIncrementalRules(t *testing.T) {
 	req := fsReq(id, 8, 3, 0)
 	req.Topics[0].Partitions[1].FetchOffset = 4
 	req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: "t", Partitions: []int32{2}}}
-	fc, _ = c.begin(now, req)
+	fc, _ = c.begin(now, req, nil)
 	var offs []string
 	for _, rp := range fc.req.Topics[0].Partitions {
 		offs = append(offs, fmt.Sprintf("%d@%d", rp.Partition, rp.FetchOffset))
@@ -202,7 +202,7 @@ func TestFetchSessionTopicIDs(t *testing.T) {
 	inc := kmsg.NewPtrFetchRequest()
 	inc.Version, inc.SessionID, inc.SessionEpoch = 13, resp.SessionID, 1
 	inc.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{TopicID: idA, Partitions: []int32{0}}}
-	fc, code := c.begin(now, inc)
+	fc, code := c.begin(now, inc, nil)
 	if code != 0 || len(fc.req.Topics) != 1 || fc.req.Topics[0].TopicID != idB {
 		t.Fatalf("forget by id: code %d, %+v", code, fc.req.Topics)
 	}
@@ -210,7 +210,7 @@ func TestFetchSessionTopicIDs(t *testing.T) {
 	r := fsFill(fc.req, map[int32]fsState{0: {hw: -1, lso: -1, logStart: -1, err: kerr.UnknownTopicID.Code}})
 	c.finish(now, fc, r)
 	inc.SessionEpoch, inc.ForgottenTopics = 2, nil
-	fc, _ = c.begin(now, inc)
+	fc, _ = c.begin(now, inc, nil)
 	r = fsFill(fc.req, map[int32]fsState{0: {hw: -1, lso: -1, logStart: -1, err: kerr.UnknownTopicID.Code}})
 	c.finish(now, fc, r)
 	if len(r.Topics) != 1 || r.Topics[0].TopicID != idB || r.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {

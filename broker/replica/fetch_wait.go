@@ -25,6 +25,7 @@ package replica
 // adds up the bytes up to the new end.
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,9 +76,49 @@ func (p *Partition) unwatch(w *fetchWatch) {
 	delete(p.mu.watchers, w)
 }
 
-// signalWatchersLocked wakes every parked fetch on p. p.mu must be held.
+// signalWatchersLocked wakes every parked fetch on p, and every parked
+// narrowed follower fetch of the broker. p.mu must be held.
 func (p *Partition) signalWatchersLocked(state bool) {
 	for w := range p.mu.watchers {
+		w.signal(state)
+	}
+	if p.env.parked != nil {
+		p.env.parked.signal(state)
+	}
+}
+
+// watchSet is a set of parked fetches woken together.
+type watchSet struct {
+	n  atomic.Int32 // len(ws), read without mu
+	mu sync.Mutex
+	ws map[*fetchWatch]struct{}
+}
+
+func (s *watchSet) add(w *fetchWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ws == nil {
+		s.ws = map[*fetchWatch]struct{}{}
+	}
+	s.ws[w] = struct{}{}
+	s.n.Store(int32(len(s.ws)))
+}
+
+func (s *watchSet) remove(w *fetchWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.ws, w)
+	s.n.Store(int32(len(s.ws)))
+}
+
+// signal wakes every fetch of the set.
+func (s *watchSet) signal(state bool) {
+	if s.n.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.ws {
 		w.signal(state)
 	}
 }

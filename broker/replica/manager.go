@@ -49,6 +49,9 @@ type Manager struct {
 	taskPanics atomic.Int64
 	// fetchSessions are the incremental fetch sessions (fetch_session.go).
 	fetchSessions *fetchSessionCache
+	// parkedFollowers are the follower fetches parked in a narrowed
+	// session (fetch_replica.go): every partition's change wakes them.
+	parkedFollowers watchSet
 	// repl is the cluster-mode state: roles, fetchers, the leader loop
 	// (cluster.go); unused on a single node.
 	repl replication

@@ -74,11 +74,14 @@ type partitionEnv struct {
 	// cluster is set in cluster mode: a new partition has no role until
 	// MakeLeader or MakeFollower (role.go).
 	cluster bool
+	// parked are the broker's parked narrowed follower fetches
+	// (fetch_replica.go), signalled with the partition's own watchers.
+	parked *watchSet
 }
 
 func (m *Manager) partitionEnv() partitionEnv {
 	return partitionEnv{logger: m.log, now: m.now, producerExpirationMs: m.cfg.ProducerIDExpirationMs, producerExpirationCheckMs: m.cfg.ProducerIDExpirationCheckIntervalMs,
-		cluster: m.cluster() != nil}
+		cluster: m.cluster() != nil, parked: &m.parkedFollowers}
 }
 
 // newAbsentPartition is partition index of t as a broker of a cluster
