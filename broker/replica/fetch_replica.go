@@ -103,30 +103,10 @@ func (m *Manager) narrowedFetch(fc fetchCtx, resp *kmsg.FetchResponse, spl *prot
 		n, stop := m.fillFetch(fc.req, resp, spl)
 		return stop || int64(n) >= minBytes
 	}
-	if read() {
-		return
-	}
-	left := deadline.Sub(m.now())
-	if left <= 0 {
-		return
-	}
-	timer := time.NewTimer(left)
-	defer timer.Stop()
-	for {
-		select {
-		case <-w.ch:
-		case <-timer.C:
-			read()
-			return
-		case <-m.closing:
-			read()
-			return
-		}
+	m.park(w, deadline, read, func() bool {
 		m.fetchSessions.narrow(m.now(), &fc)
-		if read() {
-			return
-		}
-	}
+		return read()
+	})
 }
 
 // recordFollowerFetches applies FollowerFetch for every requested partition

@@ -151,6 +151,22 @@ func (d *delayedFetch) run(deadline time.Time) {
 		d.have, d.base = int64(bytes), base
 		return stop || d.have >= minBytes
 	}
+	m.park(w, deadline, read, func() bool {
+		if w.reread.Swap(false) || m.endsMoved(d.req, parts, ends) {
+			return read()
+		}
+		if d.have+appendedTotal(parts)-d.base >= minBytes {
+			read()
+			return true
+		}
+		return false
+	})
+}
+
+// park answers a fetch: at once when read (which fills the answer) says
+// so, else at the first wake-up of w that woken says ends it (reading
+// itself when it must), or after a last read at the deadline or shutdown.
+func (m *Manager) park(w *fetchWatch, deadline time.Time, read, woken func() bool) {
 	if read() {
 		return
 	}
@@ -170,14 +186,7 @@ func (d *delayedFetch) run(deadline time.Time) {
 			read()
 			return
 		}
-		if w.reread.Swap(false) || m.endsMoved(d.req, parts, ends) {
-			if read() {
-				return
-			}
-			continue
-		}
-		if d.have+appendedTotal(parts)-d.base >= minBytes {
-			read()
+		if woken() {
 			return
 		}
 	}

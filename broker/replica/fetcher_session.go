@@ -145,13 +145,8 @@ type fetchRequestBuilder struct {
 }
 
 func (b *fetchRequestBuilder) add(req *kmsg.FetchRequest, tp storage.TopicPartition, sp sentPartition) {
-	if b.topics == nil {
-		b.topics = map[string]int{}
-	}
-	i, ok := b.topics[tp.Topic]
-	if !ok {
-		i = len(req.Topics)
-		b.topics[tp.Topic] = i
+	i, isNew := topicIndex(&b.topics, tp.Topic, len(req.Topics))
+	if isNew {
 		t := kmsg.NewFetchRequestTopic()
 		t.Topic, t.TopicID = tp.Topic, sp.topicID
 		req.Topics = append(req.Topics, t)
@@ -160,18 +155,26 @@ func (b *fetchRequestBuilder) add(req *kmsg.FetchRequest, tp storage.TopicPartit
 }
 
 func (b *fetchRequestBuilder) forget(req *kmsg.FetchRequest, tp storage.TopicPartition, topicID [16]byte) {
-	if b.forgotten == nil {
-		b.forgotten = map[string]int{}
-	}
-	i, ok := b.forgotten[tp.Topic]
-	if !ok {
-		i = len(req.ForgottenTopics)
-		b.forgotten[tp.Topic] = i
+	i, isNew := topicIndex(&b.forgotten, tp.Topic, len(req.ForgottenTopics))
+	if isNew {
 		ft := kmsg.NewFetchRequestForgottenTopic()
 		ft.Topic, ft.TopicID = tp.Topic, topicID
 		req.ForgottenTopics = append(req.ForgottenTopics, ft)
 	}
 	req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
+}
+
+// topicIndex is topic's index in a list of n topics indexed by *at; isNew:
+// it was not listed and gets index n (the caller appends it).
+func topicIndex(at *map[string]int, topic string, n int) (i int, isNew bool) {
+	if *at == nil {
+		*at = map[string]int{}
+	}
+	if i, ok := (*at)[topic]; ok {
+		return i, false
+	}
+	(*at)[topic] = n
+	return n, true
 }
 
 // answered moves the session on by the leader's answer to the request fill
