@@ -76,13 +76,15 @@ func (p *Partition) unwatch(w *fetchWatch) {
 	delete(p.mu.watchers, w)
 }
 
-// signalWatchersLocked wakes every parked fetch on p, and every parked
-// narrowed follower fetch of the broker. p.mu must be held.
+// signalWatchersLocked wakes every parked fetch on p and, for a change
+// of a partition it leads or of a role, every parked narrowed follower
+// fetch of the broker (a follower's own appends are news to no follower).
+// p.mu must be held.
 func (p *Partition) signalWatchersLocked(state bool) {
 	for w := range p.mu.watchers {
 		w.signal(state)
 	}
-	if p.env.parked != nil {
+	if p.env.parked != nil && (state || p.role.Load() == uint32(replLeader)) {
 		p.env.parked.signal(state)
 	}
 }
