@@ -26,8 +26,14 @@ func (m *Manager) FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse,
 	id := fetchReplicaID(req)
 	c := m.cluster()
 	var visit func(*fsPartition, time.Time) bool
+	var w *fetchWatch
 	if id >= 0 && c != nil {
 		visit = m.followerVisit(req.Version, min(time.Second, c.cfg.LagTimeMax/8)) // fetch_replica.go
+		// Woken from before the session picks what to read: a change
+		// just after it picked wakes the fetch.
+		w = newFetchWatch()
+		m.parkedFollowers.add(w)
+		defer m.parkedFollowers.remove(w)
 	}
 	fc, code := m.fetchSessions.begin(m.now(), req, visit)
 	if code != 0 {
@@ -35,7 +41,7 @@ func (m *Manager) FetchSpliced(req *kmsg.FetchRequest, resp *kmsg.FetchResponse,
 		return
 	}
 	if id >= 0 && c != nil {
-		m.replicaFetch(fc, resp, spl, id) // fetch_replica.go
+		m.replicaFetch(fc, w, resp, spl, id) // fetch_replica.go
 	} else {
 		m.pollFetch(fc, resp, spl)
 	}

@@ -27,12 +27,13 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 	return req.ReplicaID
 }
 
-// replicaFetch answers a follower's Fetch.
-func (m *Manager) replicaFetch(fc fetchCtx, resp *kmsg.FetchResponse, spl *protocol.Spliced, replicaID int32) {
+// replicaFetch answers a follower's Fetch; w is in Manager.parkedFollowers
+// since before the session was narrowed.
+func (m *Manager) replicaFetch(fc fetchCtx, w *fetchWatch, resp *kmsg.FetchResponse, spl *protocol.Spliced, replicaID int32) {
 	m.recordFollowerFetches(fc.req, replicaID)
 	deadline := m.now().Add(time.Duration(fc.req.MaxWaitMillis) * time.Millisecond)
 	if fc.visit != nil {
-		m.narrowedFetch(fc, resp, spl, deadline)
+		m.narrowedFetch(fc, w, resp, spl, deadline)
 		return
 	}
 	(&delayedFetch{m: m, req: fc.req, unique: fc.incremental, resp: resp, spl: spl}).run(deadline)
@@ -92,12 +93,9 @@ func (m *Manager) sessionPartition(version int16, fp *fsPartition) *Partition {
 }
 
 // narrowedFetch answers a narrowed follower fetch: now if the first read
-// has MinBytes or an error, else at the first wake-up whose read has, at
-// the deadline or at shutdown.
-func (m *Manager) narrowedFetch(fc fetchCtx, resp *kmsg.FetchResponse, spl *protocol.Spliced, deadline time.Time) {
-	w := newFetchWatch()
-	m.parkedFollowers.add(w)
-	defer m.parkedFollowers.remove(w)
+// has MinBytes or an error, else at the first wake-up of w whose read has,
+// at the deadline or at shutdown.
+func (m *Manager) narrowedFetch(fc fetchCtx, w *fetchWatch, resp *kmsg.FetchResponse, spl *protocol.Spliced, deadline time.Time) {
 	minBytes := int64(fc.req.MinBytes)
 	read := func() bool {
 		n, stop := m.fillFetch(fc.req, resp, spl)
