@@ -35,13 +35,25 @@ async function member (addr, topic, group) {
   })
   let finish
   const stopped = new Promise((resolve, reject) => { finish = { resolve, reject } })
+  // kafkajs stops a consumer for good on an error it does not retry, as
+  // when the broker is killed while a FindCoordinator is in flight
+  // (ECONNRESET: kafkajs retries only ECONNREFUSED there). An application
+  // runs it again, as this member does, a few times at most.
+  let restarts = 0
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     console.error(`kafkajs: consumer crashed (restart: ${payload.restart}): ${payload.error && payload.error.message}`)
-    if (!payload.restart) finish.reject(new Error('kafkajs: consumer crashed for good: ' + (payload.error && payload.error.stack)))
+    if (payload.restart) return
+    if (++restarts > 3) {
+      finish.reject(new Error('kafkajs: consumer crashed for good: ' + (payload.error && payload.error.stack)))
+      return
+    }
+    setTimeout(() => {
+      consumer.connect().then(() => consumer.run(runConfig)).catch(finish.reject)
+    }, 500)
   })
   await consumer.connect()
   await consumer.subscribe({ topic, fromBeginning: true })
-  await consumer.run({
+  const runConfig = {
     autoCommit: false,
     eachBatchAutoResolve: false,
     eachBatch: async ({ batch, resolveOffset, isRunning, isStale }) => {
@@ -62,7 +74,8 @@ async function member (addr, topic, group) {
       out({ e: 'c', p: batch.partition, o: Number(next) })
       resolveOffset(last)
     }
-  })
+  }
+  await consumer.run(runConfig)
   process.on('SIGTERM', () => {
     consumer.disconnect().then(finish.resolve, finish.reject)
   })
