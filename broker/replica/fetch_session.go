@@ -11,7 +11,8 @@ package replica
 //     (FETCH_SESSION_ID_NOT_FOUND) whose expected epoch it carries
 //     (INVALID_FETCH_SESSION_EPOCH). The partitions listed are added or
 //     updated, ForgottenTopics removed, then every session partition is read
-//     and the response holds only those with news: records, an error, or a
+//     (a follower's: only those that may have news, fetch_replica.go) and
+//     the response holds only those with news: records, an error, or a
 //     high watermark, last stable offset or log start offset that differs
 //     from the one last sent. Partitions that returned records move to the
 //     end of the session's order so the byte limits rotate fairly. A session
