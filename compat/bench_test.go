@@ -95,6 +95,11 @@ type benchTarget struct {
 	// BenchmarkFixedRate's KBROKER_BENCH_TRACE traces this process as
 	// its broker.
 	inProcess bool
+	// up, when set, starts the target for one run and returns it with
+	// its addresses. BenchmarkFixedRate calls it in a sub-benchmark of
+	// the run's own, whose end stops what it started and removes its
+	// directories; a target without up lives for the whole benchmark.
+	up func(b *testing.B) benchTarget
 }
 
 // seedList is the bootstrap list of t's clients.

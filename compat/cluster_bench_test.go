@@ -26,8 +26,8 @@ package compat
 // BenchmarkClusterLatency runs BenchmarkFixedRate's open-loop latency
 // measurement (fixedrate_bench_test.go, same environment knobs, rates
 // "50,100" by default; KBROKER_BENCH_TARGETS picks among "kbroker x3",
-// "kafka x3" and "kafka39 x3", all three started) on the same three clusters: RF 3, acks=all,
-// min.insync.replicas=2, and prints kbroker x3's ratios to both Kafkas.
+// "kafka x3" and "kafka39 x3") on the same three clusters: RF 3, acks=all,
+// min.insync.replicas=2, one cluster up at a time, and prints kbroker x3's ratios to both Kafkas.
 //
 //	KBROKER_BENCH_SECS=20 KBROKER_BENCH_WARMUP_SECS=5 go test ./compat/ -run '^$' -bench BenchmarkClusterLatency -benchtime 1x -timeout 1h
 
@@ -99,14 +99,26 @@ func BenchmarkClusterAcksAll(b *testing.B) {
 }
 
 // BenchmarkClusterLatency is BenchmarkFixedRate on the three clusters of
-// BenchmarkClusterAcksAll (see the comment at the top of this file).
+// BenchmarkClusterAcksAll (see the comment at the top of this file), one
+// cluster at a time: each is started (with a ZooKeeper of its own), runs
+// every rate, and is killed before the next starts, so that the idle
+// brokers of the two others (three JVMs among them) do not load the
+// machine's two cores. KBROKER_BENCH_ROTATE=n starts with another.
 func BenchmarkClusterLatency(b *testing.B) {
 	benchFixedRate(b, "50,100", func(b *testing.B) []benchTarget {
 		var out []benchTarget
-		for _, c := range startBenchClusters(b) {
-			if benchTargetWanted(c.name) {
-				out = append(out, benchTarget{name: c.name, addr: c.seeds[0], seeds: c.seeds, rf: c.rf})
+		for _, c := range benchClusters {
+			if !benchTargetWanted(c.name) {
+				continue
 			}
+			out = append(out, benchTarget{name: c.name, rf: 3, up: func(b *testing.B) benchTarget {
+				var z *integration.ZooKeeper
+				if c.zk {
+					z = integration.StartZooKeeper(b)
+				}
+				t := c.start(b, z)
+				return benchTarget{name: t.name, addr: t.seeds[0], seeds: t.seeds, rf: t.rf}
+			}})
 		}
 		if len(out) == 0 {
 			b.Fatal("KBROKER_BENCH_TARGETS names no cluster")
@@ -115,12 +127,35 @@ func BenchmarkClusterLatency(b *testing.B) {
 	})
 }
 
-// startBenchClusters starts the three 3-broker clusters compared (kbroker
-// on ZooKeeper, Kafka 4.4 KRaft, Kafka 3.9 on the same ZooKeeper under
-// /kafka39), each with min.insync.replicas=2 and its internal topics at
-// RF 3, and returns them once each shows all its brokers.
+// benchClusters are the three 3-broker clusters compared: kbroker on
+// ZooKeeper, Kafka 4.4 KRaft, Kafka 3.9 on ZooKeeper under /kafka39. Each
+// has min.insync.replicas=2 and its internal topics at RF 3; start returns
+// it once it shows all its brokers, and its processes are killed
+// (SIGKILL: a KRaft node stopping after a majority of its quorum waits
+// out its shutdown timeout) when b ends. zk says whether start needs a
+// ZooKeeper.
+var benchClusters = []struct {
+	name  string
+	zk    bool
+	start func(b *testing.B, z *integration.ZooKeeper) clusterTarget
+}{
+	{"kbroker x3", true, startKbrokerBenchCluster},
+	{"kafka x3", false, func(b *testing.B, _ *integration.ZooKeeper) clusterTarget { return startKafkaBenchCluster(b) }},
+	{"kafka39 x3", true, startKafka39BenchCluster},
+}
+
+// startBenchClusters starts the three clusters of benchClusters on one
+// ZooKeeper, all at once.
 func startBenchClusters(b *testing.B) []clusterTarget {
 	z := integration.StartZooKeeper(b)
+	var out []clusterTarget
+	for _, c := range benchClusters {
+		out = append(out, c.start(b, z))
+	}
+	return out
+}
+
+func startKbrokerBenchCluster(b *testing.B, z *integration.ZooKeeper) clusterTarget {
 	// pprof on the brokers' HTTP listeners (http.listeners in their
 	// command lines), for profiles during a run; nothing asks for it.
 	kbProps := map[string]string{"min.insync.replicas": "2", "default.replication.factor": "3", "http.pprof.enable": "true",
@@ -128,15 +163,27 @@ func startBenchClusters(b *testing.B) []clusterTarget {
 	if v := os.Getenv("KBROKER_BENCH_WRITEBACK_BYTES"); v != "" {
 		kbProps["log.segment.writeback.bytes"] = v // log.segment.writeback.bytes of the kbrokers
 	}
-	kbs := integration.StartCluster(b, z, 3, kbProps)
-	kafkas := startKafkaCluster(b, 3)
-	var kbSeeds, kafkaSeeds, kafka39Seeds []string
-	for _, p := range kbs {
-		kbSeeds = append(kbSeeds, p.Addr())
+	var seeds []string
+	for _, p := range integration.StartCluster(b, z, 3, kbProps) {
+		seeds = append(seeds, p.Addr()) // StartCluster kills them at the end
 	}
-	for _, k := range kafkas {
-		kafkaSeeds = append(kafkaSeeds, k.Addr())
+	return awaitClusterTarget(b, clusterTarget{name: "kbroker x3", seeds: seeds, rf: 3})
+}
+
+func startKafkaBenchCluster(b *testing.B) clusterTarget {
+	var seeds []string
+	for _, k := range startKafkaCluster(b, 3) {
+		b.Cleanup(func() { // before launchJavaProc's SIGTERM (cleanups run last first)
+			_ = killProcGroup(k.cmd)
+			<-k.done
+		})
+		seeds = append(seeds, k.Addr())
 	}
+	return awaitClusterTarget(b, clusterTarget{name: "kafka x3", seeds: seeds, rf: 3})
+}
+
+func startKafka39BenchCluster(b *testing.B, z *integration.ZooKeeper) clusterTarget {
+	var seeds []string
 	for id := range int32(3) {
 		k := startKafka39JVM(b, z, "/kafka39", id+1, filepath.Join(b.TempDir(), "data"), freePort(b), map[string]string{
 			"min.insync.replicas":                      "2",
@@ -146,13 +193,10 @@ func startBenchClusters(b *testing.B) []clusterTarget {
 			"transaction.state.log.min.isr":            "2",
 			"log.segment.delete.delay.ms":              benchDeleteDelayMs,
 		}, kafka39BenchJVM)
-		kafka39Seeds = append(kafka39Seeds, k.Addr())
+		b.Cleanup(k.kill)
+		seeds = append(seeds, k.Addr())
 	}
-	return []clusterTarget{
-		awaitClusterTarget(b, clusterTarget{name: "kbroker x3", seeds: kbSeeds, rf: 3}),
-		awaitClusterTarget(b, clusterTarget{name: "kafka x3", seeds: kafkaSeeds, rf: 3}),
-		awaitClusterTarget(b, clusterTarget{name: "kafka39 x3", seeds: kafka39Seeds, rf: 3}),
-	}
+	return awaitClusterTarget(b, clusterTarget{name: "kafka39 x3", seeds: seeds, rf: 3})
 }
 
 // awaitClusterTarget gives t an admin client and waits until its metadata

@@ -261,34 +261,75 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 			b.Skip("one pass per benchmark: run with -benchtime 1x")
 		}
 		maxMBps := map[string]float64{}
-		if slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 }) {
-			for _, t := range targets {
-				benchAwaitDeletes(b, free0)
-				r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload, 0, clientGOGC, clientHeapMiB)
-				maxMBps[t.name] = r.acked
-				fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
-			}
+		hasPct := slices.ContainsFunc(rates, func(r fixedRate) bool { return r.pct > 0 })
+		// maxRun measures t's closed-loop maximum, for the rates given
+		// as a share of it.
+		maxRun := func(b *testing.B, t benchTarget) {
+			benchAwaitDeletes(b, free0)
+			r := latencyRun(b, t, "max-"+latTopic(t.name), partitions, 0, min(2*time.Second, maxSecs/2), maxSecs, payload, 0, clientGOGC, clientHeapMiB)
+			maxMBps[t.name] = r.acked
+			fmt.Printf("%s: closed-loop maximum %.1f MB/s acked, %.1f MB/s consumed (load %s)\n", t.name, r.acked, r.consumed, r.load)
 		}
-		for i, rate := range rates {
-			for j := range targets {
-				t := targets[(i+j+shift)%len(targets)]
-				offered := rate.mbps
-				if rate.pct > 0 {
-					offered = maxMBps[t.name] * rate.pct / 100
-				}
-				benchAwaitDeletes(b, free0)
-				r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB, clientGOGC, clientHeapMiB)
-				r.rate, r.round = rate, i
-				runs = append(runs, r)
-				fmt.Print(latencyRunLine(r))
+		// rateRun measures t at rates[i].
+		rateRun := func(b *testing.B, t benchTarget, i int) {
+			rate := rates[i]
+			offered := rate.mbps
+			if rate.pct > 0 {
+				offered = maxMBps[t.name] * rate.pct / 100
 			}
-			fmt.Print(latencyReport(targets, runsAt(runs, i), rate))
+			benchAwaitDeletes(b, free0)
+			r := latencyRun(b, t, fmt.Sprintf("rate-%d-%s", i, latTopic(t.name)), partitions, offered, warmup, measure, payload, deleteGB, clientGOGC, clientHeapMiB)
+			r.rate, r.round = rate, i
+			runs = append(runs, r)
+			fmt.Print(latencyRunLine(r))
+		}
+		report := func(i int) {
+			fmt.Print(latencyReport(targets, runsAt(runs, i), rates[i]))
 			path := filepath.Join(plotDir, fmt.Sprintf("fixedrate-%d.svg", i))
-			if err := writeLatencyPlot(path, rate, runsAt(runs, i)); err != nil {
+			if err := writeLatencyPlot(path, rates[i], runsAt(runs, i)); err != nil {
 				b.Errorf("plot: %v", err)
 			} else {
 				fmt.Printf("plot: %s\n", path)
 			}
+		}
+		if targets[0].up == nil {
+			// Every target is up for the whole benchmark: each rate
+			// goes round them all, in another order each time.
+			if hasPct {
+				for _, t := range targets {
+					maxRun(b, t)
+				}
+			}
+			for i := range rates {
+				for j := range targets {
+					rateRun(b, targets[(i+j+shift)%len(targets)], i)
+				}
+				report(i)
+			}
+			return
+		}
+		// Each target is started for its own runs, alone on the machine,
+		// and stopped after them: every rate on it, in order.
+		for j := range targets {
+			t := targets[(j+shift)%len(targets)]
+			n := len(runs)
+			if !b.Run(latTopic(t.name), func(b *testing.B) {
+				t := t.up(b)
+				if hasPct {
+					maxRun(b, t)
+				}
+				for i := range rates {
+					rateRun(b, t, i)
+				}
+			}) {
+				b.FailNow()
+			}
+			if len(runs) != n+len(rates) { // skipped: a tool it needs is missing
+				b.Fatalf("%s: its runs did not happen (run with -v for why)", t.name)
+			}
+		}
+		for i := range rates {
+			report(i)
 		}
 	})
 	if len(runs) > 0 {
