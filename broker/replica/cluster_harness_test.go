@@ -172,6 +172,16 @@ type testBroker struct {
 	// fetchEpochs is the ReplicaState.Epoch of the last Fetch v15+ from
 	// each follower, under connMu.
 	fetchEpochs map[int32]int64
+	// offsetForEpochs counts the OffsetForLeaderEpoch requests served,
+	// under connMu.
+	offsetForEpochs int
+}
+
+// servedOffsetForEpochs is how many OffsetForLeaderEpoch requests b served.
+func (b *testBroker) servedOffsetForEpochs() int {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	return b.offsetForEpochs
 }
 
 // harnessBrokerEpoch is the registration epoch broker id sends.
@@ -327,6 +337,9 @@ func (b *testBroker) serveConn(conn net.Conn) {
 			b.m.Fetch(req, fr)
 			resp = fr
 		case *kmsg.OffsetForLeaderEpochRequest:
+			b.connMu.Lock()
+			b.offsetForEpochs++
+			b.connMu.Unlock()
 			resp = b.m.OffsetForLeaderEpoch(req)
 		default:
 			return

@@ -25,6 +25,16 @@ func (c *testCluster) wantValues(id int32, want ...string) {
 	}
 }
 
+// wantNoOffsetForEpoch fails t if leader served OffsetForLeaderEpoch: its
+// followers (Fetch v12+, logs with epochs) learn of a divergence from
+// their fetches' DivergingEpoch (KIP-320), as Kafka's since 2.7.
+func wantNoOffsetForEpoch(t *testing.T, leader *testBroker) {
+	t.Helper()
+	if n := leader.servedOffsetForEpochs(); n != 0 {
+		t.Fatalf("broker %d served %d OffsetForLeaderEpoch requests, want none: the fetches' last fetched epochs tell a divergence", leader.id, n)
+	}
+}
+
 func (c *testCluster) wantIdentical(a, b int32) {
 	c.t.Helper()
 	if !bytes.Equal(c.logBytes(a, 0), c.logBytes(b, 0)) {
@@ -99,6 +109,7 @@ func TestKIP101ReplicaDivergenceOnRestart(t *testing.T) {
 	c.step(1, 2)
 	c.wantValues(1, "m1", "m3")
 	c.wantIdentical(1, 2)
+	wantNoOffsetForEpoch(t, c.broker(2))
 	if hw := c.part(1, 0).HighWatermark(); hw != 2 {
 		t.Fatalf("A's HW %d after following B, want 2", hw)
 	}
@@ -106,9 +117,10 @@ func TestKIP101ReplicaDivergenceOnRestart(t *testing.T) {
 
 // KIP-279: leadership moves twice quickly. A (epoch 1) has m2 that B lacks;
 // B (epoch 2) wrote m3 at the same offset; A leads again (epoch 3) and
-// writes m4. B, following A, asks where its epoch 2 ends; A answers with
-// epoch 1, which B ends earlier than A: B truncates to its own end of epoch
-// 1, drops m3 and ends identical to A.
+// writes m4. B, following A, fetches with its last epoch 2; A answers that
+// its log diverged at epoch 1 (A has no epoch 2), which B ends earlier
+// than A: B truncates to its own end of epoch 1, drops m3 and ends
+// identical to A.
 func TestKIP279FastLeaderFailover(t *testing.T) {
 	c := newTestCluster(t, 2, manualRC(), true, 1)
 	all := []int32{1, 2}
@@ -125,6 +137,7 @@ func TestKIP279FastLeaderFailover(t *testing.T) {
 	c.step(2, 1)
 	c.wantValues(2, "m1", "m2", "m4")
 	c.wantIdentical(1, 2)
+	wantNoOffsetForEpoch(t, c.broker(1))
 	want := []int32{1, 3}
 	var got []int32
 	for _, e := range c.part(2, 0).Log.LeaderEpochs() {
@@ -302,4 +315,32 @@ func TestISRExpansionWithLostAnswer(t *testing.T) {
 	c.step(2, 1)
 	c.waitReplicated(1, 2)
 	c.wantIdentical(1, 2)
+}
+
+// A follower whose log runs past its new leader's end (it copied m2 from
+// the old leader; the new one never had it) is told to cut by its fetch's
+// DivergingEpoch, as Kafka's leader checks the last fetched epoch before
+// the fetch offset's range (not OFFSET_OUT_OF_RANGE and an
+// OffsetForLeaderEpoch round), and then copies the new leader's m3.
+func TestFollowerPastLeaderEndTruncatesOnFetch(t *testing.T) {
+	c := newTestCluster(t, 2, manualRC(), true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1)
+	c.mustProduce(1, 1, "m2") // A alone
+	c.elect(0, 2, []int32{2}, all, 2)
+	if leo := c.part(2, 0).Log.LogEndOffset(); leo != 1 {
+		t.Fatalf("setup: B's log end %d, want 1", leo)
+	}
+	c.apply(1, 0, c.state(0))
+	c.step(1, 2) // diverging at epoch 1, offset 1: A cuts m2
+	if leo := c.part(1, 0).Log.LogEndOffset(); leo != 1 {
+		t.Fatalf("A's log end %d after its first fetch from B, want 1 (m2 cut)", leo)
+	}
+	c.mustProduce(2, 1, "m3")
+	c.step(1, 2)
+	c.wantValues(1, "m1", "m3")
+	c.wantIdentical(1, 2)
+	wantNoOffsetForEpoch(t, c.broker(2))
 }

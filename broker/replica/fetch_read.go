@@ -178,6 +178,15 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	if replica {
 		maxOffset = p.Log.LogEndOffset() // followers copy what is not committed yet
 	}
+	// The last fetched epoch is checked first, as Kafka's
+	// Partition.fetchRecords: a follower past this log's end whose epoch
+	// ends here earlier is told where to cut (DivergingEpoch), not that
+	// it is out of range.
+	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && m.cluster() != nil {
+		if kerrv := divergence(p, rp, sp); kerrv != nil || sp.DivergingEpoch.Epoch >= 0 {
+			return 0, kerrv
+		}
+	}
 	// Out of range is below the log start or past the log end, as Kafka's
 	// LocalLog.read; an offset above the HW (or LSO) but within the log
 	// reads nothing. A new leader's HW lags its predecessor's until its
@@ -185,11 +194,6 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 	// OFFSET_OUT_OF_RANGE there makes clients reset their position.
 	if rp.FetchOffset < sp.LogStartOffset || rp.FetchOffset > p.Log.LogEndOffset() {
 		return 0, kerr.OffsetOutOfRange
-	}
-	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && m.cluster() != nil {
-		if kerrv := divergence(p, rp, sp); kerrv != nil || sp.DivergingEpoch.Epoch >= 0 {
-			return 0, kerrv
-		}
 	}
 	limit := int(rp.PartitionMaxBytes)
 	if budget < limit {
@@ -232,14 +236,14 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 }
 
 // divergence checks a fetch's LastFetchedEpoch (Fetch v12+, KIP-320) in
-// cluster mode, as Kafka's Partition.fetchRecords: the log's end of that
-// epoch is looked up; an epoch this log cannot place is
-// OFFSET_OUT_OF_RANGE; a log whose epoch is older or ends before the fetch
-// offset diverged from the fetcher's, which is told where (DivergingEpoch)
-// and gets no records.
+// cluster mode, as Kafka's Partition.readRecords: the log's end of that
+// epoch is looked up; an epoch this log cannot place, or a fetch offset
+// below the log start (diverging or not), is OFFSET_OUT_OF_RANGE; a log
+// whose epoch is older or ends before the fetch offset diverged from the
+// fetcher's, which is told where (DivergingEpoch) and gets no records.
 func divergence(p *Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) *kerr.Error {
 	epoch, end := p.Log.EndOffsetForEpoch(rp.LastFetchedEpoch)
-	if epoch == storage.UndefinedEpoch || end == storage.UndefinedEpochOffset {
+	if epoch == storage.UndefinedEpoch || end == storage.UndefinedEpochOffset || rp.FetchOffset < p.Log.LogStartOffset() {
 		return kerr.OffsetOutOfRange
 	}
 	if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {

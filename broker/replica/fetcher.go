@@ -7,10 +7,15 @@ package replica
 // kmsg over one TCP connection to its leader's inter-broker endpoint
 // (protocol/kconn), and for each partition:
 //
-//   - after a new leader epoch, truncates first: OffsetForLeaderEpoch for
-//     the log's latest epoch, then isr.Truncate (KIP-101, KIP-279: never to
-//     the HW alone; an epoch the leader answers with that this log has
-//     differently is asked again);
+//   - after a new leader epoch, makes sure its log does not diverge from
+//     the leader's: with Fetch v12+ (inter.broker.protocol.version 2.7+) and
+//     an epoch in the log, in the fetch itself, whose LastFetchedEpoch the
+//     leader checks and answers a DivergingEpoch to cut at (KIP-320, as
+//     Kafka's followers since 2.7); otherwise by truncating first:
+//     OffsetForLeaderEpoch for the log's latest epoch. Either way
+//     isr.Truncate says where (KIP-101, KIP-279: never to the HW alone; an
+//     epoch the leader answers with that this log has differently is asked
+//     again);
 //   - then fetches with its replica id from its log end offset, all its
 //     partitions in one Fetch (replica.fetch.max.bytes each,
 //     replica.fetch.response.max.bytes in all, replica.fetch.wait.max.ms)
@@ -62,7 +67,9 @@ type fetchPart struct {
 	// epoch is the leader epoch this follower state is for; work for an
 	// older one is dropped.
 	epoch int32
-	// truncating: OffsetForLeaderEpoch must run before the next fetch.
+	// truncating: OffsetForLeaderEpoch must run before the next fetch
+	// (a log without an epoch, Fetch below v12, or an answer the fetch
+	// cannot settle: out of range, batches that do not continue the log).
 	truncating bool
 	// askEpoch is the epoch the next OffsetForLeaderEpoch asks for; -1 is
 	// the log's latest (KIP-279 asks again for an older one).
@@ -187,7 +194,11 @@ func (f *fetcher) set(tp storage.TopicPartition, p *Partition, topicID [16]byte,
 	f.mu.Lock()
 	old := f.parts[tp]
 	if old == nil || old.p != p || old.epoch != epoch || truncate {
-		f.parts[tp] = &fetchPart{p: p, topicID: topicID, epoch: epoch, truncating: true, askEpoch: -1}
+		// With Fetch v12+ a log that has an epoch is checked by the
+		// leader in the fetch itself (LastFetchedEpoch), as Kafka's
+		// followers do since 2.7: no OffsetForLeaderEpoch round.
+		onFetch := f.m.cfg.Cluster.IBP.FetchVersion() >= 12 && p.Log.LatestEpoch() >= 0
+		f.parts[tp] = &fetchPart{p: p, topicID: topicID, epoch: epoch, truncating: !onFetch, askEpoch: -1}
 		f.gen++
 	}
 	f.mu.Unlock()
@@ -485,6 +496,7 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts []roundPart) error {
 	// the follower's registration epoch.
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = f.m.cfg.Cluster.IBP.FetchVersion()
+	lastEpochs := req.Version >= 12 // the version is lowered to 12 at most below
 	for i := range parts {
 		rp := &parts[i]
 		if !rp.wanted {
@@ -494,7 +506,18 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts []roundPart) error {
 			req.Version = min(req.Version, 12) // names, not topic ids
 		}
 		rp.want = sentPartition{topicID: rp.fp.topicID, epoch: rp.fp.epoch, fetchOffset: rp.fp.p.Log.LogEndOffset(),
-			logStart: rp.fp.p.Log.LogStartOffset(), maxBytes: f.cfg.FetchMaxBytes}
+			logStart: rp.fp.p.Log.LogStartOffset(), maxBytes: f.cfg.FetchMaxBytes, lastFetchedEpoch: -1}
+		if lastEpochs {
+			// The log's latest epoch (a read lock) only when the
+			// partition's offsets moved since the session last had
+			// them (sentPartition: the epoch moves only with them).
+			f.sess.cached(rp)
+			if rp.inSent && rp.sent.sameButEpoch(rp.want) {
+				rp.want.lastFetchedEpoch = rp.sent.lastFetchedEpoch
+			} else {
+				rp.want.lastFetchedEpoch = rp.fp.p.Log.LatestEpoch()
+			}
+		}
 	}
 	req.ReplicaID = f.self
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.self, -1
@@ -543,6 +566,20 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts []roundPart) error {
 func (f *fetcher) applyFetched(tp storage.TopicPartition, fp fetchPart, fetchOffset int64, rp *kmsg.FetchResponseTopicPartition) {
 	p := fp.p
 	switch kerrv := kerr.ErrorForCode(rp.ErrorCode); {
+	case kerrv == nil && rp.DivergingEpoch.Epoch >= 0:
+		// The leader's log differs from ours before our fetch offset
+		// (KIP-320's truncation on fetch): cut ours where it says; the
+		// next fetch carries the log's new latest epoch, and the
+		// leader answers again if that one diverges too.
+		leo := p.Log.LogEndOffset()
+		f.applyTruncation(tp, fp, isr.EpochEnd{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
+		if p.Log.LogEndOffset() == leo {
+			// Nothing was cut: the same fetch would get the same
+			// answer at once.
+			f.m.log.Warn("leader answered a diverging epoch the follower log cannot cut to", "topic", tp.Topic, "partition", tp.Partition,
+				"diverging_epoch", rp.DivergingEpoch.Epoch, "end_offset", rp.DivergingEpoch.EndOffset, "log_end_offset", leo)
+			f.backoff(tp, fp.epoch)
+		}
 	case kerrv == nil:
 		_, err := p.appendAsFollower(fp.epoch, rp.RecordBatches, rp.HighWatermark)
 		switch {

@@ -34,17 +34,29 @@ type followerSession struct {
 }
 
 // sentPartition is a partition's fetch state as a Fetch carries it.
+// lastFetchedEpoch (Fetch v12+; -1 before) is the epoch of the log's last
+// batch: it changes only with fetchOffset or logStart (an epoch enters the
+// log with its first record and leaves it with a truncation or a log start
+// that passes it).
 type sentPartition struct {
 	topicID               [16]byte
 	epoch                 int32
 	fetchOffset, logStart int64
 	maxBytes              int32
+	lastFetchedEpoch      int32
+}
+
+// sameButEpoch reports whether sp and o differ at most in lastFetchedEpoch.
+func (sp sentPartition) sameButEpoch(o sentPartition) bool {
+	o.lastFetchedEpoch = sp.lastFetchedEpoch
+	return sp == o
 }
 
 func (sp sentPartition) request(partition int32) kmsg.FetchRequestTopicPartition {
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.CurrentLeaderEpoch = partition, sp.epoch
 	rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = sp.fetchOffset, sp.logStart, sp.maxBytes
+	rp.LastFetchedEpoch = sp.lastFetchedEpoch
 	return rp
 }
 
