@@ -453,7 +453,8 @@ func (c *testCluster) step(id, leader int32) { c.t.Helper(); c.stepTo(id, leader
 // truncateOnly runs broker id's truncation rounds, without the fetch.
 func (c *testCluster) truncateOnly(id, leader int32) { c.t.Helper(); c.stepTo(id, leader, false) }
 
-func (c *testCluster) stepTo(id, leader int32, fetch bool) {
+// fetcherOf is broker id's fetcher from leader (the harness runs one per leader).
+func (c *testCluster) fetcherOf(id, leader int32) *fetcher {
 	c.t.Helper()
 	b := c.broker(id)
 	b.m.repl.mu.Lock()
@@ -467,6 +468,12 @@ func (c *testCluster) stepTo(id, leader int32, fetch bool) {
 	if f == nil {
 		c.t.Fatalf("broker %d has no fetcher for leader %d", id, leader)
 	}
+	return f
+}
+
+func (c *testCluster) stepTo(id, leader int32, fetch bool) {
+	c.t.Helper()
+	f := c.fetcherOf(id, leader)
 	addr, _ := c.addr(leader)
 	conn, err := kconn.Dial(f.ctx, addr, kconn.Options{ClientID: "test"})
 	if err != nil {

@@ -344,3 +344,47 @@ func TestFollowerPastLeaderEndTruncatesOnFetch(t *testing.T) {
 	c.wantIdentical(1, 2)
 	wantNoOffsetForEpoch(t, c.broker(2))
 }
+
+// Batches that do not continue a follower's log (they start below its log
+// end) send it back to truncating at once the first time, and after
+// replica.fetch.backoff.ms when it happens again with nothing appended
+// between: before, a follower facing such a leader retried at full speed.
+func TestFollowerMisalignedBatchesBackOff(t *testing.T) {
+	rc := manualRC()
+	rc.FetchBackoff = time.Hour
+	c := newTestCluster(t, 2, rc, true, 1)
+	all := []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1)
+	f := c.fetcherOf(2, 1)
+	tp := tpOf(c.part(2, 0))
+	state := func() fetchPart {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return *f.parts[tp]
+	}
+	stale := kmsg.NewFetchResponseTopicPartition()
+	stale.HighWatermark, stale.LogStartOffset = 1, 0
+	stale.RecordBatches = c.logBytes(1, 0) // m1 again, at offset 0 < the follower's log end 1
+	f.applyFetched(tp, state(), 1, &stale)
+	if fp := state(); !fp.truncating || !fp.misaligned || !fp.retryAt.IsZero() {
+		t.Fatalf("after the first misaligned answer: truncating %v, misaligned %v, retry at %v; want truncating at once", fp.truncating, fp.misaligned, fp.retryAt)
+	}
+	f.applyFetched(tp, state(), 1, &stale)
+	if fp := state(); !fp.truncating || time.Until(fp.retryAt) < time.Minute {
+		t.Fatalf("after the second: truncating %v, retry in %v; want a backoff of replica.fetch.backoff.ms", fp.truncating, time.Until(fp.retryAt))
+	}
+	// An answer that continues the log clears the mark.
+	c.mustProduce(1, 1, "m2")
+	next := kmsg.NewFetchResponseTopicPartition()
+	next.HighWatermark, next.LogStartOffset = 2, 0
+	whole := c.logBytes(1, 0)
+	next.RecordBatches = whole[len(stale.RecordBatches):]
+	f.update(tp, state().epoch, func(x *fetchPart) { x.truncating, x.retryAt = false, time.Time{} })
+	f.applyFetched(tp, state(), 1, &next)
+	if fp := state(); fp.misaligned {
+		t.Fatal("still marked misaligned after an append")
+	}
+	c.wantValues(2, "m1", "m2")
+}

@@ -76,6 +76,10 @@ type fetchPart struct {
 	askEpoch int32
 	// retryAt delays the partition after an error.
 	retryAt time.Time
+	// misaligned marks a partition whose last fetched batches did not
+	// continue its log (storage.ErrUnexpectedAppendOffset) and which has
+	// appended nothing since: a second time in a row it backs off.
+	misaligned bool
 }
 
 // fetcher is one replica fetcher goroutine and its partitions.
@@ -589,8 +593,18 @@ func (f *fetcher) applyFetched(tp storage.TopicPartition, fp fetchPart, fetchOff
 			f.backoff(tp, fp.epoch)
 			return
 		case errors.Is(err, storage.ErrUnexpectedAppendOffset):
-			f.m.log.Warn("leader's batches do not continue the follower log; truncating again", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			f.update(tp, fp.epoch, func(x *fetchPart) { x.truncating, x.askEpoch = true, -1 })
+			// Once, a truncation that cut inside a leader's batch
+			// explains it and truncating again settles it; twice in a
+			// row, the logs disagree and retrying at once would spin
+			// (Kafka stops fetching the partition until its next
+			// LeaderAndIsr): again after replica.fetch.backoff.ms.
+			f.m.log.Warn("leader's batches do not continue the follower log; truncating again", "topic", tp.Topic, "partition", tp.Partition,
+				"again", fp.misaligned, "err", err)
+			var at time.Time
+			if fp.misaligned {
+				at = time.Now().Add(f.cfg.FetchBackoff)
+			}
+			f.update(tp, fp.epoch, func(x *fetchPart) { x.truncating, x.askEpoch, x.misaligned, x.retryAt = true, -1, true, at })
 			return
 		case err != nil:
 			f.m.log.Error("follower append failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
@@ -599,6 +613,9 @@ func (f *fetcher) applyFetched(tp storage.TopicPartition, fp fetchPart, fetchOff
 		}
 		if rp.LogStartOffset >= 0 {
 			p.raiseLogStart(fp.epoch, rp.LogStartOffset)
+		}
+		if fp.misaligned && len(rp.RecordBatches) > 0 {
+			f.update(tp, fp.epoch, func(x *fetchPart) { x.misaligned = false })
 		}
 	case errors.Is(kerrv, kerr.OffsetOutOfRange):
 		if rp.LogStartOffset >= 0 && fetchOffset < rp.LogStartOffset {
