@@ -93,7 +93,7 @@ func tryKcat(t *testing.T, want string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kcatPath(t), args...)
-	var stderr lockedBuffer
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	cmd.Stdin = strings.NewReader("denied\n")
 	if err := cmd.Start(); err != nil {
@@ -115,31 +115,6 @@ func tryKcat(t *testing.T, want string, args ...string) string {
 			}
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
-type lockedBuffer struct {
-	mu  chan struct{}
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) lock() {
-	if b.mu == nil {
-		b.mu = make(chan struct{}, 1)
-	}
-	b.mu <- struct{}{}
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.lock()
-	defer func() { <-b.mu }()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.lock()
-	defer func() { <-b.mu }()
-	return b.buf.String()
 }
 
 func TestACLKcat(t *testing.T) {
