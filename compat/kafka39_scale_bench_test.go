@@ -36,7 +36,10 @@ package compat
 //     broker's Metadata shows every ISR full, as an operator would wait)
 //     under an acks=all idempotent producer (integration.AckWatch): its
 //     duration, the producer's longest gap between acknowledgements and its
-//     failed records (none may fail on kbroker; Kafka's are reported).
+//     failed records (none may fail on kbroker; Kafka's are reported),
+//     beside the same producer's rate in a window of
+//     KBROKER_BENCH_STEADY_SECS (default 20; 0 leaves it out) just before,
+//     with no restart: each cluster's own steady state.
 //     KBROKER_BENCH_CLUSTER_ROLLING=0 skips it.
 //
 //	go test ./compat/ -run '^$' -bench BenchmarkKafkaClusterScale -benchtime 1x -timeout 60m
@@ -141,9 +144,13 @@ type scaleResult struct {
 	victimRejoin           time.Duration
 	rolling                time.Duration // zero: skipped
 	ackGap                 integration.AckGap
-	acked, failed          int64
-	openFiles              []int // per broker, once every ISR is full
-	loadBefore, loadAfter  string
+	acked, failed          int64 // during the rolling restart
+	// steadyAcked records were acknowledged in the steady window of the
+	// same producer before the rolling restart.
+	steady                time.Duration
+	steadyAcked           int64
+	openFiles             []int // per broker, once every ISR is full
+	loadBefore, loadAfter string
 }
 
 // BenchmarkKafkaClusterScale is described at the top of this file.
@@ -209,6 +216,7 @@ func BenchmarkKafkaClusterScale(b *testing.B) {
 
 // measureScale runs the operations on c (see the top of the file).
 func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResult {
+	steady := time.Duration(integration.EnvInt(b, "KBROKER_BENCH_STEADY_SECS", 20)) * time.Second
 	b.Helper()
 	total := topics * perTopic
 	timed := func(f func()) time.Duration {
@@ -280,6 +288,15 @@ func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResul
 
 	if os.Getenv("KBROKER_BENCH_CLUSTER_ROLLING") != "0" {
 		w := integration.StartAckWatch(b, c.addrs(-1), integration.ScaleTopicNames(1)[0])
+		if steady > 0 {
+			// The same producer with no restart, to compare the
+			// rolling restart's rate with each cluster's own.
+			waitFor(b, time.Minute, c.name+"'s first acknowledgement", func() bool { return w.Acked() > 0 })
+			a0, t0 := w.Acked(), time.Now()
+			time.Sleep(steady)
+			r.steadyAcked, r.steady = w.Acked()-a0, time.Since(t0)
+		}
+		before := w.Acked()
 		r.rolling = timed(func() {
 			for _, sb := range c.brokers {
 				if err := sb.term(10 * time.Minute); err != nil {
@@ -290,6 +307,7 @@ func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResul
 			}
 		})
 		r.acked, r.failed, r.ackGap = w.Stop(b)
+		r.acked -= before
 		if r.failed > 0 && c.name == "kbroker" {
 			b.Fatalf("kbroker: %d acks=all records failed during the rolling restart", r.failed)
 		}
@@ -347,7 +365,12 @@ func scaleReport(names []string, results map[string]scaleResult, topics, perTopi
 		fmt.Fprintf(&sb, "%s: killed controller %d; shut down broker %d, which led %d partitions; open files per broker %v; load average %s before, %s after\n",
 			n, r.dead, r.victim, r.victimLed, r.openFiles, r.loadBefore, r.loadAfter)
 		if r.rolling > 0 {
-			fmt.Fprintf(&sb, "%s: rolling restart: %d records acked, %d failed, longest gap between acks %v\n", n, r.acked, r.failed, r.ackGap)
+			fmt.Fprintf(&sb, "%s: rolling restart: %d records acked (%.0f a second), %d failed, longest gap between acks %v\n",
+				n, r.acked, float64(r.acked)/r.rolling.Seconds(), r.failed, r.ackGap)
+			if r.steady > 0 {
+				fmt.Fprintf(&sb, "%s: steady state before it, same producer: %d records acked in %.1f s (%.0f a second)\n",
+					n, r.steadyAcked, r.steady.Seconds(), float64(r.steadyAcked)/r.steady.Seconds())
+			}
 		} else {
 			fmt.Fprintf(&sb, "%s: rolling restart skipped (KBROKER_BENCH_CLUSTER_ROLLING=0)\n", n)
 		}

@@ -250,6 +250,9 @@ func (w *AckWatch) ack(_ *kgo.Record, err error) {
 	w.lastAck = now
 }
 
+// Acked is how many records have been acknowledged so far.
+func (w *AckWatch) Acked() int64 { return w.acked.Load() }
+
 // SinceAck is how long the producer has gone without an acknowledgement
 // (0 before the first).
 func (w *AckWatch) SinceAck() time.Duration {
