@@ -100,10 +100,11 @@ func BenchmarkClusterAcksAll(b *testing.B) {
 
 // BenchmarkClusterLatency is BenchmarkFixedRate on the three clusters of
 // BenchmarkClusterAcksAll (see the comment at the top of this file), one
-// cluster at a time: each is started (with a ZooKeeper of its own), runs
-// every rate, and is killed before the next starts, so that the idle
-// brokers of the two others (three JVMs among them) do not load the
-// machine's two cores. KBROKER_BENCH_ROTATE=n starts with another.
+// cluster at a time: each is started (with a ZooKeeper of its own, after
+// the page cache is warmed again: warmPageCache), runs every rate, and is
+// killed before the next starts, so that the idle brokers of the two
+// others (three JVMs among them) do not load the machine's two cores.
+// KBROKER_BENCH_ROTATE=n starts with another.
 func BenchmarkClusterLatency(b *testing.B) {
 	benchFixedRate(b, "50,100", func(b *testing.B) []benchTarget {
 		var out []benchTarget

@@ -248,7 +248,9 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 	}
 
 	targets := start(b)
-	benchWarmMemory(b) // bench_warm_test.go
+	if targets[0].up == nil {
+		benchWarmMemory(b) // bench_warm_test.go
+	}
 	free0 := benchDiskFree()
 	payload := make([]byte, benchValueSize)
 	if _, err := rand.Read(payload); err != nil {
@@ -314,6 +316,8 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 			t := targets[(j+shift)%len(targets)]
 			n := len(runs)
 			if !b.Run(latTopic(t.name), func(b *testing.B) {
+				benchAwaitDeletes(b, free0)
+				warmPageCache(b) // bench_warm_test.go
 				t := t.up(b)
 				if hasPct {
 					maxRun(b, t)
