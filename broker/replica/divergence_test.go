@@ -35,6 +35,19 @@ func wantNoOffsetForEpoch(t *testing.T, leader *testBroker) {
 	}
 }
 
+// newPairWithM1 is a cluster of brokers 1 and 2 (all: both) whose
+// partition broker 1 leads at epoch 1 with both in the ISR, and m1 written
+// and copied by broker 2 (one fetch: its HW may lag).
+func newPairWithM1(t *testing.T, rc ReplicationConfig) (c *testCluster, all []int32) {
+	t.Helper()
+	c = newTestCluster(t, 2, rc, true, 1)
+	all = []int32{1, 2}
+	c.elect(0, 1, all, all, all...)
+	c.mustProduce(1, 1, "m1")
+	c.step(2, 1)
+	return c, all
+}
+
 func (c *testCluster) wantIdentical(a, b int32) {
 	c.t.Helper()
 	if !bytes.Equal(c.logBytes(a, 0), c.logBytes(b, 0)) {
@@ -82,11 +95,7 @@ func TestKIP101HighWatermarkTruncation(t *testing.T) {
 // as a follower it must drop m2 (by the epoch B ended epoch 1 at), not keep
 // it because it is below A's HW.
 func TestKIP101ReplicaDivergenceOnRestart(t *testing.T) {
-	c := newTestCluster(t, 2, manualRC(), true, 1)
-	all := []int32{1, 2}
-	c.elect(0, 1, all, all, all...)
-	c.mustProduce(1, 1, "m1")
-	c.step(2, 1)
+	c, all := newPairWithM1(t, manualRC())
 	c.step(2, 1) // the HW reaches 1 on both
 	// A appends m2 alone (the ISR shrank to A) and its HW passes it.
 	st, err := c.ChangeISR("t", 0, c.state(0), []int32{1})
@@ -122,11 +131,7 @@ func TestKIP101ReplicaDivergenceOnRestart(t *testing.T) {
 // than A: B truncates to its own end of epoch 1, drops m3 and ends
 // identical to A.
 func TestKIP279FastLeaderFailover(t *testing.T) {
-	c := newTestCluster(t, 2, manualRC(), true, 1)
-	all := []int32{1, 2}
-	c.elect(0, 1, all, all, all...)
-	c.mustProduce(1, 1, "m1")
-	c.step(2, 1)
+	c, all := newPairWithM1(t, manualRC())
 	c.mustProduce(1, 1, "m2") // not replicated
 	c.elect(0, 2, []int32{2}, all, 2)
 	c.mustProduce(2, 1, "m3") // at offset 1, epoch 2
@@ -188,11 +193,7 @@ func TestStaleLeaderEpochIgnored(t *testing.T) {
 // fetches from the new leader, whose epoch 1 ended at 1, is told where its
 // log diverged (KIP-320) and gets no records.
 func TestFetchDivergingEpoch(t *testing.T) {
-	c := newTestCluster(t, 2, manualRC(), true, 1)
-	all := []int32{1, 2}
-	c.elect(0, 1, all, all, all...)
-	c.mustProduce(1, 1, "m1")
-	c.step(2, 1)
+	c, all := newPairWithM1(t, manualRC())
 	c.step(2, 1)
 	c.mustProduce(1, 1, "m2") // read by the consumer, never replicated
 	c.elect(0, 2, []int32{2}, all, 2)
@@ -323,11 +324,7 @@ func TestISRExpansionWithLostAnswer(t *testing.T) {
 // the fetch offset's range (not OFFSET_OUT_OF_RANGE and an
 // OffsetForLeaderEpoch round), and then copies the new leader's m3.
 func TestFollowerPastLeaderEndTruncatesOnFetch(t *testing.T) {
-	c := newTestCluster(t, 2, manualRC(), true, 1)
-	all := []int32{1, 2}
-	c.elect(0, 1, all, all, all...)
-	c.mustProduce(1, 1, "m1")
-	c.step(2, 1)
+	c, all := newPairWithM1(t, manualRC())
 	c.mustProduce(1, 1, "m2") // A alone
 	c.elect(0, 2, []int32{2}, all, 2)
 	if leo := c.part(2, 0).Log.LogEndOffset(); leo != 1 {
@@ -352,11 +349,7 @@ func TestFollowerPastLeaderEndTruncatesOnFetch(t *testing.T) {
 func TestFollowerMisalignedBatchesBackOff(t *testing.T) {
 	rc := manualRC()
 	rc.FetchBackoff = time.Hour
-	c := newTestCluster(t, 2, rc, true, 1)
-	all := []int32{1, 2}
-	c.elect(0, 1, all, all, all...)
-	c.mustProduce(1, 1, "m1")
-	c.step(2, 1)
+	c, _ := newPairWithM1(t, rc)
 	f := c.fetcherOf(2, 1)
 	tp := tpOf(c.part(2, 0))
 	state := func() fetchPart {
