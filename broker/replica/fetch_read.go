@@ -236,7 +236,7 @@ func (m *Manager) readPartition(req *kmsg.FetchRequest, rp kmsg.FetchRequestTopi
 }
 
 // divergence checks a fetch's LastFetchedEpoch (Fetch v12+, KIP-320) in
-// cluster mode, as Kafka's Partition.readRecords: the log's end of that
+// cluster mode, as Kafka's Partition.fetchRecords: the log's end of that
 // epoch is looked up; an epoch this log cannot place, or a fetch offset
 // below the log start (diverging or not), is OFFSET_OUT_OF_RANGE; a log
 // whose epoch is older or ends before the fetch offset diverged from the

@@ -8,11 +8,13 @@ package replica
 // (protocol/kconn), and for each partition:
 //
 //   - after a new leader epoch, makes sure its log does not diverge from
-//     the leader's: with Fetch v12+ (inter.broker.protocol.version 2.7+) and
-//     an epoch in the log, in the fetch itself, whose LastFetchedEpoch the
-//     leader checks and answers a DivergingEpoch to cut at (KIP-320, as
-//     Kafka's followers since 2.7); otherwise by truncating first:
-//     OffsetForLeaderEpoch for the log's latest epoch. Either way
+//     the leader's: with Fetch v12+ (every inter.broker.protocol.version
+//     kbroker accepts) and an epoch in the log, in the fetch itself, whose
+//     LastFetchedEpoch the leader checks and answers a DivergingEpoch to
+//     cut at (KIP-320, as Kafka's followers since 2.7); otherwise by
+//     truncating first: OffsetForLeaderEpoch for the log's latest epoch
+//     (also after an out-of-range answer above the leader's log start, or
+//     batches that do not continue the log). Either way
 //     isr.Truncate says where (KIP-101, KIP-279: never to the HW alone; an
 //     epoch the leader answers with that this log has differently is asked
 //     again);
