@@ -84,7 +84,7 @@ type benchTarget struct {
 	name, addr string
 	opts       []kgo.Opt
 	// pid is the broker's process, whose CPU time is measured; 0 for
-	// in-process kfake and for Kafka.
+	// in-process kfake.
 	pid int
 	// seeds are a cluster's brokers (addr alone when empty) and rf the
 	// replication factor of its topics (1 when 0); topics with rf > 1
@@ -183,7 +183,8 @@ func BenchmarkProduceConsume(b *testing.B) {
 	targets = append(targets, benchTarget{name: "kfake", addr: kf.ListenAddrs()[0]})
 	if os.Getenv("KBROKER_BENCH_KAFKA") != "" {
 		k := startKafka(b)
-		targets = append(targets, benchTarget{name: "kafka", addr: k.Addr()})
+		// kafka-server-start.sh execs the JVM: the process is Kafka's.
+		targets = append(targets, benchTarget{name: "kafka", addr: k.Addr(), pid: k.cmd.Process.Pid})
 	}
 
 	benchWarmMemory(b) // bench_warm_test.go
@@ -229,7 +230,7 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 		}
 		return med(xs)
 	}
-	type row struct{ produce, consume, p99 float64 }
+	type row struct{ produce, consume, p99, produceCPU, consumeCPU float64 }
 	rows := map[string]row{}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d MiB of 1 KiB records per round, %d partitions, %d rounds (medians of %d)\n", mib, benchPartitions, len(loop), len(loop)-skip)
@@ -238,7 +239,9 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 		rs := results[t.name]
 		r := row{pick(rs, func(r benchResult) float64 { return r.produceMBps }),
 			pick(rs, func(r benchResult) float64 { return r.consumeMBps }),
-			pick(rs, func(r benchResult) float64 { return r.p99ms })}
+			pick(rs, func(r benchResult) float64 { return r.p99ms }),
+			pick(rs, func(r benchResult) float64 { return r.produceBrokerCPU }),
+			pick(rs, func(r benchResult) float64 { return r.consumeBrokerCPU })}
 		rows[t.name] = r
 		fmt.Fprintf(&sb, "%-10s %12.1f %12.1f %9.0f ms\n", t.name, r.produce, r.consume, r.p99)
 	}
@@ -254,16 +257,20 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 		rs := results[t.name]
 		fmt.Fprintf(&sb, "%-10s %15s %15s %15s %15s\n", t.name,
 			cpu(pick(rs, func(r benchResult) float64 { return r.produceClientCPU })),
-			cpu(pick(rs, func(r benchResult) float64 { return r.produceBrokerCPU })),
+			cpu(rows[t.name].produceCPU),
 			cpu(pick(rs, func(r benchResult) float64 { return r.consumeClientCPU })),
-			cpu(pick(rs, func(r benchResult) float64 { return r.consumeBrokerCPU })))
+			cpu(rows[t.name].consumeCPU))
 	}
 	lo := med(loop)
 	fmt.Fprintf(&sb, "%-10s %12.1f   (one TCP stream, the ceiling)\n", "loopback", lo)
 	k := rows["kbroker"]
 	for _, t := range targets[1:] {
 		o := rows[t.name]
-		fmt.Fprintf(&sb, "kbroker / %-8s produce %.2fx, consume %.2fx, p99 %.2fx\n", t.name, k.produce/o.produce, k.consume/o.consume, k.p99/o.p99)
+		fmt.Fprintf(&sb, "kbroker / %-8s produce %.2fx, consume %.2fx, p99 %.2fx", t.name, k.produce/o.produce, k.consume/o.consume, k.p99/o.p99)
+		if k.produceCPU >= 0 && o.produceCPU > 0 && o.consumeCPU > 0 {
+			fmt.Fprintf(&sb, ", broker CPU per GB produce %.2fx, consume %.2fx", k.produceCPU/o.produceCPU, k.consumeCPU/o.consumeCPU)
+		}
+		sb.WriteString("\n")
 	}
 	fmt.Fprintf(&sb, "kbroker / loopback produce %.2fx, consume %.2fx\n", k.produce/lo, k.consume/lo)
 	return sb.String()
