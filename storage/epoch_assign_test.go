@@ -33,6 +33,27 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 	}
 }
 
+// Truncating to the log end cuts no record but drops an epoch assigned at
+// the end with no record after it (Kafka's truncateTo): a replica that led
+// an epoch without writing and then follows must not keep it as its latest.
+func TestTruncateToLogEndDropsEmptyEpoch(t *testing.T) {
+	l, _ := openLog(t, Config{})
+	mustAppend(t, l, 1, batchOf(3, 1, 1))
+	if err := l.AssignEpoch(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(3); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LatestEpoch(); got != 1 || l.LogEndOffset() != 3 {
+		t.Fatalf("latest epoch %d, log end %d; want 1 and 3", got, l.LogEndOffset())
+	}
+	mustAppend(t, l, 4, batchOf(2, 1, 1)) // the next leader's records
+	if got := l.LeaderEpochs(); len(got) != 2 || got[1] != (EpochEntry{Epoch: 4, StartOffset: 3}) {
+		t.Fatalf("epochs %v, want epoch 1 at 0 and 4 at 3", got)
+	}
+}
+
 // An epoch assigned deferred is not on disk until SyncEpochs or the log's
 // next append, and at every durable state a crash can leave, the log holds
 // no record of the epoch without the epoch's entry.

@@ -184,6 +184,15 @@ func (l *Log) truncateToLocked(offset int64) error {
 	case offset > l.mu.leo || offset < 0:
 		return fmt.Errorf("truncate log %s to %d: beyond [0, %d]", l.dir, offset, l.mu.leo)
 	case offset == l.mu.leo:
+		// Nothing to cut but an epoch that starts at the end, which
+		// this replica assigned when it led (AssignEpoch) and no
+		// record followed, as Kafka's truncateTo: left, it would be the
+		// log's latest epoch and a follower's LastFetchedEpoch that
+		// its new leader never had (answered with a DivergingEpoch
+		// that cuts nothing, again and again).
+		if l.mu.epochs.truncateFromEnd(offset) {
+			l.mu.epochs.persistLater() // written before the next record, as AssignEpoch
+		}
 		return nil
 	case offset < l.mu.logStart:
 		return l.truncateFullyLocked(offset)

@@ -381,3 +381,30 @@ func TestFollowerMisalignedBatchesBackOff(t *testing.T) {
 	}
 	c.wantValues(2, "m1", "m2")
 }
+
+// A replica that led an epoch in which it wrote nothing (the controller
+// bumped the epoch, then moved the leadership) follows with that epoch as
+// its log's latest, which its new leader never had: the leader answers a
+// DivergingEpoch at the follower's log end, and the follower drops the
+// empty epoch (Kafka's truncateTo, even with nothing to cut) and copies on.
+// Before, the follower cut nothing, fetched with the same epoch and got the
+// same answer for ever, out of the ISR (Kafka 3.9's preferred election to
+// it failed: TestKafka39ToolsUnderEitherController).
+func TestFollowerDropsEpochItLedWithoutRecords(t *testing.T) {
+	c, all := newPairWithM1(t, manualRC())
+	c.step(2, 1)                    // the HW reaches 1 on both
+	c.elect(0, 1, all, all, all...) // broker 1 leads on at epoch 2, writing nothing
+	if got := c.part(1, 0).Log.LatestEpoch(); got != 2 {
+		t.Fatalf("setup: broker 1's latest epoch %d, want 2 (assigned at its log end)", got)
+	}
+	c.elect(0, 2, all, all, all...) // broker 2 leads at epoch 3
+	c.mustProduce(2, 1, "m2")
+	c.step(1, 2) // diverging at epoch 1, ending at 1: broker 1 drops epoch 2
+	if got := c.part(1, 0).Log.LatestEpoch(); got != 1 {
+		t.Fatalf("broker 1's latest epoch %d after its first fetch from broker 2, want 1", got)
+	}
+	c.step(1, 2)
+	c.wantValues(1, "m1", "m2")
+	c.wantIdentical(1, 2)
+	wantNoOffsetForEpoch(t, c.broker(2))
+}

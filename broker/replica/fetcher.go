@@ -516,7 +516,8 @@ func (f *fetcher) fetch(conn *kconn.Conn, parts []roundPart) error {
 		if lastEpochs {
 			// The log's latest epoch (a read lock) only when the
 			// partition's offsets moved since the session last had
-			// them (sentPartition: the epoch moves only with them).
+			// them (sentPartition: otherwise the epoch moves only
+			// with a DivergingEpoch's truncation, which resends).
 			f.sess.cached(rp)
 			if rp.inSent && rp.sent.sameButEpoch(rp.want) {
 				rp.want.lastFetchedEpoch = rp.sent.lastFetchedEpoch
@@ -577,11 +578,12 @@ func (f *fetcher) applyFetched(tp storage.TopicPartition, fp fetchPart, fetchOff
 		// (KIP-320's truncation on fetch): cut ours where it says; the
 		// next fetch carries the log's new latest epoch, and the
 		// leader answers again if that one diverges too.
-		leo := p.Log.LogEndOffset()
+		leo, latest := p.Log.LogEndOffset(), p.Log.LatestEpoch()
 		f.applyTruncation(tp, fp, isr.EpochEnd{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
-		if p.Log.LogEndOffset() == leo {
-			// Nothing was cut: the same fetch would get the same
-			// answer at once.
+		f.sess.resend(tp) // its latest epoch may have moved alone
+		if p.Log.LogEndOffset() == leo && p.Log.LatestEpoch() == latest {
+			// Nothing was cut (no record, no epoch that started at
+			// the end): the same fetch would get the same answer.
 			f.m.log.Warn("leader answered a diverging epoch the follower log cannot cut to", "topic", tp.Topic, "partition", tp.Partition,
 				"diverging_epoch", rp.DivergingEpoch.Epoch, "end_offset", rp.DivergingEpoch.EndOffset, "log_end_offset", leo)
 			f.backoff(tp, fp.epoch)

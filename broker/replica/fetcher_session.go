@@ -34,10 +34,12 @@ type followerSession struct {
 }
 
 // sentPartition is a partition's fetch state as a Fetch carries it.
-// lastFetchedEpoch (Fetch v12+; -1 before) is the epoch of the log's last
-// batch: it changes only with fetchOffset or logStart (an epoch enters the
-// log with its first record and leaves it with a truncation or a log start
-// that passes it).
+// lastFetchedEpoch (Fetch v12+; -1 before) is the log's latest epoch: it
+// changes with fetchOffset or logStart (an epoch enters a follower's log
+// with its first record and leaves it with a truncation or a log start that
+// passes it), except when a truncation drops an epoch that started at the
+// log end (one this replica assigned as leader and wrote nothing in), after
+// which the fetcher resends the partition (resend).
 type sentPartition struct {
 	topicID               [16]byte
 	epoch                 int32
@@ -79,6 +81,16 @@ func (s *followerSession) reset() {
 	s.epoch = 0
 	clear(s.sent)
 	s.gen++
+}
+
+// resend makes the next request carry tp again with its state read afresh:
+// after a truncation that may have dropped the log's latest epoch without
+// moving its offsets (an epoch that started at the log end).
+func (s *followerSession) resend(tp storage.TopicPartition) {
+	if _, ok := s.sent[tp]; ok {
+		delete(s.sent, tp)
+		s.gen++
+	}
 }
 
 // cached brings rp's copy of its sent entry up to date.

@@ -105,8 +105,10 @@ func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
 	if !p.followingLocked(epoch) {
 		return errStaleFollower
 	}
-	if offset >= p.Log.LogEndOffset() {
-		return nil
+	if leo := p.Log.LogEndOffset(); offset >= leo {
+		// Nothing to cut; an epoch this replica assigned at its log
+		// end as leader, with no record after it, goes.
+		return p.Log.TruncateTo(leo)
 	}
 	if err := p.Log.TruncateTo(offset); err != nil {
 		return err
