@@ -27,7 +27,8 @@ package compat
 // measurement (fixedrate_bench_test.go, same environment knobs, rates
 // "50,100" by default; KBROKER_BENCH_TARGETS picks among "kbroker x3",
 // "kafka x3" and "kafka39 x3") on the same three clusters: RF 3, acks=all,
-// min.insync.replicas=2, one cluster up at a time, and prints kbroker x3's ratios to both Kafkas.
+// min.insync.replicas=2, one cluster up at a time, and prints kbroker x3's
+// ratios to both Kafkas.
 //
 //	KBROKER_BENCH_SECS=20 KBROKER_BENCH_WARMUP_SECS=5 go test ./compat/ -run '^$' -bench BenchmarkClusterLatency -benchtime 1x -timeout 1h
 
