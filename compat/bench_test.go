@@ -95,10 +95,12 @@ type benchTarget struct {
 	// BenchmarkFixedRate's KBROKER_BENCH_TRACE traces this process as
 	// its broker.
 	inProcess bool
-	// up, when set, starts the target for one run and returns it with
-	// its addresses. BenchmarkFixedRate calls it in a sub-benchmark of
-	// the run's own, whose end stops what it started and removes its
-	// directories; a target without up lives for the whole benchmark.
+	// up, when set, starts the target and returns it with its
+	// addresses. BenchmarkFixedRate calls it in a sub-benchmark of the
+	// target's own and runs every rate on it there; the sub-benchmark's
+	// end stops what up started and removes its directories. A target
+	// without up lives for the whole benchmark. All targets of a
+	// benchmark have up, or none.
 	up func(b *testing.B) benchTarget
 }
 

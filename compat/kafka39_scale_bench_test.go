@@ -216,8 +216,8 @@ func BenchmarkKafkaClusterScale(b *testing.B) {
 
 // measureScale runs the operations on c (see the top of the file).
 func measureScale(b *testing.B, c scaleCluster, topics, perTopic int) scaleResult {
-	steady := time.Duration(integration.EnvInt(b, "KBROKER_BENCH_STEADY_SECS", 20)) * time.Second
 	b.Helper()
+	steady := time.Duration(integration.EnvInt(b, "KBROKER_BENCH_STEADY_SECS", 20)) * time.Second
 	total := topics * perTopic
 	timed := func(f func()) time.Duration {
 		t0 := time.Now()
