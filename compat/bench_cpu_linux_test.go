@@ -12,12 +12,12 @@ import (
 // every Linux architecture Go supports).
 const clkTck = 100
 
-// procCPU is the user plus system CPU time a process has used so far, from
-// /proc/<pid>/stat; ok is false if it cannot be read.
-func procCPU(pid int) (time.Duration, bool) {
+// procCPU is the user and the system CPU time a process has used so far,
+// from /proc/<pid>/stat; ok is false if they cannot be read.
+func procCPU(pid int) (user, sys time.Duration, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	// The command name (field 2) may hold spaces; fields after it are
 	// counted from its closing parenthesis: utime and stime are the 14th
@@ -25,18 +25,18 @@ func procCPU(pid int) (time.Duration, bool) {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
-		return 0, false
+		return 0, 0, false
 	}
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return time.Duration(ut+st) * time.Second / clkTck, true
+	return time.Duration(ut) * time.Second / clkTck, time.Duration(st) * time.Second / clkTck, true
 }
 
 // selfCPU is the user plus system CPU time of this test process so far.

@@ -5,7 +5,7 @@ package compat
 import "time"
 
 // procCPU is not measured outside Linux.
-func procCPU(int) (time.Duration, bool) { return 0, false }
+func procCPU(int) (user, sys time.Duration, ok bool) { return 0, 0, false }
 
 // selfCPU is not measured outside Linux.
 func selfCPU() (time.Duration, bool) { return 0, false }

@@ -24,6 +24,8 @@ package compat
 //   - KBROKER_BENCH_PPROF=host:port: serve kbroker's /debug/pprof/ there,
 //     for a CPU or allocation profile taken during the run
 //     (curl host:port/debug/pprof/profile?seconds=20 > cpu.pprof).
+//   - KBROKER_BENCH_BALLAST_GIB=n: keep n GiB of the page cache filled
+//     through the run, so appends recycle reclaimed pages (benchBallast).
 //
 // Produce MB/s is the round's payload over the time from the first Produce
 // to the end of Flush (acks=all, idempotent); consume MB/s is the payload
@@ -114,18 +116,25 @@ func (t benchTarget) seedList() []string {
 
 // benchResult is one round of one target. The CPU figures are seconds of
 // CPU per GB of payload: the client's (this test process: producer or
-// consumer, and kfake when it is the target) and the broker process's
-// (-1 when not measured).
+// consumer, and kfake when it is the target) and the broker process's,
+// in all and in user space alone (-1 when not measured).
 type benchResult struct {
 	produceMBps, consumeMBps, p99ms float64
 
-	produceClientCPU, produceBrokerCPU, consumeClientCPU, consumeBrokerCPU float64
+	produce, consume phaseCPU
 }
+
+// phaseCPU is the CPU seconds per GB of one phase (-1 when not measured).
+// brokerUser is the part of broker spent in user space: the rest is the
+// kernel's, mostly copying records into and out of the page cache and
+// sockets, which every broker that writes through the page cache pays
+// alike.
+type phaseCPU struct{ client, broker, brokerUser float64 }
 
 // cpuMark is the CPU time used so far by this process and by the broker.
 type cpuMark struct {
-	client, broker time.Duration
-	ok             bool
+	client, broker, brokerUser time.Duration
+	ok                         bool
 }
 
 // markCPU reads the CPU times of this process and of the broker process pid.
@@ -134,22 +143,22 @@ func markCPU(pid int) cpuMark {
 	if pid == 0 {
 		return cpuMark{client: c, ok: ok1}
 	}
-	b, ok2 := procCPU(pid)
-	return cpuMark{client: c, broker: b, ok: ok1 && ok2}
+	u, s, ok2 := procCPU(pid)
+	return cpuMark{client: c, broker: u + s, brokerUser: u, ok: ok1 && ok2}
 }
 
-// cpuPerGB is the CPU seconds per GB of total bytes between marks a and b,
-// client and broker (-1 when not measured).
-func cpuPerGB(a, b cpuMark, pid int, total int64) (client, broker float64) {
+// cpuPerGB is the CPU seconds per GB of total bytes between marks a and b.
+func cpuPerGB(a, b cpuMark, pid int, total int64) phaseCPU {
 	gb := float64(total) / 1e9
-	client, broker = -1, -1
+	p := phaseCPU{-1, -1, -1}
 	if a.ok && b.ok {
-		client = (b.client - a.client).Seconds() / gb
+		p.client = (b.client - a.client).Seconds() / gb
 		if pid != 0 {
-			broker = (b.broker - a.broker).Seconds() / gb
+			p.broker = (b.broker - a.broker).Seconds() / gb
+			p.brokerUser = (b.brokerUser - a.brokerUser).Seconds() / gb
 		}
 	}
-	return client, broker
+	return p
 }
 
 func BenchmarkProduceConsume(b *testing.B) {
@@ -190,6 +199,7 @@ func BenchmarkProduceConsume(b *testing.B) {
 	}
 
 	benchWarmMemory(b) // bench_warm_test.go
+	benchBallast(b)
 	results := map[string][]benchResult{}
 	var loop []float64
 	round := 0
@@ -232,7 +242,17 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 		}
 		return med(xs)
 	}
-	type row struct{ produce, consume, p99, produceCPU, consumeCPU float64 }
+	type row struct {
+		produce, consume, p99  float64
+		produceCPU, consumeCPU phaseCPU
+	}
+	phase := func(rs []benchResult, f func(benchResult) phaseCPU) phaseCPU {
+		return phaseCPU{
+			client:     pick(rs, func(r benchResult) float64 { return f(r).client }),
+			broker:     pick(rs, func(r benchResult) float64 { return f(r).broker }),
+			brokerUser: pick(rs, func(r benchResult) float64 { return f(r).brokerUser }),
+		}
+	}
 	rows := map[string]row{}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d MiB of 1 KiB records per round, %d partitions, %d rounds (medians of %d)\n", mib, benchPartitions, len(loop), len(loop)-skip)
@@ -242,13 +262,13 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 		r := row{pick(rs, func(r benchResult) float64 { return r.produceMBps }),
 			pick(rs, func(r benchResult) float64 { return r.consumeMBps }),
 			pick(rs, func(r benchResult) float64 { return r.p99ms }),
-			pick(rs, func(r benchResult) float64 { return r.produceBrokerCPU }),
-			pick(rs, func(r benchResult) float64 { return r.consumeBrokerCPU })}
+			phase(rs, func(r benchResult) phaseCPU { return r.produce }),
+			phase(rs, func(r benchResult) phaseCPU { return r.consume })}
 		rows[t.name] = r
 		fmt.Fprintf(&sb, "%-10s %12.1f %12.1f %9.0f ms\n", t.name, r.produce, r.consume, r.p99)
 	}
-	fmt.Fprintf(&sb, "CPU seconds per GB (client: this process, with kfake when it is the target; broker: its process)\n")
-	fmt.Fprintf(&sb, "%-10s %15s %15s %15s %15s\n", "target", "produce client", "produce broker", "consume client", "consume broker")
+	fmt.Fprintf(&sb, "CPU seconds per GB (client: this process, with kfake when it is the target; broker: its process, of which user space)\n")
+	fmt.Fprintf(&sb, "%-10s %15s %20s %15s %20s\n", "target", "produce client", "produce broker/user", "consume client", "consume broker/user")
 	cpu := func(x float64) string {
 		if x < 0 {
 			return "-"
@@ -256,12 +276,10 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 		return fmt.Sprintf("%.2f", x)
 	}
 	for _, t := range targets {
-		rs := results[t.name]
-		fmt.Fprintf(&sb, "%-10s %15s %15s %15s %15s\n", t.name,
-			cpu(pick(rs, func(r benchResult) float64 { return r.produceClientCPU })),
-			cpu(rows[t.name].produceCPU),
-			cpu(pick(rs, func(r benchResult) float64 { return r.consumeClientCPU })),
-			cpu(rows[t.name].consumeCPU))
+		r := rows[t.name]
+		fmt.Fprintf(&sb, "%-10s %15s %20s %15s %20s\n", t.name,
+			cpu(r.produceCPU.client), cpu(r.produceCPU.broker)+" / "+cpu(r.produceCPU.brokerUser),
+			cpu(r.consumeCPU.client), cpu(r.consumeCPU.broker)+" / "+cpu(r.consumeCPU.brokerUser))
 	}
 	lo := med(loop)
 	fmt.Fprintf(&sb, "%-10s %12.1f   (one TCP stream, the ceiling)\n", "loopback", lo)
@@ -269,8 +287,12 @@ func benchReport(targets []benchTarget, results map[string][]benchResult, loop [
 	for _, t := range targets[1:] {
 		o := rows[t.name]
 		fmt.Fprintf(&sb, "kbroker / %-8s produce %.2fx, consume %.2fx, p99 %.2fx", t.name, k.produce/o.produce, k.consume/o.consume, k.p99/o.p99)
-		if k.produceCPU >= 0 && o.produceCPU > 0 && o.consumeCPU > 0 {
-			fmt.Fprintf(&sb, ", broker CPU per GB produce %.2fx, consume %.2fx", k.produceCPU/o.produceCPU, k.consumeCPU/o.consumeCPU)
+		kp, kc, op, oc := k.produceCPU, k.consumeCPU, o.produceCPU, o.consumeCPU
+		if kp.broker >= 0 && op.broker > 0 && oc.broker > 0 {
+			fmt.Fprintf(&sb, ", broker CPU per GB produce %.2fx, consume %.2fx", kp.broker/op.broker, kc.broker/oc.broker)
+		}
+		if kp.brokerUser >= 0 && op.brokerUser > 0 && oc.brokerUser > 0 {
+			fmt.Fprintf(&sb, " (user space %.2fx, %.2fx)", kp.brokerUser/op.brokerUser, kc.brokerUser/oc.brokerUser)
 		}
 		sb.WriteString("\n")
 	}
@@ -350,8 +372,8 @@ func benchKafka(b *testing.B, t benchTarget, topic string, values [][]byte) benc
 		consumeMBps: mb / end.Sub(mid).Seconds(),
 		p99ms:       float64(lat[len(lat)*99/100]) / float64(time.Millisecond),
 	}
-	r.produceClientCPU, r.produceBrokerCPU = cpuPerGB(cpu0, cpu1, t.pid, total)
-	r.consumeClientCPU, r.consumeBrokerCPU = cpuPerGB(cpu1, cpu2, t.pid, total)
+	r.produce = cpuPerGB(cpu0, cpu1, t.pid, total)
+	r.consume = cpuPerGB(cpu1, cpu2, t.pid, total)
 	return r
 }
 

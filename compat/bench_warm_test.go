@@ -84,6 +84,55 @@ func warmPageCache(b *testing.B) {
 		float64(size)/(1<<30), took.Round(time.Millisecond), float64(size)/1e6/took.Seconds(), benchWarmEnv)
 }
 
+// benchBallastEnv sets the GiB of page cache benchBallast keeps filled.
+const benchBallastEnv = "KBROKER_BENCH_BALLAST_GIB"
+
+// benchBallast fills KBROKER_BENCH_BALLAST_GIB GiB of the page cache (0 or
+// unset: nothing; at most the available memory less 3 GiB) with a clean
+// file it keeps until the benchmark ends, so the targets' appends are
+// made by reclaiming its pages: the steady state of a machine whose page
+// cache is full, as a long-running broker's is. Without it, each new page
+// on this VM costs a fault in the hypervisor, because the balloon driver
+// hands memory freed for a few seconds back to the host (free page
+// reporting: written, removed and written again 30 s later, 1 GiB took
+// 2.3–2.5 CPU-s instead of 0.26), and that cost, the same for every
+// broker per byte written, is most of each one's produce CPU.
+func benchBallast(b *testing.B) {
+	s := os.Getenv(benchBallastEnv)
+	if s == "" {
+		return
+	}
+	gib, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || gib < 0 {
+		b.Fatalf("%s=%q: want a number of GiB", benchBallastEnv, s)
+	}
+	size := gib << 30
+	if avail := memAvailable() - 3<<30; size > avail {
+		size = avail
+	}
+	if size <= 0 {
+		return
+	}
+	dir := b.TempDir()
+	f, err := os.Create(filepath.Join(dir, "ballast"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	for n := int64(0); n < size; n += int64(len(buf)) {
+		if _, err := f.Write(buf); err != nil {
+			b.Fatalf("filling the page cache: %v", err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatalf("filling the page cache: %v", err)
+	}
+	fmt.Printf("filled %.1f GiB of page cache in %v with a file kept to the end (%s)\n",
+		float64(size)/(1<<30), time.Since(start).Round(time.Millisecond), benchBallastEnv)
+}
+
 // memAvailable is MemAvailable of /proc/meminfo in bytes, 0 if unknown.
 func memAvailable() int64 {
 	data, err := os.ReadFile("/proc/meminfo")
