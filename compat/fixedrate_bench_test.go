@@ -77,7 +77,10 @@ package compat
 //     an execution trace of the load generator goes to
 //     dir/<topic>-client.trace, and one of the broker to
 //     dir/<topic>-broker.trace: of this process for kfake, of kbroker with
-//     KBROKER_BENCH_PPROF (keep KBROKER_BENCH_SECS short).
+//     KBROKER_BENCH_PPROF (keep KBROKER_BENCH_SECS short);
+//   - KBROKER_BENCH_BALLAST_GIB=n: keep n GiB of the page cache filled
+//     (benchBallast), through all runs of the single node, through each
+//     cluster's own: the page cache is full from the first second.
 //
 // Figures from a shared machine: the load average is printed before and
 // after every run; compare targets within one run only.
@@ -250,6 +253,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 	targets := start(b)
 	if targets[0].up == nil {
 		benchWarmMemory(b) // bench_warm_test.go
+		benchBallast(b)
 	}
 	free0 := benchDiskFree()
 	payload := make([]byte, benchValueSize)
@@ -318,6 +322,7 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 			if !b.Run(latTopic(t.name), func(b *testing.B) {
 				benchAwaitDeletes(b, free0)
 				warmPageCache(b) // bench_warm_test.go
+				benchBallast(b)  // kept until this target's runs end
 				t := t.up(b)
 				if hasPct {
 					maxRun(b, t)
