@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -87,6 +88,10 @@ func warmPageCache(b *testing.B) {
 // benchBallastEnv sets the GiB of page cache benchBallast keeps filled.
 const benchBallastEnv = "KBROKER_BENCH_BALLAST_GIB"
 
+// benchBallastHeld is the size of the ballast file that exists now: disk
+// space benchAwaitDeletes must not wait for.
+var benchBallastHeld atomic.Int64
+
 // benchBallast fills KBROKER_BENCH_BALLAST_GIB GiB of the page cache (0 or
 // unset: nothing; at most the available memory less 3 GiB) with a clean
 // file it keeps until the benchmark ends, so the targets' appends are
@@ -119,6 +124,10 @@ func benchBallast(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
+	// Cleanups run last first: the file is gone (TempDir's cleanup)
+	// before the count drops.
+	benchBallastHeld.Add(size)
+	b.Cleanup(func() { benchBallastHeld.Add(-size) })
 	buf := make([]byte, 1<<20)
 	start := time.Now()
 	for n := int64(0); n < size; n += int64(len(buf)) {
