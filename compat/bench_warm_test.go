@@ -23,7 +23,9 @@ import (
 // broker time cold, and 657 MB/s at 0.89 warm, in two runs of one build.
 // benchWarmMemory writes and removes a file once per test process, before
 // the first round, so every target's appends land in pages the guest has
-// touched before.
+// touched before. Where the balloon reports free memory to the host at
+// once (session 27's VM) the removal undoes that within seconds;
+// benchBallast keeps the pages in use instead.
 
 // benchWarmEnv sets the GiB benchWarmMemory writes (default 8; 0 turns it off).
 const benchWarmEnv = "KBROKER_BENCH_WARM_GIB"
@@ -98,10 +100,11 @@ var benchBallastHeld atomic.Int64
 // made by reclaiming its pages: the steady state of a machine whose page
 // cache is full, as a long-running broker's is. Without it, each new page
 // on this VM costs a fault in the hypervisor, because the balloon driver
-// hands memory freed for a few seconds back to the host (free page
-// reporting: written, removed and written again 30 s later, 1 GiB took
-// 2.3–2.5 CPU-s instead of 0.26), and that cost, the same for every
-// broker per byte written, is most of each one's produce CPU.
+// hands free memory back to the host in 2 MiB blocks as soon as they are
+// free (free page reporting: written, removed and written again 30 s
+// later, 1 GiB took 2.3–2.5 CPU-s instead of 0.26), and that cost, the
+// same for every broker per byte written, is most of each one's produce
+// CPU.
 func benchBallast(b *testing.B) {
 	s := os.Getenv(benchBallastEnv)
 	if s == "" {
@@ -124,8 +127,8 @@ func benchBallast(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	// Cleanups run last first: the file is gone (TempDir's cleanup)
-	// before the count drops.
+	// Both this and TempDir's removal of the file run when b ends, before
+	// a later sub-benchmark waits on the disk.
 	benchBallastHeld.Add(size)
 	b.Cleanup(func() { benchBallastHeld.Add(-size) })
 	buf := make([]byte, 1<<20)
