@@ -253,9 +253,11 @@ func benchFixedRate(b *testing.B, defRates string, start func(*testing.B) []benc
 	targets := start(b)
 	if targets[0].up == nil {
 		benchWarmMemory(b) // bench_warm_test.go
-		benchBallast(b)
 	}
 	free0 := benchDiskFree()
+	if targets[0].up == nil {
+		benchBallast(b) // after free0: benchAwaitDeletes counts it as free
+	}
 	payload := make([]byte, benchValueSize)
 	if _, err := rand.Read(payload); err != nil {
 		b.Fatal(err)
