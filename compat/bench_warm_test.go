@@ -42,15 +42,7 @@ func benchWarmMemory(b *testing.B) { benchWarmOnce.Do(func() { warmPageCache(b) 
 // BenchmarkClusterLatency warms before each cluster it starts, so that
 // each begins where the one before it found the machine.
 func warmPageCache(b *testing.B) {
-	gib := int64(8)
-	if s := os.Getenv(benchWarmEnv); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			b.Fatalf("%s=%q: want a number of GiB", benchWarmEnv, s)
-		}
-		gib = n
-	}
-	size := gib << 30
+	size := benchGiB(b, benchWarmEnv, 8)
 	if avail := memAvailable(); avail > 0 && size > avail/4 {
 		size = avail / 4
 	}
@@ -63,28 +55,47 @@ func warmPageCache(b *testing.B) {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "warm")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, 1<<20)
-	start := time.Now()
-	for n := int64(0); n < size; n += int64(len(buf)) {
-		if _, err := f.Write(buf); err != nil {
-			f.Close()
-			b.Fatalf("warming the page cache: %v", err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		b.Fatalf("warming the page cache: %v", err)
-	}
-	f.Close()
-	took := time.Since(start)
+	took := writeZeros(b, path, size)
 	if err := os.Remove(path); err != nil {
 		b.Fatal(err)
 	}
 	fmt.Printf("warmed %.1f GiB of page cache in %v (%.0f MB/s; %s=0 skips it)\n",
 		float64(size)/(1<<30), took.Round(time.Millisecond), float64(size)/1e6/took.Seconds(), benchWarmEnv)
+}
+
+// benchGiB is the size in bytes that the environment variable name gives
+// in GiB, def GiB when it is unset.
+func benchGiB(b *testing.B, name string, def int64) int64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def << 30
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		b.Fatalf("%s=%q: want a number of GiB", name, s)
+	}
+	return n << 30
+}
+
+// writeZeros creates path with size bytes of zeros (rounded up to MiB),
+// fsyncs and closes it, and returns how long that took.
+func writeZeros(b *testing.B, path string, size int64) time.Duration {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	for n := int64(0); n < size; n += int64(len(buf)) {
+		if _, err := f.Write(buf); err != nil {
+			b.Fatalf("filling the page cache: %v", err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatalf("filling the page cache: %v", err)
+	}
+	return time.Since(start)
 }
 
 // benchBallastEnv sets the GiB of page cache benchBallast keeps filled.
@@ -106,43 +117,20 @@ var benchBallastHeld atomic.Int64
 // same for every broker per byte written, is most of each one's produce
 // CPU.
 func benchBallast(b *testing.B) {
-	s := os.Getenv(benchBallastEnv)
-	if s == "" {
-		return
-	}
-	gib, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || gib < 0 {
-		b.Fatalf("%s=%q: want a number of GiB", benchBallastEnv, s)
-	}
-	size := gib << 30
+	size := benchGiB(b, benchBallastEnv, 0)
 	if avail := memAvailable() - 3<<30; size > avail {
 		size = avail
 	}
 	if size <= 0 {
 		return
 	}
-	dir := b.TempDir()
-	f, err := os.Create(filepath.Join(dir, "ballast"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
 	// Both this and TempDir's removal of the file run when b ends, before
 	// a later sub-benchmark waits on the disk.
 	benchBallastHeld.Add(size)
 	b.Cleanup(func() { benchBallastHeld.Add(-size) })
-	buf := make([]byte, 1<<20)
-	start := time.Now()
-	for n := int64(0); n < size; n += int64(len(buf)) {
-		if _, err := f.Write(buf); err != nil {
-			b.Fatalf("filling the page cache: %v", err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		b.Fatalf("filling the page cache: %v", err)
-	}
+	took := writeZeros(b, filepath.Join(b.TempDir(), "ballast"), size)
 	fmt.Printf("filled %.1f GiB of page cache in %v with a file kept to the end (%s)\n",
-		float64(size)/(1<<30), time.Since(start).Round(time.Millisecond), benchBallastEnv)
+		float64(size)/(1<<30), took.Round(time.Millisecond), benchBallastEnv)
 }
 
 // memAvailable is MemAvailable of /proc/meminfo in bytes, 0 if unknown.
